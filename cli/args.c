@@ -1,0 +1,90 @@
+#include "args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int arg_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) {
+        fprintf(stderr, "sprinter %s: --%s: \"%s\" is not an integer\n", cmd, opt, s);
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        fprintf(stderr, "sprinter %s: --%s: %ld is outside [%ld, %ld]\n", cmd, opt, v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int arg_u64(const char *cmd, const char *opt, const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || *s == '-') {
+        fprintf(stderr, "sprinter %s: --%s: \"%s\" is not a non-negative integer\n", cmd, opt, s);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int arg_float(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) {
+        fprintf(stderr, "sprinter %s: --%s: \"%s\" is not a number\n", cmd, opt, s);
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        fprintf(stderr, "sprinter %s: --%s: %g is outside [%g, %g]\n", cmd, opt, v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32_t **ids, size_t *n) {
+    size_t cap = 16, k = 0;
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v) return -1;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (errno || end == p || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
+            fprintf(stderr, "sprinter %s: --%s: entry %zu is not a non-negative token id\n", cmd, opt, k);
+            free(v);
+            return -1;
+        }
+        if (k == max_n) {
+            fprintf(stderr, "sprinter %s: --%s: more than %zu ids\n", cmd, opt, max_n);
+            free(v);
+            return -1;
+        }
+        if (k == cap) {
+            int32_t *nv = realloc(v, (cap *= 2) * sizeof *v);
+            if (!nv) {
+                free(v);
+                return -1;
+            }
+            v = nv;
+        }
+        v[k++] = (int32_t)x;
+        p = *end ? end + 1 : end;
+    }
+    if (k == 0) {
+        fprintf(stderr, "sprinter %s: --%s: no token ids given\n", cmd, opt);
+        free(v);
+        return -1;
+    }
+    *ids = v;
+    *n = k;
+    return 0;
+}

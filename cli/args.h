@@ -1,0 +1,15 @@
+/* args.h - checked conversion of command-line option values. Each returns 0, or prints
+ * "sprinter CMD: --OPT: ..." on stderr and returns -1. */
+#ifndef SP_ARGS_H
+#define SP_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int arg_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+int arg_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+int arg_float(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
+/* "1,2,3" -> malloc'd int32 array (at most max_n ids, each >= 0). */
+int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32_t **ids, size_t *n);
+
+#endif

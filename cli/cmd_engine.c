@@ -1,0 +1,450 @@
+/* cmd_engine.c - subcommands that drive the engine alone: generate, tokenize, logits,
+ * init-random, info. */
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "jsonutil.h"
+#include "model.h"
+#include "presets.h"
+#include "sampling.h"
+#include "tokenizer.h"
+
+#define MAX_IDS (1 << 20)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(const char *cmd, const SpErr *e) {
+    fprintf(stderr, "sprinter %s: %s\n", cmd, e->msg);
+    return 1;
+}
+
+static int unknown_opt(const char *cmd) {
+    fprintf(stderr, "sprinter %s: unknown or incomplete option (see sprinter %s --help)\n", cmd, cmd);
+    return 2;
+}
+
+/* Writes n floats to path atomically (raw little-endian float32). */
+static int write_f32(const char *path, const float *v, size_t n, SpErr *err) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    int bad = fwrite(v, sizeof(float), n, f) != n;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return sp_fail(err, "%s: write failed", path);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ generate */
+
+static const char kGenerateHelp[] =
+    "usage: sprinter generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]\n"
+    "  --model DIR        Hugging Face model directory (config.json, model.safetensors)\n"
+    "  --tokenizer DIR    directory with the tokenizer files (default: the model directory)\n"
+    "  --prompt TEXT      prompt text (needs a tokenizer)\n"
+    "  --prompt-ids IDS   prompt as comma-separated token ids (prints ids when there is no tokenizer)\n"
+    "  --max-new N        tokens to generate (default 32)\n"
+    "  --temperature T    0 = greedy (default 1)\n"
+    "  --top-k K          keep the K most likely tokens, 0 = off (default 0)\n"
+    "  --top-p P          nucleus sampling mass, 1 = off (default 1)\n"
+    "  --seed S           RNG seed (default 0)\n"
+    "  --ignore-eos       keep generating after the end-of-sequence token\n"
+    "  --threads N        OpenBLAS threads (default: OpenBLAS's own choice)\n"
+    "Prints the continuation on stdout and timing on stderr.\n";
+
+int cmd_generate(int argc, char **argv) {
+    const char *cmd = "generate", *model_dir = NULL, *tok_dir = NULL, *prompt = NULL, *prompt_ids = NULL;
+    long max_new = 32, top_k = 0, threads = 0;
+    double temp = 1.0, top_p = 1.0;
+    uint64_t seed = 0;
+    int ignore_eos = 0;
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},   {"tokenizer", required_argument, 0, 'T'},
+        {"prompt", required_argument, 0, 'p'},  {"prompt-ids", required_argument, 0, 'i'},
+        {"max-new", required_argument, 0, 'n'}, {"temperature", required_argument, 0, 't'},
+        {"top-k", required_argument, 0, 'k'},   {"top-p", required_argument, 0, 'P'},
+        {"seed", required_argument, 0, 's'},    {"ignore-eos", no_argument, 0, 'e'},
+        {"threads", required_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'm': model_dir = optarg; break;
+        case 'T': tok_dir = optarg; break;
+        case 'p': prompt = optarg; break;
+        case 'i': prompt_ids = optarg; break;
+        case 'n': if (arg_long(cmd, "max-new", optarg, 0, MAX_IDS, &max_new)) return 2; break;
+        case 't': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &temp)) return 2; break;
+        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &top_k)) return 2; break;
+        case 'P': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &top_p)) return 2; break;
+        case 's': if (arg_u64(cmd, "seed", optarg, &seed)) return 2; break;
+        case 'e': ignore_eos = 1; break;
+        case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, &threads)) return 2; break;
+        case 'h': fputs(kGenerateHelp, stdout); return 0;
+        default: return unknown_opt(cmd);
+        }
+    }
+    if (!model_dir || (!prompt == !prompt_ids)) {
+        fprintf(stderr, "sprinter generate: need --model and exactly one of --prompt, --prompt-ids\n");
+        return 2;
+    }
+    if (threads) openblas_set_num_threads((int)threads);
+    SpErr err = {{0}};
+    int rc = 1;
+    Model *m = NULL;
+    Tokenizer *tok = NULL;
+    Session *s = NULL;
+    gsl_rng *rng = NULL;
+    int32_t *ids = NULL, *work = NULL;
+    float *probs = NULL;
+    size_t n_prompt = 0;
+    SamplerParams sp = {(float)temp, (int)top_k, (float)top_p};
+    if (sampler_params_check(&sp, &err)) goto done;
+    if (!(m = model_load(model_dir, &err))) {
+        sp_err_prefix(&err, "%s", model_dir);
+        goto done;
+    }
+    const ModelConfig *c = model_config(m);
+    if (prompt || tok_dir) {
+        tok = tokenizer_load_dir(tok_dir ? tok_dir : model_dir, &err);
+        if (!tok) goto done;
+        if (tokenizer_vocab_size(tok) > c->vocab_size) {
+            sp_fail(&err, "tokenizer has %d tokens but the model's vocab_size is %d", tokenizer_vocab_size(tok),
+                    c->vocab_size);
+            goto done;
+        }
+    }
+    if (prompt) {
+        if (tokenizer_encode(tok, prompt, strlen(prompt), c->arch == ARCH_LLAMA, &ids, &n_prompt, &err)) goto done;
+    } else if (arg_ids(cmd, "prompt-ids", prompt_ids, MAX_IDS, &ids, &n_prompt)) {
+        rc = 2;
+        goto done;
+    }
+    if (n_prompt == 0) {
+        sp_fail(&err, "--prompt: the prompt encodes to no tokens");
+        goto done;
+    }
+    size_t total = n_prompt + (size_t)max_new;
+    if (c->arch != ARCH_LLAMA && total > (size_t)c->max_pos) {
+        sp_fail(&err, "prompt (%zu tokens) + --max-new %ld exceeds the context of %d positions", n_prompt, max_new,
+                c->max_pos);
+        goto done;
+    }
+    int32_t *all = realloc(ids, (total + 1) * sizeof *ids);
+    if (!all) goto done;
+    ids = all;
+    if (!(s = session_new(m, (int)total, (int)(n_prompt < 512 ? n_prompt : 512), &err))) goto done;
+    probs = malloc((size_t)c->vocab_size * sizeof *probs);
+    work = malloc((size_t)c->vocab_size * sizeof *work);
+    rng = sampler_rng_new(seed);
+    if (!probs || !work || !rng) {
+        sp_fail(&err, "out of memory");
+        goto done;
+    }
+    double t0 = now_s();
+    const float *logits;
+    if (session_prefill(s, ids, (int)n_prompt, &logits, NULL, &err)) goto done;
+    double t1 = now_s();
+    size_t n = n_prompt;
+    while (n < total) {
+        if (sampler_probs(&sp, logits, c->vocab_size, probs, work, &err)) goto done;
+        int32_t next = sampler_draw(probs, c->vocab_size, rng);
+        ids[n++] = next;
+        if (!ignore_eos && next == c->eos_id) break;
+        if (n < total && session_forward(s, &next, 1, &logits, NULL, &err)) goto done;
+    }
+    double t2 = now_s();
+    size_t n_new = n - n_prompt;
+    if (tok) {
+        char *text;
+        size_t len;
+        if (tokenizer_decode(tok, ids + n_prompt, n_new, 1, &text, &len, &err)) goto done;
+        fwrite(text, 1, len, stdout);
+        fputc('\n', stdout);
+        free(text);
+    } else {
+        for (size_t i = n_prompt; i < n; i++) printf("%s%d", i > n_prompt ? "," : "", ids[i]);
+        printf("\n");
+    }
+    fprintf(stderr, "prompt %zu tokens (%.1f tok/s prefill), generated %zu tokens (%.1f tok/s)\n", n_prompt,
+            (double)n_prompt / (t1 - t0), n_new, n_new ? (double)n_new / (t2 - t1) : 0.0);
+    rc = 0;
+done:
+    if (rc == 1) fail(cmd, &err);
+    if (rng) gsl_rng_free(rng);
+    free(probs);
+    free(work);
+    free(ids);
+    session_free(s);
+    tokenizer_free(tok);
+    model_free(m);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ tokenize */
+
+static const char kTokenizeHelp[] =
+    "usage: sprinter tokenize --model DIR (--text TEXT | --decode IDS) [--bos]\n"
+    "  --model DIR     directory with tokenizer.json, or vocab.json + merges.txt\n"
+    "  --text TEXT     print the token ids of TEXT, space-separated\n"
+    "  --decode IDS    print the text of comma-separated token ids\n"
+    "  --bos           prepend the BOS token (Llama convention)\n";
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *cmd = "tokenize", *dir = NULL, *text = NULL, *decode = NULL;
+    int bos = 0;
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"text", required_argument, 0, 't'},
+                                         {"decode", required_argument, 0, 'd'}, {"bos", no_argument, 0, 'b'},
+                                         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'm': dir = optarg; break;
+        case 't': text = optarg; break;
+        case 'd': decode = optarg; break;
+        case 'b': bos = 1; break;
+        case 'h': fputs(kTokenizeHelp, stdout); return 0;
+        default: return unknown_opt(cmd);
+        }
+    }
+    if (!dir || (!text == !decode)) {
+        fprintf(stderr, "sprinter tokenize: need --model and exactly one of --text, --decode\n");
+        return 2;
+    }
+    SpErr err = {{0}};
+    Tokenizer *t = tokenizer_load_dir(dir, &err);
+    if (!t) return fail(cmd, &err);
+    int rc = 1;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (text) {
+        if (tokenizer_encode(t, text, strlen(text), bos, &ids, &n, &err)) goto done;
+        for (size_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+        printf("\n");
+    } else {
+        if (arg_ids(cmd, "decode", decode, MAX_IDS, &ids, &n)) {
+            rc = 2;
+            goto done;
+        }
+        char *out;
+        size_t len;
+        if (tokenizer_decode(t, ids, n, 0, &out, &len, &err)) goto done;
+        fwrite(out, 1, len, stdout);
+        printf("\n");
+        free(out);
+    }
+    rc = 0;
+done:
+    if (rc == 1) fail(cmd, &err);
+    free(ids);
+    tokenizer_free(t);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ logits */
+
+static const char kLogitsHelp[] =
+    "usage: sprinter logits --model DIR --ids 1,2,3 [--all] [--step] [--out FILE] [--hidden-out FILE]\n"
+    "  --ids IDS          comma-separated token ids at positions 0..n-1\n"
+    "  --all              output every position ([n, V] logits, [n, d] hidden), not just the last\n"
+    "  --step             run one token per forward call instead of one batched call\n"
+    "  --out FILE         write raw little-endian float32 logits instead of printing them\n"
+    "  --hidden-out FILE  write the final-norm hidden states as raw float32\n";
+
+int cmd_logits(int argc, char **argv) {
+    const char *cmd = "logits", *dir = NULL, *ids_s = NULL, *out = NULL, *hout = NULL;
+    int all = 0, step = 0;
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'}, {"ids", required_argument, 0, 'i'},
+        {"all", no_argument, 0, 'a'},         {"step", no_argument, 0, 's'},
+        {"out", required_argument, 0, 'o'},   {"hidden-out", required_argument, 0, 'H'},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'm': dir = optarg; break;
+        case 'i': ids_s = optarg; break;
+        case 'a': all = 1; break;
+        case 's': step = 1; break;
+        case 'o': out = optarg; break;
+        case 'H': hout = optarg; break;
+        case 'h': fputs(kLogitsHelp, stdout); return 0;
+        default: return unknown_opt(cmd);
+        }
+    }
+    if (!dir || !ids_s) {
+        fprintf(stderr, "sprinter logits: need --model and --ids\n");
+        return 2;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (arg_ids(cmd, "ids", ids_s, MAX_IDS, &ids, &n)) return 2;
+    SpErr err = {{0}};
+    int rc = 1;
+    Session *s = NULL;
+    float *lo = NULL, *hi = NULL;
+    Model *m = model_load(dir, &err);
+    if (!m) {
+        sp_err_prefix(&err, "%s", dir);
+        goto done;
+    }
+    const ModelConfig *c = model_config(m);
+    size_t V = (size_t)c->vocab_size, d = (size_t)c->d_model;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] >= c->vocab_size) {
+            sp_fail(&err, "--ids: entry %zu = %d is not below vocab_size %d", i, ids[i], c->vocab_size);
+            goto done;
+        }
+    if (c->arch != ARCH_LLAMA && n > (size_t)c->max_pos) {
+        sp_fail(&err, "--ids: %zu ids exceed the context of %d positions", n, c->max_pos);
+        goto done;
+    }
+    if (!(s = session_new(m, (int)n, step ? 1 : (int)n, &err))) goto done;
+    lo = malloc(n * V * sizeof *lo);
+    hi = malloc(n * d * sizeof *hi);
+    if (!lo || !hi) {
+        sp_fail(&err, "out of memory");
+        goto done;
+    }
+    const float *L, *Hd;
+    if (step) {
+        for (size_t i = 0; i < n; i++) {
+            if (session_forward(s, ids + i, 1, &L, &Hd, &err)) goto done;
+            memcpy(lo + i * V, L, V * sizeof *lo);
+            memcpy(hi + i * d, Hd, d * sizeof *hi);
+        }
+    } else {
+        if (session_forward(s, ids, (int)n, &L, &Hd, &err)) goto done;
+        memcpy(lo, L, n * V * sizeof *lo);
+        memcpy(hi, Hd, n * d * sizeof *hi);
+    }
+    const float *lsel = all ? lo : lo + (n - 1) * V, *hsel = all ? hi : hi + (n - 1) * d;
+    size_t rows = all ? n : 1;
+    if (out) {
+        if (write_f32(out, lsel, rows * V, &err)) goto done;
+    } else {
+        for (size_t r = 0; r < rows; r++)
+            for (size_t v = 0; v < V; v++) printf("%.9g%c", lsel[r * V + v], v + 1 == V ? '\n' : ' ');
+    }
+    if (hout && write_f32(hout, hsel, rows * d, &err)) goto done;
+    rc = 0;
+done:
+    if (rc) fail(cmd, &err);
+    free(lo);
+    free(hi);
+    free(ids);
+    session_free(s);
+    model_free(m);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ init-random */
+
+static const char kInitHelp[] =
+    "usage: sprinter init-random --arch gpt2|gpt-neo|llama (--preset NAME | --config FILE) --out DIR\n"
+    "                            [--seed S] [--dtype f32|f16|bf16]\n"
+    "  presets: gpt2: tiny gpt2 gpt2-medium gpt2-xl; gpt-neo: tiny gpt-neo-125m gpt-neo-1.3b;\n"
+    "           llama: tiny vicuna-68m vicuna-7b\n"
+    "  --config FILE  a Hugging Face config.json; its model_type must match --arch\n"
+    "  Weights ~ N(0, initializer_range^2) (norm weights 1 + that); default seed 0, dtype f32.\n";
+
+int cmd_init_random(int argc, char **argv) {
+    const char *cmd = "init-random", *arch = NULL, *preset = NULL, *cfg_path = NULL, *out = NULL, *dt = "f32";
+    uint64_t seed = 0;
+    static const struct option opts[] = {
+        {"arch", required_argument, 0, 'a'}, {"preset", required_argument, 0, 'p'},
+        {"config", required_argument, 0, 'c'}, {"out", required_argument, 0, 'o'},
+        {"seed", required_argument, 0, 's'}, {"dtype", required_argument, 0, 'd'},
+        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'a': arch = optarg; break;
+        case 'p': preset = optarg; break;
+        case 'c': cfg_path = optarg; break;
+        case 'o': out = optarg; break;
+        case 's': if (arg_u64(cmd, "seed", optarg, &seed)) return 2; break;
+        case 'd': dt = optarg; break;
+        case 'h': fputs(kInitHelp, stdout); return 0;
+        default: return unknown_opt(cmd);
+        }
+    }
+    if (!arch || !out || (!preset == !cfg_path)) {
+        fprintf(stderr, "sprinter init-random: need --arch, --out and exactly one of --preset, --config\n");
+        return 2;
+    }
+    DType dtype;
+    if (!strcmp(dt, "f32")) dtype = DT_F32;
+    else if (!strcmp(dt, "f16")) dtype = DT_F16;
+    else if (!strcmp(dt, "bf16")) dtype = DT_BF16;
+    else {
+        fprintf(stderr, "sprinter init-random: --dtype: \"%s\" is not f32, f16 or bf16\n", dt);
+        return 2;
+    }
+    if (!preset_names(arch)) {
+        fprintf(stderr, "sprinter init-random: --arch: unknown architecture \"%s\" (gpt2, gpt-neo, llama)\n", arch);
+        return 2;
+    }
+    SpErr err = {{0}};
+    cJSON *cfg = preset ? preset_config(arch, preset, &err) : sp_json_load(cfg_path, 16u << 20, &err);
+    if (!cfg) return fail(cmd, &err);
+    const char *want = !strcmp(arch, "gpt-neo") ? "gpt_neo" : arch;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    int rc = 1;
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, want)) {
+        sp_fail(&err, "%s: key \"model_type\" must be \"%s\" for --arch %s", cfg_path ? cfg_path : "preset", want, arch);
+    } else if (init_random_model(cfg, dtype, seed, out, &err) == 0) {
+        rc = 0;
+    }
+    if (rc) fail(cmd, &err);
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ info */
+
+int cmd_info(int argc, char **argv) {
+    const char *dir = NULL;
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'm': dir = optarg; break;
+        case 'h': printf("usage: sprinter info --model DIR\n"); return 0;
+        default: return unknown_opt("info");
+        }
+    }
+    if (!dir) {
+        fprintf(stderr, "sprinter info: need --model\n");
+        return 2;
+    }
+    SpErr err = {{0}};
+    Model *m = model_load(dir, &err);
+    if (!m) {
+        sp_err_prefix(&err, "%s", dir);
+        return fail("info", &err);
+    }
+    const ModelConfig *c = model_config(m);
+    printf("arch %s\nvocab_size %d\nd_model %d\nn_layers %d\nn_heads %d\nn_kv_heads %d\nhead_dim %d\nd_ff %d\n"
+           "max_pos %d\ntied_embeddings %d\nparams %lld\nweight_bytes %lld\n",
+           arch_name(c->arch), c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff,
+           c->max_pos, c->tie_embeddings, (long long)model_n_params(m), (long long)model_weight_bytes(m));
+    model_free(m);
+    return 0;
+}

@@ -1,0 +1,13 @@
+/* commands.h - the subcommands of the sprinter binary. Each takes argc/argv starting at the
+ * subcommand name, parses its own options (getopt_long), prints errors as one line on stderr and
+ * returns the process exit code (0 ok, 1 runtime error, 2 usage error). */
+#ifndef SP_COMMANDS_H
+#define SP_COMMANDS_H
+
+int cmd_generate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_init_random(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,40 @@
+/* sprinter - a harness for checking speculative-decoding claims. git-style subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct Command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} Command;
+
+static const Command kCommands[] = {
+    {"generate", cmd_generate, "sample a continuation of a prompt from one model"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text (or decode ids)"},
+    {"logits", cmd_logits, "print or write the logits (and hidden states) for token ids"},
+    {"init-random", cmd_init_random, "write a Hugging Face model directory with random weights"},
+    {"info", cmd_info, "print a model's configuration, parameter count and weight bytes"},
+};
+#define N_COMMANDS (int)(sizeof kCommands / sizeof kCommands[0])
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: sprinter <command> [options]   (sprinter <command> --help for its options)\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-12s %s\n", kCommands[i].name, kCommands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(argv[1], kCommands[i].name)) return kCommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "sprinter: unknown command \"%s\" (try sprinter --help)\n", argv[1]);
+    return 2;
+}

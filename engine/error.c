@@ -1,0 +1,36 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int sp_fail(SpErr *e, const char *fmt, ...) {
+    if (!e) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int sp_err_prefix(SpErr *e, const char *fmt, ...) {
+    if (!e) return -1;
+    char prefix[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[sizeof e->msg];
+    memcpy(old, e->msg, sizeof old);
+    /* Truncation is acceptable here: the message stays a valid, shorter line. */
+    size_t k = strlen(prefix);
+    if (k > sizeof e->msg - 3) k = sizeof e->msg - 3;
+    memcpy(e->msg, prefix, k);
+    e->msg[k] = ':';
+    e->msg[k + 1] = ' ';
+    size_t room = sizeof e->msg - k - 3, ol = strlen(old);
+    if (ol > room) ol = room;
+    memcpy(e->msg + k + 2, old, ol);
+    e->msg[k + 2 + ol] = '\0';
+    return -1;
+}

@@ -1,0 +1,171 @@
+#include "kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* IEEE half -> float by bit manipulation (handles subnormals, inf, NaN). */
+static inline float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+void widen(const void *src, DType t, size_t off, size_t n, float *dst) {
+    switch (t) {
+    case DT_F32: memcpy(dst, (const float *)src + off, n * sizeof(float)); break;
+    case DT_F16: {
+        const uint16_t *s = (const uint16_t *)src + off;
+        for (size_t i = 0; i < n; i++) dst[i] = half_to_float(s[i]);
+    } break;
+    case DT_BF16: {
+        const uint16_t *s = (const uint16_t *)src + off;
+        for (size_t i = 0; i < n; i++) dst[i] = bf16_to_float(s[i]);
+    } break;
+    }
+}
+
+static void add_bias(float *y, int n, int out, int ldy, const float *bias) {
+    if (!bias) return;
+    for (int r = 0; r < n; r++) {
+        float *row = y + (size_t)r * ldy;
+        for (int j = 0; j < out; j++) row[j] += bias[j];
+    }
+}
+
+/* f32 weights: one BLAS call. */
+static void linear_f32(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
+    const float *W = L->w;
+    if (n == 1 && ldy >= L->out) {
+        if (L->out_major) /* y[out] = W[out,in] x */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, L->out, L->in, 1.0f, W, L->in, x, 1, 0.0f, y, 1);
+        else /* y[out] = W[in,out]^T x */
+            cblas_sgemv(CblasRowMajor, CblasTrans, L->in, L->out, 1.0f, W, L->out, x, 1, 0.0f, y, 1);
+        return;
+    }
+    if (L->out_major)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, L->out, L->in, 1.0f, x, ldx, W, L->in, 0.0f, y, ldy);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, L->out, L->in, 1.0f, x, ldx, W, L->out, 0.0f, y, ldy);
+}
+
+/* f16/bf16 weights, widened tile by tile.
+ * out_major: tile = rows [r0, r1) of W[out, in] -> y[:, r0:r1] = x W_tile^T.
+ * in-major:  tile = rows [r0, r1) of W[in, out] -> y += x[:, r0:r1] W_tile. */
+static void linear_tiled(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile,
+                         size_t tile_elems) {
+    int row_len = L->out_major ? L->in : L->out;
+    int n_rows = L->out_major ? L->out : L->in;
+    int rows_per = (int)(tile_elems / (size_t)row_len);
+    if (rows_per < 1) rows_per = 1; /* session sizes tile_elems >= the longest row */
+    for (int r0 = 0; r0 < n_rows; r0 += rows_per) {
+        int rt = n_rows - r0 < rows_per ? n_rows - r0 : rows_per;
+        widen(L->w, L->dtype, (size_t)r0 * row_len, (size_t)rt * row_len, tile);
+        if (L->out_major)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rt, L->in, 1.0f, x, ldx, tile, L->in, 0.0f, y + r0,
+                        ldy);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, L->out, rt, 1.0f, x + r0, ldx, tile, L->out,
+                        r0 == 0 ? 0.0f : 1.0f, y, ldy);
+    }
+}
+
+void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
+    if (L->dtype == DT_F32)
+        linear_f32(L, x, n, ldx, y, ldy);
+    else
+        linear_tiled(L, x, n, ldx, y, ldy, tile, tile_elems);
+    add_bias(y, n, L->out, ldy, L->bias);
+}
+
+void layernorm(const float *x, const float *g, const float *b, int n, int d, float eps, float *out) {
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * d;
+        float *o = out + (size_t)r * d;
+        double mean = 0, var = 0;
+        for (int i = 0; i < d; i++) mean += xr[i];
+        mean /= d;
+        for (int i = 0; i < d; i++) var += (xr[i] - mean) * (xr[i] - mean);
+        var /= d;
+        float inv = (float)(1.0 / sqrt(var + eps));
+        for (int i = 0; i < d; i++) o[i] = ((float)(xr[i] - mean) * inv) * g[i] + b[i];
+    }
+}
+
+void rmsnorm(const float *x, const float *g, int n, int d, float eps, float *out) {
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * d;
+        float *o = out + (size_t)r * d;
+        double ss = 0;
+        for (int i = 0; i < d; i++) ss += (double)xr[i] * xr[i];
+        float inv = (float)(1.0 / sqrt(ss / d + eps));
+        for (int i = 0; i < d; i++) o[i] = g[i] * (xr[i] * inv);
+    }
+}
+
+void gelu_tanh_inplace(float *x, size_t n) {
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        x[i] = 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
+    }
+}
+
+void gelu_erf_inplace(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+
+void swiglu_inplace(float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+}
+
+void softmax_inplace(float *x, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        float e = x[i] == -INFINITY ? 0.0f : expf(x[i] - mx);
+        x[i] = e;
+        sum += e;
+    }
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void rope_apply(float *vec, int n_heads, int hd, int stride_head, const float *cosr, const float *sinr) {
+    int half = hd / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = vec + (size_t)h * stride_head;
+        for (int i = 0; i < half; i++) {
+            float a = v[i], b = v[i + half];
+            v[i] = a * cosr[i] - b * sinr[i];
+            v[i + half] = b * cosr[i] + a * sinr[i];
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/* kernels.h - the numeric building blocks of the forward pass. Row-major throughout.
+ * Matrix products go to OpenBLAS (cblas_sgemm / cblas_sgemv); f16 and bf16 weights are widened
+ * to f32 one tile at a time into caller-owned scratch, so nothing is expanded in memory as a whole.
+ * No function here allocates. */
+#ifndef SP_KERNELS_H
+#define SP_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* Widen n stored values of dtype t starting at element offset `off` of src into dst[n]. */
+void widen(const void *src, DType t, size_t off, size_t n, float *dst);
+
+/* A weight matrix W with logical shape [in, out] for y = x W, stored either as
+ * [out, in] (nn.Linear, out_major = 1) or [in, out] (GPT-2 Conv1D, out_major = 0). */
+typedef struct LinearW {
+    const void *w;
+    DType dtype;
+    int in, out;
+    int out_major;
+    const float *bias; /* [out] or NULL */
+} LinearW;
+
+/* y[n, out] (row stride ldy) = x[n, in] (row stride ldx) W + bias.
+ * tile: scratch of tile_elems floats, used only for f16/bf16. */
+void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems);
+
+/* out[n, d] = LayerNorm(x[n, d]) * g + b (biased variance, as torch). */
+void layernorm(const float *x, const float *g, const float *b, int n, int d, float eps, float *out);
+/* out[n, d] = x / sqrt(mean(x^2) + eps) * g (Llama RMSNorm). */
+void rmsnorm(const float *x, const float *g, int n, int d, float eps, float *out);
+
+void gelu_tanh_inplace(float *x, size_t n);
+void gelu_erf_inplace(float *x, size_t n);
+/* a[i] = silu(a[i]) * b[i] (SwiGLU gate). */
+void swiglu_inplace(float *a, const float *b, size_t n);
+
+/* Softmax over x[0..n) in place; entries at -INFINITY become 0. */
+void softmax_inplace(float *x, int n);
+
+/* Rotary embedding (rotate-half form) on vec[n_heads, hd] at one position: pairs (i, i + hd/2)
+ * rotated by angle pos * inv_freq[i], given cos/sin rows [hd/2]. */
+void rope_apply(float *vec, int n_heads, int hd, int stride_head, const float *cosr, const float *sinr);
+
+#endif

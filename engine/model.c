@@ -1,0 +1,600 @@
+/* model.c - loading a checkpoint and the batched forward pass.
+ *
+ * Notation: n = tokens in this call, p0 = first position, T = p0 + n keys visible at most,
+ * d = hidden size, H / Hkv = query / key-value heads, hd = head size, V = vocab.
+ *
+ *   GPT-2 / GPT-Neo:  x = wte[tok] + wpe[pos]
+ *                     x += Attn(LN1(x));  x += MLP(LN2(x))        MLP = proj(act(fc(.)))
+ *   Llama:            x = embed[tok]
+ *                     x += Attn(RMS1(x)); x += down(silu(gate(.)) * up(.))   (RoPE on q, k)
+ *   all:              hidden = final_norm(x);  logits = hidden lm_head^T
+ */
+#include "model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonutil.h"
+#include "kernels.h"
+#include "safetensors.h"
+
+typedef struct Layer {
+    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b; /* f32 copies, owned by Model.owned */
+    LinearW qkv;                                /* GPT-2: fused [d, 3d] */
+    LinearW q, k, v, o;                         /* GPT-Neo, Llama */
+    LinearW fc, proj;                           /* GPT-2, GPT-Neo MLP */
+    LinearW gate, up, down;                     /* Llama MLP */
+} Layer;
+
+struct Model {
+    ModelConfig cfg;
+    StArchive st;
+    Tensor wte; /* [V, d] */
+    Tensor wpe; /* [max_pos, d], GPT-2 / GPT-Neo */
+    Layer *layers;
+    const float *lnf_w, *lnf_b;
+    LinearW lm_head; /* logical [d, V] */
+    float **owned;
+    int n_owned;
+    int64_t n_params, weight_bytes;
+};
+
+/* ------------------------------------------------------------------ tensor table */
+
+typedef struct SpecList {
+    TensorSpec *v;
+    int n, cap;
+} SpecList;
+
+static int add_spec(SpecList *l, TensorRole role, int64_t d0, int64_t d1, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+#include <stdarg.h>
+static int add_spec(SpecList *l, TensorRole role, int64_t d0, int64_t d1, const char *fmt, ...) {
+    if (l->n == l->cap) {
+        int ncap = l->cap ? l->cap * 2 : 64;
+        TensorSpec *nv = realloc(l->v, (size_t)ncap * sizeof *nv);
+        if (!nv) return -1;
+        l->v = nv;
+        l->cap = ncap;
+    }
+    TensorSpec *s = &l->v[l->n++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->name, sizeof s->name, fmt, ap);
+    va_end(ap);
+    s->role = role;
+    s->ndim = d1 > 0 ? 2 : 1;
+    s->shape[0] = d0;
+    s->shape[1] = d1 > 0 ? d1 : 0;
+    return 0;
+}
+
+static int specs_gpt2(const ModelConfig *c, SpecList *l) {
+    int64_t d = c->d_model, f = c->d_ff;
+    int rc = add_spec(l, TR_MATRIX, c->vocab_size, d, "transformer.wte.weight") |
+             add_spec(l, TR_MATRIX, c->max_pos, d, "transformer.wpe.weight");
+    for (int i = 0; i < c->n_layers; i++) {
+        rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_1.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_1.bias", i) |
+              add_spec(l, TR_MATRIX, d, 3 * d, "transformer.h.%d.attn.c_attn.weight", i) |
+              add_spec(l, TR_BIAS, 3 * d, 0, "transformer.h.%d.attn.c_attn.bias", i) |
+              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.c_proj.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.attn.c_proj.bias", i) |
+              add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_2.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_2.bias", i) |
+              add_spec(l, TR_MATRIX, d, f, "transformer.h.%d.mlp.c_fc.weight", i) |
+              add_spec(l, TR_BIAS, f, 0, "transformer.h.%d.mlp.c_fc.bias", i) |
+              add_spec(l, TR_MATRIX, f, d, "transformer.h.%d.mlp.c_proj.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.mlp.c_proj.bias", i);
+    }
+    rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.ln_f.weight") |
+          add_spec(l, TR_BIAS, d, 0, "transformer.ln_f.bias");
+    if (!c->tie_embeddings) rc |= add_spec(l, TR_MATRIX, c->vocab_size, d, "lm_head.weight");
+    return rc;
+}
+
+static int specs_neo(const ModelConfig *c, SpecList *l) {
+    int64_t d = c->d_model, f = c->d_ff;
+    int rc = add_spec(l, TR_MATRIX, c->vocab_size, d, "transformer.wte.weight") |
+             add_spec(l, TR_MATRIX, c->max_pos, d, "transformer.wpe.weight");
+    for (int i = 0; i < c->n_layers; i++) {
+        rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_1.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_1.bias", i) |
+              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.q_proj.weight", i) |
+              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.k_proj.weight", i) |
+              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.v_proj.weight", i) |
+              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.out_proj.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.attn.attention.out_proj.bias", i) |
+              add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_2.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_2.bias", i) |
+              add_spec(l, TR_MATRIX, f, d, "transformer.h.%d.mlp.c_fc.weight", i) |
+              add_spec(l, TR_BIAS, f, 0, "transformer.h.%d.mlp.c_fc.bias", i) |
+              add_spec(l, TR_MATRIX, d, f, "transformer.h.%d.mlp.c_proj.weight", i) |
+              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.mlp.c_proj.bias", i);
+    }
+    rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.ln_f.weight") |
+          add_spec(l, TR_BIAS, d, 0, "transformer.ln_f.bias");
+    if (!c->tie_embeddings) rc |= add_spec(l, TR_MATRIX, c->vocab_size, d, "lm_head.weight");
+    return rc;
+}
+
+static int specs_llama(const ModelConfig *c, SpecList *l) {
+    int64_t d = c->d_model, f = c->d_ff, qd = (int64_t)c->n_heads * c->head_dim,
+            kvd = (int64_t)c->n_kv_heads * c->head_dim;
+    int rc = add_spec(l, TR_MATRIX, c->vocab_size, d, "model.embed_tokens.weight");
+    for (int i = 0; i < c->n_layers; i++) {
+        rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "model.layers.%d.input_layernorm.weight", i) |
+              add_spec(l, TR_MATRIX, qd, d, "model.layers.%d.self_attn.q_proj.weight", i) |
+              add_spec(l, TR_MATRIX, kvd, d, "model.layers.%d.self_attn.k_proj.weight", i) |
+              add_spec(l, TR_MATRIX, kvd, d, "model.layers.%d.self_attn.v_proj.weight", i) |
+              add_spec(l, TR_MATRIX, d, qd, "model.layers.%d.self_attn.o_proj.weight", i) |
+              add_spec(l, TR_NORM_WEIGHT, d, 0, "model.layers.%d.post_attention_layernorm.weight", i) |
+              add_spec(l, TR_MATRIX, f, d, "model.layers.%d.mlp.gate_proj.weight", i) |
+              add_spec(l, TR_MATRIX, f, d, "model.layers.%d.mlp.up_proj.weight", i) |
+              add_spec(l, TR_MATRIX, d, f, "model.layers.%d.mlp.down_proj.weight", i);
+    }
+    rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "model.norm.weight");
+    if (!c->tie_embeddings) rc |= add_spec(l, TR_MATRIX, c->vocab_size, d, "lm_head.weight");
+    return rc;
+}
+
+int model_tensor_specs(const ModelConfig *cfg, TensorSpec **out, int *n, SpErr *err) {
+    SpecList l = {0};
+    int rc = cfg->arch == ARCH_GPT2 ? specs_gpt2(cfg, &l) : cfg->arch == ARCH_GPTNEO ? specs_neo(cfg, &l) : specs_llama(cfg, &l);
+    if (rc != 0) {
+        free(l.v);
+        return sp_fail(err, "out of memory listing tensors");
+    }
+    *out = l.v;
+    *n = l.n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ loading */
+
+/* Finds a tensor under its canonical name or the prefix variants real checkpoints use
+ * (original gpt2 files have no "transformer." prefix; some exports drop "model."). */
+static const StEntry *find_tensor(const StArchive *st, const char *name) {
+    const StEntry *e = st_find(st, name);
+    if (e) return e;
+    static const char *const prefixes[] = {"transformer.", "model."};
+    for (size_t i = 0; i < 2; i++) {
+        size_t k = strlen(prefixes[i]);
+        if (strncmp(name, prefixes[i], k) == 0 && (e = st_find(st, name + k))) return e;
+    }
+    return NULL;
+}
+
+static const char *st_label(const Model *m) {
+    return m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
+}
+
+static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < ndim && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "," : "", (long long)shape[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* Looks up spec, checks dtype and shape, returns a view. */
+static int bind(Model *m, const TensorSpec *spec, Tensor *t, SpErr *err) {
+    const StEntry *e = find_tensor(&m->st, spec->name);
+    if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(m), spec->name);
+    const char *file = st_entry_file(&m->st, e);
+    if (e->dtype == ST_F32) t->dtype = DT_F32;
+    else if (e->dtype == ST_F16) t->dtype = DT_F16;
+    else if (e->dtype == ST_BF16) t->dtype = DT_BF16;
+    else return sp_fail(err, "%s: tensor %s has dtype %s; supported: F32, F16, BF16", file, e->name, st_dtype_name(e->dtype));
+    int same = e->ndim == spec->ndim;
+    for (int i = 0; same && i < spec->ndim; i++) same = e->shape[i] == spec->shape[i];
+    if (!same) {
+        char have[128], want[128];
+        shape_str(have, sizeof have, e->shape, e->ndim);
+        shape_str(want, sizeof want, spec->shape, spec->ndim);
+        return sp_fail(err, "%s: tensor %s has shape %s, config says %s", file, e->name, have, want);
+    }
+    t->data = e->data;
+    t->ndim = e->ndim;
+    for (int i = 0; i < e->ndim && i < 4; i++) t->shape[i] = e->shape[i];
+    m->n_params += e->numel;
+    m->weight_bytes += (int64_t)e->nbytes;
+    return 0;
+}
+
+/* Small vectors (norm weights, biases) are widened once to owned f32 copies. */
+static const float *own_f32(Model *m, const Tensor *t, SpErr *err) {
+    size_t n = (size_t)t->shape[0];
+    float *v = malloc(n * sizeof *v);
+    float **no = realloc(m->owned, (size_t)(m->n_owned + 1) * sizeof *no);
+    if (!v || !no) {
+        free(v);
+        if (no) m->owned = no;
+        sp_fail(err, "out of memory");
+        return NULL;
+    }
+    m->owned = no;
+    m->owned[m->n_owned++] = v;
+    widen(t->data, t->dtype, 0, n, v);
+    return v;
+}
+
+/* A cursor over the spec table in the order specs_*() emitted it. */
+typedef struct Binder {
+    Model *m;
+    const TensorSpec *specs;
+    int i, n;
+    SpErr *err;
+} Binder;
+
+static int next_tensor(Binder *b, Tensor *t) {
+    if (b->i >= b->n) return sp_fail(b->err, "internal: tensor table exhausted");
+    return bind(b->m, &b->specs[b->i++], t, b->err);
+}
+
+static int next_vec(Binder *b, const float **out) {
+    Tensor t;
+    if (next_tensor(b, &t)) return -1;
+    *out = own_f32(b->m, &t, b->err);
+    return *out ? 0 : -1;
+}
+
+/* out_major: stored [out, in] (nn.Linear) or [in, out] (Conv1D). */
+static int next_linear(Binder *b, int out_major, LinearW *L) {
+    Tensor t;
+    if (next_tensor(b, &t)) return -1;
+    L->w = t.data;
+    L->dtype = t.dtype;
+    L->out_major = out_major;
+    L->in = (int)(out_major ? t.shape[1] : t.shape[0]);
+    L->out = (int)(out_major ? t.shape[0] : t.shape[1]);
+    L->bias = NULL;
+    return 0;
+}
+
+static int bind_layers(Binder *b) {
+    Model *m = b->m;
+    const ModelConfig *c = &m->cfg;
+    if (c->arch != ARCH_LLAMA && (next_tensor(b, &m->wte) || next_tensor(b, &m->wpe))) return -1;
+    if (c->arch == ARCH_LLAMA && next_tensor(b, &m->wte)) return -1;
+    for (int i = 0; i < c->n_layers; i++) {
+        Layer *Ly = &m->layers[i];
+        int rc = 0;
+        switch (c->arch) {
+        case ARCH_GPT2:
+            rc = next_vec(b, &Ly->ln1_w) || next_vec(b, &Ly->ln1_b) || next_linear(b, 0, &Ly->qkv) ||
+                 next_vec(b, &Ly->qkv.bias) || next_linear(b, 0, &Ly->o) || next_vec(b, &Ly->o.bias) ||
+                 next_vec(b, &Ly->ln2_w) || next_vec(b, &Ly->ln2_b) || next_linear(b, 0, &Ly->fc) ||
+                 next_vec(b, &Ly->fc.bias) || next_linear(b, 0, &Ly->proj) || next_vec(b, &Ly->proj.bias);
+            break;
+        case ARCH_GPTNEO:
+            rc = next_vec(b, &Ly->ln1_w) || next_vec(b, &Ly->ln1_b) || next_linear(b, 1, &Ly->q) ||
+                 next_linear(b, 1, &Ly->k) || next_linear(b, 1, &Ly->v) || next_linear(b, 1, &Ly->o) ||
+                 next_vec(b, &Ly->o.bias) || next_vec(b, &Ly->ln2_w) || next_vec(b, &Ly->ln2_b) ||
+                 next_linear(b, 1, &Ly->fc) || next_vec(b, &Ly->fc.bias) || next_linear(b, 1, &Ly->proj) ||
+                 next_vec(b, &Ly->proj.bias);
+            break;
+        case ARCH_LLAMA:
+            rc = next_vec(b, &Ly->ln1_w) || next_linear(b, 1, &Ly->q) || next_linear(b, 1, &Ly->k) ||
+                 next_linear(b, 1, &Ly->v) || next_linear(b, 1, &Ly->o) || next_vec(b, &Ly->ln2_w) ||
+                 next_linear(b, 1, &Ly->gate) || next_linear(b, 1, &Ly->up) || next_linear(b, 1, &Ly->down);
+            break;
+        }
+        if (rc) return -1;
+    }
+    if (next_vec(b, &m->lnf_w)) return -1;
+    if (c->arch != ARCH_LLAMA && next_vec(b, &m->lnf_b)) return -1;
+    if (c->tie_embeddings) {
+        m->lm_head = (LinearW){m->wte.data, m->wte.dtype, c->d_model, c->vocab_size, 1, NULL};
+    } else if (next_linear(b, 1, &m->lm_head)) {
+        return -1;
+    }
+    return 0;
+}
+
+Model *model_load(const char *dir, SpErr *err) {
+    Model *m = calloc(1, sizeof *m);
+    if (!m) {
+        sp_fail(err, "out of memory");
+        return NULL;
+    }
+    char path[4096];
+    TensorSpec *specs = NULL;
+    int n_specs = 0;
+    if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
+    if (st_open_dir(dir, &m->st, err)) goto fail;
+    m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
+    if (!m->layers) {
+        sp_fail(err, "out of memory");
+        goto fail;
+    }
+    if (model_tensor_specs(&m->cfg, &specs, &n_specs, err)) goto fail;
+    Binder b = {m, specs, 0, n_specs, err};
+    if (bind_layers(&b)) goto fail;
+    free(specs);
+    return m;
+fail:
+    free(specs);
+    model_free(m);
+    return NULL;
+}
+
+void model_free(Model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
+    free(m->layers);
+    st_close(&m->st);
+    config_free(&m->cfg);
+    free(m);
+}
+
+const ModelConfig *model_config(const Model *m) { return &m->cfg; }
+int64_t model_n_params(const Model *m) { return m->n_params; }
+int64_t model_weight_bytes(const Model *m) { return m->weight_bytes; }
+
+/* ------------------------------------------------------------------ session */
+
+struct Session {
+    const Model *m;
+    int max_ctx, max_batch, len;
+    /* activations, B = max_batch */
+    float *x;      /* [B, d] residual stream */
+    float *xn;     /* [B, d] normed input / projection output */
+    float *q;      /* [B, H*hd] queries (GPT-2: [B, 3d] fused qkv) */
+    float *att;    /* [B, H*hd] attention output */
+    float *ff_a;   /* [B, d_ff] */
+    float *ff_b;   /* [B, d_ff] Llama up projection */
+    float *scores; /* [B, max_ctx] one head's attention weights */
+    float *hidden; /* [B, d] final-norm output */
+    float *logits; /* [B, V] */
+    float *tile;   /* [tile_elems] widened f16/bf16 weights */
+    size_t tile_elems;
+    float *kc, *vc;             /* [L, max_ctx, Hkv*hd] */
+    float *rope_cos, *rope_sin; /* [max_ctx, hd/2] Llama */
+};
+
+static float *alloc_f(size_t n, int *ok) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) *ok = 0;
+    return p;
+}
+
+static void rope_tables(Session *s) {
+    const ModelConfig *c = &s->m->cfg;
+    int half = c->head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        /* As Hugging Face: inv_freq in float32, angle = float32(pos * inv_freq). */
+        float inv_freq = (float)(1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim));
+        for (int p = 0; p < s->max_ctx; p++) {
+            float ang = (float)p * inv_freq;
+            s->rope_cos[(size_t)p * half + i] = (float)cos((double)ang);
+            s->rope_sin[(size_t)p * half + i] = (float)sin((double)ang);
+        }
+    }
+}
+
+Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
+    const ModelConfig *c = &m->cfg;
+    if (max_ctx <= 0) max_ctx = c->max_pos;
+    if (c->arch != ARCH_LLAMA && max_ctx > c->max_pos) {
+        sp_fail(err, "context of %d positions exceeds the model's %d position embeddings", max_ctx, c->max_pos);
+        return NULL;
+    }
+    if (max_batch <= 0 || max_batch > max_ctx) max_batch = max_batch <= 0 ? 1 : max_ctx;
+    Session *s = calloc(1, sizeof *s);
+    if (!s) {
+        sp_fail(err, "out of memory");
+        return NULL;
+    }
+    s->m = m;
+    s->max_ctx = max_ctx;
+    s->max_batch = max_batch;
+    size_t B = (size_t)max_batch, d = (size_t)c->d_model, qd = (size_t)c->n_heads * c->head_dim,
+           kvd = (size_t)c->n_kv_heads * c->head_dim, f = (size_t)c->d_ff;
+    size_t qbuf = c->arch == ARCH_GPT2 ? 3 * d : qd;
+    size_t longest = 3 * d > f ? 3 * d : f;
+    if (qd > longest) longest = qd;
+    s->tile_elems = longest * 64 > (1u << 18) ? longest * 64 : (1u << 18);
+    int ok = 1;
+    s->x = alloc_f(B * d, &ok);
+    s->xn = alloc_f(B * (d > qd ? d : qd), &ok);
+    s->q = alloc_f(B * qbuf, &ok);
+    s->att = alloc_f(B * qd, &ok);
+    s->ff_a = alloc_f(B * f, &ok);
+    s->ff_b = c->arch == ARCH_LLAMA ? alloc_f(B * f, &ok) : NULL;
+    s->scores = alloc_f(B * (size_t)max_ctx, &ok);
+    s->hidden = alloc_f(B * d, &ok);
+    s->logits = alloc_f(B * (size_t)c->vocab_size, &ok);
+    s->tile = alloc_f(s->tile_elems, &ok);
+    s->kc = alloc_f((size_t)c->n_layers * max_ctx * kvd, &ok);
+    s->vc = alloc_f((size_t)c->n_layers * max_ctx * kvd, &ok);
+    if (c->arch == ARCH_LLAMA) {
+        s->rope_cos = alloc_f((size_t)max_ctx * (c->head_dim / 2), &ok);
+        s->rope_sin = alloc_f((size_t)max_ctx * (c->head_dim / 2), &ok);
+        if (ok) rope_tables(s);
+    }
+    if (!ok) {
+        session_free(s);
+        sp_fail(err, "out of memory allocating a session (context %d, batch %d)", max_ctx, max_batch);
+        return NULL;
+    }
+    return s;
+}
+
+void session_free(Session *s) {
+    if (!s) return;
+    float *bufs[] = {s->x, s->xn, s->q, s->att, s->ff_a, s->ff_b, s->scores, s->hidden, s->logits,
+                     s->tile, s->kc, s->vc, s->rope_cos, s->rope_sin};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s);
+}
+
+int session_max_ctx(const Session *s) { return s->max_ctx; }
+int session_max_batch(const Session *s) { return s->max_batch; }
+int session_len(const Session *s) { return s->len; }
+
+int session_truncate(Session *s, int pos, SpErr *err) {
+    if (pos < 0 || pos > s->len) return sp_fail(err, "cannot truncate the cache to %d positions (it holds %d)", pos, s->len);
+    s->len = pos; /* entries past len are never read and are overwritten by the next forward */
+    return 0;
+}
+
+/* ------------------------------------------------------------------ forward */
+
+static void run_linear(const Session *s, const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
+    linear(L, x, n, ldx, y, ldy, s->tile, s->tile_elems);
+}
+
+/* x[n, d] = embedding rows (+ learned positions from p0). */
+static void embed(Session *s, const int32_t *tok, int n, int p0) {
+    const Model *m = s->m;
+    size_t d = (size_t)m->cfg.d_model;
+    for (int i = 0; i < n; i++) {
+        float *row = s->x + (size_t)i * d;
+        widen(m->wte.data, m->wte.dtype, (size_t)tok[i] * d, d, row);
+        if (m->cfg.arch == ARCH_LLAMA) continue;
+        float *pos = s->hidden; /* scratch row */
+        widen(m->wpe.data, m->wpe.dtype, (size_t)(p0 + i) * d, d, pos);
+        for (size_t j = 0; j < d; j++) row[j] += pos[j];
+    }
+}
+
+/* Causal (optionally windowed) multi-head attention for queries at p0..p0+n-1 over the cache.
+ * q: [n, ldq] with head h at columns h*hd; K, V: [max_ctx, kvd] of this layer; out att [n, H*hd]. */
+static void attention(Session *s, int layer, const float *q, int ldq, int n, int p0) {
+    const ModelConfig *c = &s->m->cfg;
+    int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
+    int T = p0 + n, window = (c->arch == ARCH_GPTNEO && c->layer_local[layer]) ? c->window_size : 0;
+    float scale = 1.0f;
+    if (c->arch != ARCH_GPTNEO) scale = 1.0f / sqrtf((float)hd);
+    if (c->arch == ARCH_GPT2 && c->scale_attn_by_layer) scale /= (float)(layer + 1);
+    const float *K = s->kc + (size_t)layer * s->max_ctx * kvd, *V = s->vc + (size_t)layer * s->max_ctx * kvd;
+    for (int h = 0; h < H; h++) {
+        int g = h / group;
+        /* scores[n, T] = scale * Q_h[n, hd] K_g[T, hd]^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T, hd, scale, q + (size_t)h * hd, ldq, K + (size_t)g * hd,
+                    kvd, 0.0f, s->scores, T);
+        for (int i = 0; i < n; i++) {
+            float *row = s->scores + (size_t)i * T;
+            int pos = p0 + i, lo = window ? pos - window + 1 : 0;
+            for (int j = 0; j < lo; j++) row[j] = -INFINITY;
+            for (int j = pos + 1; j < T; j++) row[j] = -INFINITY;
+            softmax_inplace(row, T);
+        }
+        /* att_h[n, hd] = scores[n, T] V_g[T, hd] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, T, 1.0f, s->scores, T, V + (size_t)g * hd, kvd, 0.0f,
+                    s->att + (size_t)h * hd, H * hd);
+    }
+}
+
+static void norm(const Session *s, const float *w, const float *b, const float *x, int n, float *out) {
+    const ModelConfig *c = &s->m->cfg;
+    if (c->arch == ARCH_LLAMA) rmsnorm(x, w, n, c->d_model, c->norm_eps, out);
+    else layernorm(x, w, b, n, c->d_model, c->norm_eps, out);
+}
+
+static void act_inplace(const ModelConfig *c, float *x, size_t n) {
+    if (c->act == ACT_GELU_ERF) gelu_erf_inplace(x, n);
+    else gelu_tanh_inplace(x, n);
+}
+
+static void add_inplace(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static void layer_forward(Session *s, int l, int n, int p0) {
+    const Model *m = s->m;
+    const ModelConfig *c = &m->cfg;
+    const Layer *Ly = &m->layers[l];
+    int d = c->d_model, hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
+    float *Kl = s->kc + ((size_t)l * s->max_ctx + p0) * kvd, *Vl = s->vc + ((size_t)l * s->max_ctx + p0) * kvd;
+
+    norm(s, Ly->ln1_w, Ly->ln1_b, s->x, n, s->xn);
+    const float *q = s->q;
+    int ldq = qd;
+    if (c->arch == ARCH_GPT2) { /* qkv[n, 3d] = xn c_attn; k, v rows go to the cache */
+        run_linear(s, &Ly->qkv, s->xn, n, d, s->q, 3 * d);
+        for (int i = 0; i < n; i++) {
+            memcpy(Kl + (size_t)i * kvd, s->q + (size_t)i * 3 * d + d, (size_t)d * sizeof(float));
+            memcpy(Vl + (size_t)i * kvd, s->q + (size_t)i * 3 * d + 2 * d, (size_t)d * sizeof(float));
+        }
+        ldq = 3 * d;
+    } else {
+        run_linear(s, &Ly->q, s->xn, n, d, s->q, qd);
+        run_linear(s, &Ly->k, s->xn, n, d, Kl, kvd);
+        run_linear(s, &Ly->v, s->xn, n, d, Vl, kvd);
+    }
+    if (c->arch == ARCH_LLAMA) {
+        int half = hd / 2;
+        for (int i = 0; i < n; i++) {
+            const float *cr = s->rope_cos + (size_t)(p0 + i) * half, *sr = s->rope_sin + (size_t)(p0 + i) * half;
+            rope_apply(s->q + (size_t)i * qd, c->n_heads, hd, hd, cr, sr);
+            rope_apply(Kl + (size_t)i * kvd, c->n_kv_heads, hd, hd, cr, sr);
+        }
+    }
+    attention(s, l, q, ldq, n, p0);
+    run_linear(s, &Ly->o, s->att, n, qd, s->xn, d);
+    add_inplace(s->x, s->xn, (size_t)n * d);
+
+    norm(s, Ly->ln2_w, Ly->ln2_b, s->x, n, s->xn);
+    size_t nf = (size_t)n * c->d_ff;
+    if (c->arch == ARCH_LLAMA) {
+        run_linear(s, &Ly->gate, s->xn, n, d, s->ff_a, c->d_ff);
+        run_linear(s, &Ly->up, s->xn, n, d, s->ff_b, c->d_ff);
+        swiglu_inplace(s->ff_a, s->ff_b, nf);
+        run_linear(s, &Ly->down, s->ff_a, n, c->d_ff, s->xn, d);
+    } else {
+        run_linear(s, &Ly->fc, s->xn, n, d, s->ff_a, c->d_ff);
+        act_inplace(c, s->ff_a, nf);
+        run_linear(s, &Ly->proj, s->ff_a, n, c->d_ff, s->xn, d);
+    }
+    add_inplace(s->x, s->xn, (size_t)n * d);
+}
+
+static int check_call(const Session *s, const int32_t *tokens, int n, SpErr *err) {
+    const ModelConfig *c = &s->m->cfg;
+    if (n < 1 || n > s->max_batch) return sp_fail(err, "forward of %d tokens: must be 1..%d (the session's batch)", n, s->max_batch);
+    if (s->len + n > s->max_ctx)
+        return sp_fail(err, "forward of %d tokens at position %d exceeds the context of %d positions", n, s->len, s->max_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+            return sp_fail(err, "token id %d at index %d is out of range [0, %d)", tokens[i], i, c->vocab_size);
+    return 0;
+}
+
+/* Runs n tokens; computes hidden for all rows and logits for all rows or just the last. */
+static int forward_impl(Session *s, const int32_t *tokens, int n, int all_logits, SpErr *err) {
+    if (check_call(s, tokens, n, err)) return -1;
+    const Model *m = s->m;
+    const ModelConfig *c = &m->cfg;
+    int p0 = s->len;
+    embed(s, tokens, n, p0);
+    for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, n, p0);
+    norm(s, m->lnf_w, m->lnf_b, s->x, n, s->hidden);
+    if (all_logits) run_linear(s, &m->lm_head, s->hidden, n, c->d_model, s->logits, c->vocab_size);
+    else run_linear(s, &m->lm_head, s->hidden + (size_t)(n - 1) * c->d_model, 1, c->d_model, s->logits, c->vocab_size);
+    s->len += n;
+    return 0;
+}
+
+int session_forward(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden, SpErr *err) {
+    if (forward_impl(s, tokens, n, 1, err)) return -1;
+    if (logits) *logits = s->logits;
+    if (hidden) *hidden = s->hidden;
+    return 0;
+}
+
+int session_prefill(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden, SpErr *err) {
+    if (n < 1) return sp_fail(err, "prefill needs at least one token");
+    int last = 0;
+    for (int i = 0; i < n; i += s->max_batch) {
+        last = n - i < s->max_batch ? n - i : s->max_batch;
+        if (forward_impl(s, tokens + i, last, 0, err)) return -1;
+    }
+    if (logits) *logits = s->logits;
+    if (hidden) *hidden = s->hidden + (size_t)(last - 1) * s->m->cfg.d_model;
+    return 0;
+}

@@ -1,0 +1,108 @@
+/* model.h - a Hugging Face checkpoint (GPT-2, GPT-Neo, Llama) and its forward pass.
+ *
+ * A Model is read-only after model_load(): its weights point into mmap'd model.safetensors files
+ * (f32, f16 or bf16 kept as stored; f16/bf16 are widened to f32 tile by tile inside the matmul).
+ * A Session owns everything that changes during decoding: the KV cache and the activations,
+ * all allocated once in session_new(). Several Sessions may share one Model across threads;
+ * one Session is used by one thread at a time. Threads inside matmuls come from OpenBLAS.
+ */
+#ifndef SP_MODEL_H
+#define SP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef enum { ARCH_GPT2 = 1, ARCH_GPTNEO = 2, ARCH_LLAMA = 3 } Arch;
+typedef enum { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 } DType;
+/* MLP activation: tanh-approximated GELU (gelu_new), exact erf GELU, or SiLU (Llama SwiGLU). */
+typedef enum { ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3 } Act;
+
+typedef struct ModelConfig {
+    Arch arch;
+    int vocab_size;   /* V */
+    int d_model;      /* d: hidden size */
+    int n_layers;     /* L */
+    int n_heads;      /* H: query heads */
+    int n_kv_heads;   /* Hkv: key/value heads (= H except Llama GQA) */
+    int head_dim;     /* hd = d / H unless the config says otherwise */
+    int d_ff;         /* inner MLP width */
+    int max_pos;      /* n_positions / max_position_embeddings */
+    float norm_eps;   /* layer_norm_epsilon / rms_norm_eps */
+    float rope_theta; /* Llama only */
+    int tie_embeddings;
+    Act act;
+    int scale_attn_by_layer; /* GPT-2 scale_attn_by_inverse_layer_idx */
+    float init_std;        /* initializer_range: used only by init-random */
+    int window_size;       /* GPT-Neo local attention window */
+    uint8_t *layer_local;  /* [L] GPT-Neo: 1 where the layer uses local attention */
+    int bos_id, eos_id;    /* -1 when absent */
+} ModelConfig;
+
+/* A read-only view of one stored matrix. */
+typedef struct Tensor {
+    const void *data;
+    DType dtype;
+    int ndim;
+    int64_t shape[4];
+} Tensor;
+
+/* Parses a Hugging Face config.json object (`file` names it in errors). On success the caller owns
+ * cfg->layer_local (free with config_free). */
+struct cJSON;
+int config_parse(const struct cJSON *json, const char *file, ModelConfig *cfg, SpErr *err);
+int config_load(const char *path, ModelConfig *cfg, SpErr *err);
+void config_free(ModelConfig *cfg);
+
+typedef struct Model Model;
+typedef struct Session Session;
+
+/* The tensors a config implies, in Hugging Face naming, with the role init-random uses to pick
+ * an initial value. The loader and init-random share this table, so they cannot disagree. */
+typedef enum { TR_MATRIX = 0, TR_NORM_WEIGHT = 1, TR_BIAS = 2 } TensorRole;
+typedef struct TensorSpec {
+    char name[96];
+    int ndim;
+    int64_t shape[2];
+    TensorRole role;
+} TensorSpec;
+
+/* Fills *out (malloc'd, caller frees) with the n tensors the config needs. */
+int model_tensor_specs(const ModelConfig *cfg, TensorSpec **out, int *n, SpErr *err);
+
+/* Loads dir/config.json and dir/model.safetensors (or the sharded form named by
+ * dir/model.safetensors.index.json). Shapes are checked against the config. */
+Model *model_load(const char *dir, SpErr *err);
+void model_free(Model *m);
+const ModelConfig *model_config(const Model *m);
+/* Total parameter count, and bytes of weights streamed per decoded token. */
+int64_t model_n_params(const Model *m);
+int64_t model_weight_bytes(const Model *m);
+const char *arch_name(Arch a);
+
+/* max_ctx: KV-cache capacity in positions (0 = the model's max_pos);
+ * max_batch: the most tokens one session_forward call may take. */
+Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err);
+void session_free(Session *s);
+int session_max_ctx(const Session *s);
+int session_max_batch(const Session *s);
+
+/* Runs tokens[0..n) at positions [pos, pos+n), where pos == the current cache length
+ * (session_len), appending their keys/values to the cache. On success *logits points at [n, V]
+ * and *hidden (if non-NULL) at [n, d] (the last layer's hidden state after the final norm), both
+ * owned by the session and valid until the next call. 1 <= n <= max_batch. */
+int session_forward(Session *s, const int32_t *tokens, int n, const float **logits,
+                    const float **hidden, SpErr *err);
+
+/* Like session_forward for any n: feeds tokens in chunks of max_batch; logits/hidden refer to the
+ * last position only ([V] and [d]). */
+int session_prefill(Session *s, const int32_t *tokens, int n, const float **logits,
+                    const float **hidden, SpErr *err);
+
+/* Number of positions in the cache. */
+int session_len(const Session *s);
+/* Drops cached positions >= pos (speculative rollback). 0 <= pos <= session_len. */
+int session_truncate(Session *s, int pos, SpErr *err);
+
+#endif

@@ -1,0 +1,256 @@
+#include "presets.h"
+
+#include <errno.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jsonutil.h"
+#include "safetensors.h"
+
+/* Real shapes are those of the public checkpoints' config.json files. */
+static const char *const kGpt2Presets[] = {"tiny", "gpt2", "gpt2-medium", "gpt2-xl", NULL};
+static const char *const kNeoPresets[] = {"tiny", "gpt-neo-125m", "gpt-neo-1.3b", NULL};
+static const char *const kLlamaPresets[] = {"tiny", "vicuna-68m", "vicuna-7b", NULL};
+
+const char *const *preset_names(const char *arch) {
+    if (!strcmp(arch, "gpt2")) return kGpt2Presets;
+    if (!strcmp(arch, "gpt-neo")) return kNeoPresets;
+    if (!strcmp(arch, "llama")) return kLlamaPresets;
+    return NULL;
+}
+
+static cJSON *gpt2(int V, int d, int L, int H, int npos, double std) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "model_type", "gpt2");
+    cJSON *a = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(a, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddNumberToObject(c, "vocab_size", V);
+    cJSON_AddNumberToObject(c, "n_embd", d);
+    cJSON_AddNumberToObject(c, "n_layer", L);
+    cJSON_AddNumberToObject(c, "n_head", H);
+    cJSON_AddNumberToObject(c, "n_positions", npos);
+    cJSON_AddNumberToObject(c, "n_ctx", npos);
+    cJSON_AddNullToObject(c, "n_inner");
+    cJSON_AddStringToObject(c, "activation_function", "gelu_new");
+    cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);
+    cJSON_AddNumberToObject(c, "initializer_range", std);
+    cJSON_AddNumberToObject(c, "bos_token_id", V - 1);
+    cJSON_AddNumberToObject(c, "eos_token_id", V - 1);
+    return c;
+}
+
+static cJSON *neo(int V, int d, int L, int H, int npos, int window, double std) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "model_type", "gpt_neo");
+    cJSON *a = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(a, cJSON_CreateString("GPTNeoForCausalLM"));
+    cJSON_AddNumberToObject(c, "vocab_size", V);
+    cJSON_AddNumberToObject(c, "hidden_size", d);
+    cJSON_AddNumberToObject(c, "num_layers", L);
+    cJSON_AddNumberToObject(c, "num_heads", H);
+    cJSON_AddNumberToObject(c, "max_position_embeddings", npos);
+    cJSON_AddNumberToObject(c, "window_size", window);
+    cJSON_AddNullToObject(c, "intermediate_size");
+    /* [[["global", "local"], L/2]]: alternating, as the released GPT-Neo models. */
+    cJSON *types = cJSON_AddArrayToObject(c, "attention_types");
+    cJSON *grp = cJSON_CreateArray();
+    cJSON *kinds = cJSON_CreateArray();
+    cJSON_AddItemToArray(kinds, cJSON_CreateString("global"));
+    cJSON_AddItemToArray(kinds, cJSON_CreateString("local"));
+    cJSON_AddItemToArray(grp, kinds);
+    cJSON_AddItemToArray(grp, cJSON_CreateNumber(L / 2));
+    cJSON_AddItemToArray(types, grp);
+    cJSON_AddStringToObject(c, "activation_function", "gelu_new");
+    cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);
+    cJSON_AddNumberToObject(c, "initializer_range", std);
+    cJSON_AddNumberToObject(c, "bos_token_id", V - 1);
+    cJSON_AddNumberToObject(c, "eos_token_id", V - 1);
+    return c;
+}
+
+static cJSON *llama(int V, int d, int L, int H, int Hkv, int ff, int npos, int tie, double std) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "model_type", "llama");
+    cJSON *a = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(a, cJSON_CreateString("LlamaForCausalLM"));
+    cJSON_AddNumberToObject(c, "vocab_size", V);
+    cJSON_AddNumberToObject(c, "hidden_size", d);
+    cJSON_AddNumberToObject(c, "num_hidden_layers", L);
+    cJSON_AddNumberToObject(c, "num_attention_heads", H);
+    cJSON_AddNumberToObject(c, "num_key_value_heads", Hkv);
+    cJSON_AddNumberToObject(c, "intermediate_size", ff);
+    cJSON_AddNumberToObject(c, "max_position_embeddings", npos);
+    cJSON_AddStringToObject(c, "hidden_act", "silu");
+    cJSON_AddNumberToObject(c, "rms_norm_eps", 1e-6);
+    cJSON_AddNumberToObject(c, "rope_theta", 10000.0);
+    cJSON_AddNullToObject(c, "rope_scaling");
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", tie);
+    cJSON_AddNumberToObject(c, "initializer_range", std);
+    cJSON_AddNumberToObject(c, "bos_token_id", 1);
+    cJSON_AddNumberToObject(c, "eos_token_id", 2);
+    return c;
+}
+
+cJSON *preset_config(const char *arch, const char *p, SpErr *err) {
+    cJSON *c = NULL;
+    if (!strcmp(arch, "gpt2")) {
+        if (!strcmp(p, "tiny")) c = gpt2(96, 32, 2, 4, 64, 0.1);
+        else if (!strcmp(p, "gpt2")) c = gpt2(50257, 768, 12, 12, 1024, 0.02);
+        else if (!strcmp(p, "gpt2-medium")) c = gpt2(50257, 1024, 24, 16, 1024, 0.02);
+        else if (!strcmp(p, "gpt2-xl")) c = gpt2(50257, 1600, 48, 25, 1024, 0.02);
+    } else if (!strcmp(arch, "gpt-neo")) {
+        if (!strcmp(p, "tiny")) c = neo(96, 32, 2, 4, 64, 8, 0.1);
+        else if (!strcmp(p, "gpt-neo-125m")) c = neo(50257, 768, 12, 12, 2048, 256, 0.02);
+        else if (!strcmp(p, "gpt-neo-1.3b")) c = neo(50257, 2048, 24, 16, 2048, 256, 0.02);
+    } else if (!strcmp(arch, "llama")) {
+        if (!strcmp(p, "tiny")) c = llama(128, 32, 2, 4, 2, 64, 64, 0, 0.1);
+        else if (!strcmp(p, "vicuna-68m")) c = llama(32000, 768, 2, 12, 12, 3072, 2048, 0, 0.02);
+        else if (!strcmp(p, "vicuna-7b")) c = llama(32000, 4096, 32, 32, 32, 11008, 2048, 0, 0.02);
+    } else {
+        sp_fail(err, "--arch: unknown architecture \"%s\" (gpt2, gpt-neo, llama)", arch);
+        return NULL;
+    }
+    if (!c) {
+        const char *const *names = preset_names(arch);
+        char list[256] = "";
+        for (int i = 0; names[i]; i++) {
+            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, names[i], sizeof list - strlen(list) - 1);
+        }
+        sp_fail(err, "--preset: unknown preset \"%s\" for %s (%s)", p, arch, list);
+    }
+    return c;
+}
+
+/* ---- random weights ---- */
+
+typedef struct FillCtx {
+    const TensorSpec *specs;
+    gsl_rng *rng;
+    double std;
+    DType dtype;
+    float *scratch; /* one tensor in f32 */
+} FillCtx;
+
+static uint16_t float_to_bf16(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    b += 0x7fff + ((b >> 16) & 1); /* round to nearest even (values here are finite) */
+    return (uint16_t)(b >> 16);
+}
+
+static uint16_t float_to_half(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint32_t sign = (b >> 16) & 0x8000;
+    int32_t exp = (int32_t)((b >> 23) & 0xff) - 127 + 15;
+    uint32_t man = b & 0x7fffff;
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++; /* may carry into the exponent: correct */
+    return (uint16_t)h;
+}
+
+static int fill_tensor(void *vctx, int i, void *buf, size_t nbytes, SpErr *err) {
+    (void)err;
+    FillCtx *c = vctx;
+    const TensorSpec *s = &c->specs[i];
+    size_t n = (size_t)s->shape[0] * (size_t)(s->ndim == 2 ? s->shape[1] : 1);
+    float *v = c->dtype == DT_F32 ? buf : c->scratch;
+    for (size_t k = 0; k < n; k++) {
+        double z = gsl_ran_gaussian_ziggurat(c->rng, c->std);
+        v[k] = (float)(s->role == TR_NORM_WEIGHT ? 1.0 + z : z);
+    }
+    uint16_t *h = buf;
+    if (c->dtype == DT_F16)
+        for (size_t k = 0; k < n; k++) h[k] = float_to_half(v[k]);
+    else if (c->dtype == DT_BF16)
+        for (size_t k = 0; k < n; k++) h[k] = float_to_bf16(v[k]);
+    (void)nbytes;
+    return 0;
+}
+
+static int write_text_atomic(const char *path, const char *text, SpErr *err) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    int bad = fputs(text, f) == EOF || fputc('\n', f) == EOF;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return sp_fail(err, "%s: write failed: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+int init_random_model(const cJSON *config, DType dtype, uint64_t seed, const char *out_dir, SpErr *err) {
+    ModelConfig cfg;
+    if (config_parse(config, "config", &cfg, err)) return -1;
+    TensorSpec *specs = NULL;
+    StWriteSpec *ws = NULL;
+    FillCtx ctx = {0};
+    int n = 0, rc = -1;
+    char path[4096];
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
+        sp_fail(err, "%s: cannot create directory: %s", out_dir, strerror(errno));
+        goto done;
+    }
+    if (model_tensor_specs(&cfg, &specs, &n, err)) goto done;
+    ws = calloc((size_t)n, sizeof *ws);
+    size_t largest = 0;
+    for (int i = 0; ws && i < n; i++) {
+        ws[i].name = specs[i].name;
+        ws[i].dtype = dtype == DT_F32 ? ST_F32 : dtype == DT_F16 ? ST_F16 : ST_BF16;
+        ws[i].ndim = specs[i].ndim;
+        ws[i].shape[0] = specs[i].shape[0];
+        ws[i].shape[1] = specs[i].shape[1];
+        size_t ne = (size_t)specs[i].shape[0] * (size_t)(specs[i].ndim == 2 ? specs[i].shape[1] : 1);
+        if (ne > largest) largest = ne;
+    }
+    ctx.specs = specs;
+    ctx.rng = gsl_rng_alloc(gsl_rng_mt19937);
+    ctx.std = cfg.init_std;
+    ctx.dtype = dtype;
+    ctx.scratch = dtype == DT_F32 ? NULL : malloc(largest * sizeof(float));
+    if (!ws || !ctx.rng || (dtype != DT_F32 && !ctx.scratch)) {
+        sp_fail(err, "out of memory");
+        goto done;
+    }
+    gsl_rng_set(ctx.rng, (unsigned long)(seed ^ (seed >> 32)));
+    char seedbuf[32];
+    snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
+    const char *meta[] = {"format", "pt", "sprinter_init_seed", seedbuf, NULL, NULL};
+    if (sp_path_join(path, sizeof path, out_dir, "model.safetensors", err)) goto done;
+    if (st_write_file(path, ws, n, meta, fill_tensor, &ctx, err)) goto done;
+    char *text = cJSON_Print(config);
+    if (!text) {
+        sp_fail(err, "out of memory");
+        goto done;
+    }
+    int wrc = sp_path_join(path, sizeof path, out_dir, "config.json", err) || write_text_atomic(path, text, err);
+    free(text);
+    if (wrc) goto done;
+    rc = 0;
+done:
+    if (ctx.rng) gsl_rng_free(ctx.rng);
+    free(ctx.scratch);
+    free(ws);
+    free(specs);
+    config_free(&cfg);
+    return rc;
+}

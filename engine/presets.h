@@ -1,0 +1,23 @@
+/* presets.h - Hugging Face config.json objects for named model shapes, and random initialisation
+ * of a full model directory (config.json + model.safetensors) for any config. */
+#ifndef SP_PRESETS_H
+#define SP_PRESETS_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "model.h"
+
+/* Names of the presets for an architecture ("gpt2", "gpt-neo", "llama"), NULL-terminated. */
+const char *const *preset_names(const char *arch);
+
+/* A new config object (caller deletes) for arch + preset, or NULL with err. */
+cJSON *preset_config(const char *arch, const char *preset, SpErr *err);
+
+/* Writes out_dir/config.json and out_dir/model.safetensors (dtype F32/F16/BF16) with weights drawn
+ * from the seeded RNG: matrices and biases ~ N(0, initializer_range^2), norm weights
+ * 1 + N(0, initializer_range^2). Creates out_dir if needed; each file is written atomically. */
+int init_random_model(const cJSON *config, DType dtype, uint64_t seed, const char *out_dir, SpErr *err);
+
+#endif

