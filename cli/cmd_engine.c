@@ -141,7 +141,7 @@ int cmd_generate(int argc, char **argv) {
         goto done;
     }
     size_t total = n_prompt + (size_t)max_new;
-    if (c->arch != ARCH_LLAMA && total > (size_t)c->max_pos) {
+    if (total > (size_t)c->max_pos) {
         sp_fail(&err, "prompt (%zu tokens) + --max-new %ld exceeds the context of %d positions", n_prompt, max_new,
                 c->max_pos);
         goto done;
@@ -311,7 +311,7 @@ int cmd_logits(int argc, char **argv) {
             sp_fail(&err, "--ids: entry %zu = %d is not below vocab_size %d", i, ids[i], c->vocab_size);
             goto done;
         }
-    if (c->arch != ARCH_LLAMA && n > (size_t)c->max_pos) {
+    if (n > (size_t)c->max_pos) {
         sp_fail(&err, "--ids: %zu ids exceed the context of %d positions", n, c->max_pos);
         goto done;
     }

@@ -379,7 +379,7 @@ static void rope_tables(Session *s) {
 Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
     const ModelConfig *c = &m->cfg;
     if (max_ctx <= 0) max_ctx = c->max_pos;
-    if (c->arch != ARCH_LLAMA && max_ctx > c->max_pos) {
+    if (max_ctx > c->max_pos) {
         sp_fail(err, "context of %d positions exceeds the model's %d position embeddings", max_ctx, c->max_pos);
         return NULL;
     }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sprinter needs, skipping those already installed.
+#   scripts/install-deps.sh          build + run dependencies
+#   scripts/install-deps.sh --test   also the test oracles (PyTorch, numpy, Node.js for npm tokenizers)
+# Runs as root (or via sudo when available). Safe to rerun.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libgsl-dev libpcre2-dev
+      libhdf5-dev libsqlite3-dev libinih-dev sqlite3)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(python3 python3-torch python3-numpy)
+  # Node.js and npm for the tokenizer oracles; keep an existing installation if there is one.
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
