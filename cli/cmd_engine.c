@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,4 +448,140 @@ int cmd_info(int argc, char **argv) {
            c->max_pos, c->tie_embeddings, (long long)model_n_params(m), (long long)model_weight_bytes(m));
     model_free(m);
     return 0;
+}
+
+/* ------------------------------------------------------------------ perplexity */
+
+static const char kPerplexityHelp[] =
+    "usage: sprinter perplexity --model DIR --data FILE [--ctx N] [--max-tokens M]\n"
+    "  FILE holds one document per non-empty line. Each line is encoded on its own and followed by\n"
+    "  the EOS token; the stream is cut into consecutive windows of N tokens (default n_positions);\n"
+    "  within each window every token after the first is predicted from the ones before it.\n"
+    "  Prints {\"tokens\": predicted, \"nll\": total, \"ppl\": exp(nll / tokens)}.\n";
+
+/* -log softmax(logits)[target], in double. */
+static double nll_of(const float *logits, int V, int32_t target) {
+    float mx = logits[0];
+    for (int i = 1; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double z = 0;
+    for (int i = 0; i < V; i++) z += exp((double)logits[i] - mx);
+    return log(z) + mx - (double)logits[target];
+}
+
+/* Encodes every non-empty line of path followed by eos into *stream (malloc'd). */
+static int encode_lines(const Tokenizer *t, const char *path, int32_t eos, size_t max_tokens, int32_t **stream,
+                        size_t *n_out, SpErr *err) {
+    size_t len = 0;
+    char *text = sp_read_file(path, (size_t)1 << 31, &len, err);
+    if (!text) return -1;
+    size_t cap = 1 << 16, n = 0;
+    int32_t *s = malloc(cap * sizeof *s);
+    int rc = s ? 0 : sp_fail(err, "out of memory");
+    for (char *line = text; rc == 0 && line < text + len && n < max_tokens;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        size_t ll = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+        if (ll > 0) {
+            int32_t *ids;
+            size_t k;
+            if (tokenizer_encode(t, line, ll, 0, &ids, &k, err)) {
+                rc = sp_err_prefix(err, "%s", path);
+                break;
+            }
+            if (n + k + 1 > cap) {
+                while (n + k + 1 > cap) cap *= 2;
+                int32_t *ns = realloc(s, cap * sizeof *s);
+                if (!ns) {
+                    free(ids);
+                    rc = sp_fail(err, "out of memory");
+                    break;
+                }
+                s = ns;
+            }
+            memcpy(s + n, ids, k * sizeof *ids);
+            n += k;
+            s[n++] = eos;
+            free(ids);
+        }
+        line += ll + 1;
+    }
+    free(text);
+    if (rc) {
+        free(s);
+        return -1;
+    }
+    if (n > max_tokens) n = max_tokens;
+    if (n < 2) {
+        free(s);
+        return sp_fail(err, "%s: no text to score (fewer than 2 tokens)", path);
+    }
+    *stream = s;
+    *n_out = n;
+    return 0;
+}
+
+int cmd_perplexity(int argc, char **argv) {
+    const char *cmd = "perplexity", *dir = NULL, *data = NULL;
+    long ctx = 0, max_tokens = 0;
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"data", required_argument, 0, 'd'},
+                                         {"ctx", required_argument, 0, 'c'},   {"max-tokens", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'm': dir = optarg; break;
+        case 'd': data = optarg; break;
+        case 'c': if (arg_long(cmd, "ctx", optarg, 2, 1 << 20, &ctx)) return 2; break;
+        case 'n': if (arg_long(cmd, "max-tokens", optarg, 2, 1L << 40, &max_tokens)) return 2; break;
+        case 'h': fputs(kPerplexityHelp, stdout); return 0;
+        default: return unknown_opt(cmd);
+        }
+    }
+    if (!dir || !data) {
+        fprintf(stderr, "sprinter perplexity: need --model and --data\n");
+        return 2;
+    }
+    SpErr err = {{0}};
+    int rc = 1;
+    Tokenizer *t = NULL;
+    Session *s = NULL;
+    int32_t *stream = NULL;
+    size_t n = 0;
+    Model *m = model_load(dir, &err);
+    if (!m) {
+        sp_err_prefix(&err, "%s", dir);
+        goto done;
+    }
+    const ModelConfig *c = model_config(m);
+    if (!(t = tokenizer_load_dir(dir, &err))) goto done;
+    int32_t eos = c->eos_id >= 0 ? c->eos_id : tokenizer_eos_id(t);
+    if (eos < 0) {
+        sp_fail(&err, "%s/config.json: no eos_token_id to separate documents", dir);
+        goto done;
+    }
+    if (ctx == 0) ctx = c->max_pos;
+    if (ctx > c->max_pos) {
+        sp_fail(&err, "--ctx %ld exceeds the model's %d positions", ctx, c->max_pos);
+        goto done;
+    }
+    if (encode_lines(t, data, eos, max_tokens ? (size_t)max_tokens : SIZE_MAX, &stream, &n, &err)) goto done;
+    if (!(s = session_new(m, (int)ctx, (int)ctx, &err))) goto done;
+    double nll = 0;
+    size_t predicted = 0;
+    for (size_t w = 0; w < n; w += (size_t)ctx) {
+        int len = (int)(n - w < (size_t)ctx ? n - w : (size_t)ctx);
+        if (len < 2) break;
+        const float *L;
+        if (session_truncate(s, 0, &err) || session_forward(s, stream + w, len, &L, NULL, &err)) goto done;
+        for (int i = 0; i + 1 < len; i++) nll += nll_of(L + (size_t)i * c->vocab_size, c->vocab_size, stream[w + i + 1]);
+        predicted += (size_t)(len - 1);
+    }
+    printf("{\"tokens\": %zu, \"nll\": %.6f, \"ppl\": %.6f}\n", predicted, nll, exp(nll / (double)predicted));
+    rc = 0;
+done:
+    if (rc) fail(cmd, &err);
+    free(stream);
+    session_free(s);
+    tokenizer_free(t);
+    model_free(m);
+    return rc;
 }

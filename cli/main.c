@@ -16,6 +16,7 @@ static const Command kCommands[] = {
     {"logits", cmd_logits, "print or write the logits (and hidden states) for token ids"},
     {"init-random", cmd_init_random, "write a Hugging Face model directory with random weights"},
     {"info", cmd_info, "print a model's configuration, parameter count and weight bytes"},
+    {"perplexity", cmd_perplexity, "perplexity of a model on a text file (one document per line)"},
 };
 #define N_COMMANDS (int)(sizeof kCommands / sizeof kCommands[0])
 

@@ -74,15 +74,8 @@ static int parse_neo_layers(Cfg *c, ModelConfig *m) {
     const cJSON *types = cJSON_GetObjectItemCaseSensitive(c->j, "attention_types");
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(c->j, "attention_layers");
     int n = 0;
-    if (cJSON_IsArray(layers)) {
-        const cJSON *t;
-        cJSON_ArrayForEach(t, layers) {
-            if (!cJSON_IsString(t) || (strcmp(t->valuestring, "global") && strcmp(t->valuestring, "local")))
-                return sp_fail(c->err, "%s: attention_layers[%d] must be \"global\" or \"local\"", c->file, n);
-            if (n >= m->n_layers) break;
-            m->layer_local[n++] = strcmp(t->valuestring, "local") == 0;
-        }
-    } else if (cJSON_IsArray(types)) {
+    /* attention_types is the source of truth in Hugging Face's config; attention_layers is derived. */
+    if (cJSON_IsArray(types)) {
         const cJSON *grp;
         int gi = 0;
         cJSON_ArrayForEach(grp, types) {
@@ -104,11 +97,21 @@ static int parse_neo_layers(Cfg *c, ModelConfig *m) {
             }
             gi++;
         }
+    } else if (cJSON_IsArray(layers)) {
+        const cJSON *t;
+        cJSON_ArrayForEach(t, layers) {
+            if (!cJSON_IsString(t) || (strcmp(t->valuestring, "global") && strcmp(t->valuestring, "local")))
+                return sp_fail(c->err, "%s: attention_layers[%d] must be \"global\" or \"local\"", c->file, n);
+            if (n >= m->n_layers)
+                return sp_fail(c->err, "%s: attention_layers lists more than num_layers = %d layers", c->file, m->n_layers);
+            m->layer_local[n++] = strcmp(t->valuestring, "local") == 0;
+        }
     } else {
         return sp_fail(c->err, "%s: missing required key \"attention_types\"", c->file);
     }
     if (n != m->n_layers)
-        return sp_fail(c->err, "%s: attention_types describes %d layers, num_layers = %d", c->file, n, m->n_layers);
+        return sp_fail(c->err, "%s: attention_types/attention_layers describe %d layers, num_layers = %d", c->file, n,
+                       m->n_layers);
     return 0;
 }
 
@@ -164,8 +167,9 @@ int config_parse(const cJSON *json, const char *file, ModelConfig *m, SpErr *err
     else if (!strcmp(type, "llama")) rc = parse_llama(&c, m);
     else return sp_fail(err, "%s: key \"model_type\" = \"%s\" is not supported (gpt2, gpt_neo, llama)", file, type);
     if (rc != 0) goto fail;
+    const char *heads_key = m->arch == ARCH_GPT2 ? "n_head" : m->arch == ARCH_GPTNEO ? "num_heads" : "num_attention_heads";
     if (m->d_model % m->n_heads != 0) {
-        sp_fail(err, "%s: hidden size %d is not a multiple of the head count %d", file, m->d_model, m->n_heads);
+        sp_fail(err, "%s: key \"%s\" = %d does not divide the hidden size %d", file, heads_key, m->n_heads, m->d_model);
         goto fail;
     }
     if (geti(&c, "head_dim", 1, MAX_DIM, 1, m->d_model / m->n_heads, &m->head_dim)) goto fail;

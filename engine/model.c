@@ -565,8 +565,8 @@ static int check_call(const Session *s, const int32_t *tokens, int n, SpErr *err
     return 0;
 }
 
-/* Runs n tokens; computes hidden for all rows and logits for all rows or just the last. */
-static int forward_impl(Session *s, const int32_t *tokens, int n, int all_logits, SpErr *err) {
+/* Runs n tokens; computes hidden for all rows and logits for the last n_logits rows. */
+static int forward_impl(Session *s, const int32_t *tokens, int n, int n_logits, SpErr *err) {
     if (check_call(s, tokens, n, err)) return -1;
     const Model *m = s->m;
     const ModelConfig *c = &m->cfg;
@@ -574,14 +574,23 @@ static int forward_impl(Session *s, const int32_t *tokens, int n, int all_logits
     embed(s, tokens, n, p0);
     for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, n, p0);
     norm(s, m->lnf_w, m->lnf_b, s->x, n, s->hidden);
-    if (all_logits) run_linear(s, &m->lm_head, s->hidden, n, c->d_model, s->logits, c->vocab_size);
-    else run_linear(s, &m->lm_head, s->hidden + (size_t)(n - 1) * c->d_model, 1, c->d_model, s->logits, c->vocab_size);
+    run_linear(s, &m->lm_head, s->hidden + (size_t)(n - n_logits) * c->d_model, n_logits, c->d_model, s->logits,
+               c->vocab_size);
     s->len += n;
     return 0;
 }
 
 int session_forward(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden, SpErr *err) {
-    if (forward_impl(s, tokens, n, 1, err)) return -1;
+    if (forward_impl(s, tokens, n, n, err)) return -1;
+    if (logits) *logits = s->logits;
+    if (hidden) *hidden = s->hidden;
+    return 0;
+}
+
+int session_forward_tail(Session *s, const int32_t *tokens, int n, int n_tail, const float **logits,
+                         const float **hidden, SpErr *err) {
+    if (n_tail < 1 || n_tail > n) return sp_fail(err, "forward of %d tokens cannot return logits for %d rows", n, n_tail);
+    if (forward_impl(s, tokens, n, n_tail, err)) return -1;
     if (logits) *logits = s->logits;
     if (hidden) *hidden = s->hidden;
     return 0;
@@ -592,7 +601,7 @@ int session_prefill(Session *s, const int32_t *tokens, int n, const float **logi
     int last = 0;
     for (int i = 0; i < n; i += s->max_batch) {
         last = n - i < s->max_batch ? n - i : s->max_batch;
-        if (forward_impl(s, tokens + i, last, 0, err)) return -1;
+        if (forward_impl(s, tokens + i, last, 1, err)) return -1;
     }
     if (logits) *logits = s->logits;
     if (hidden) *hidden = s->hidden + (size_t)(last - 1) * s->m->cfg.d_model;

@@ -95,6 +95,11 @@ int session_max_batch(const Session *s);
 int session_forward(Session *s, const int32_t *tokens, int n, const float **logits,
                     const float **hidden, SpErr *err);
 
+/* Like session_forward, but computes logits only for the last n_tail rows (*logits is
+ * [n_tail, V]); hidden still covers all n rows. Saves the LM head on rows nobody reads. */
+int session_forward_tail(Session *s, const int32_t *tokens, int n, int n_tail, const float **logits,
+                         const float **hidden, SpErr *err);
+
 /* Like session_forward for any n: feeds tokens in chunks of max_batch; logits/hidden refer to the
  * last position only ([V] and [d]). */
 int session_prefill(Session *s, const int32_t *tokens, int n, const float **logits,

@@ -87,9 +87,10 @@ static int parse_entry(const cJSON *item, const char *fname, size_t data_size, S
     e->numel = numel;
     if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
         return sp_fail(err, "%s: tensor %s: data_offsets must be [begin, end]", fname, name);
+    if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)))
+        return sp_fail(err, "%s: tensor %s: data_offsets must be two integers", fname, name);
     double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
-    if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)) ||
-        b < 0 || en < b || en > (double)data_size)
+    if (b != (double)(int64_t)b || en != (double)(int64_t)en || b < 0 || en < b || en > (double)data_size)
         return sp_fail(err, "%s: tensor %s: data_offsets [%.0f, %.0f] outside the data buffer of %zu bytes",
                        fname, name, b, en, data_size);
     size_t begin = (size_t)b, end = (size_t)en;
@@ -130,11 +131,17 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
                 (unsigned long long)hlen, size);
         goto fail;
     }
-    hdr = cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen);
+    const char *hjson = (const char *)p + 8, *hend = NULL;
+    hdr = cJSON_ParseWithLengthOpts(hjson, (size_t)hlen, &hend, 0);
     if (!hdr || !cJSON_IsObject(hdr)) {
         sp_fail(err, "%s: header is not a JSON object", fname);
         goto fail;
     }
+    for (const char *c = hend; c < hjson + hlen; c++) /* only padding may follow the object */
+        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r') {
+            sp_fail(err, "%s: header has data after its JSON object at byte %zu", fname, (size_t)(c - hjson) + 8);
+            goto fail;
+        }
     size_t data_off = 8 + (size_t)hlen, data_size = size - data_off;
     int count = cJSON_GetArraySize(hdr);
     if (count > ST_MAX_ENTRIES) {

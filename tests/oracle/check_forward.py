@@ -10,8 +10,10 @@ Cases
  2. models written here with stio (shuffled tensor order, with/without the
     "transformer." prefix, extra buffers, sharded + index, f16/bf16,
     __metadata__, mixed dtypes, unpadded header);
- 3. negative controls: a perturbed weight file and a wrong (global-only)
-    GPT-Neo reference must both FAIL the comparison.
+ 3. negative controls that must FAIL the comparison: a perturbed weight
+    file, and deliberately wrong references (GPT-Neo without local window /
+    with 1/sqrt(hd) scaling, GPT-2 without scaling, exact-erf GELU instead of
+    gelu_new, interleaved RoPE, wrong GQA head mapping).
 
 Tolerance: max abs error <= 1e-4 on logits and on the final hidden state, for
 every storage dtype.  F16/BF16 weights are widened to float32 exactly by the C
@@ -48,21 +50,23 @@ CONFIGS = {
     "gpt2": {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
              "n_embd": 48, "n_layer": 3, "n_head": 4, "n_inner": 80,
              "n_positions": 32, "n_ctx": 32, "vocab_size": 97,
-             "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"},
+             "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
+             "initializer_range": 0.1},
     "gpt_neo": {"model_type": "gpt_neo", "architectures": ["GPTNeoForCausalLM"],
                 "hidden_size": 32, "num_layers": 4, "num_heads": 4,
                 "attention_types": [[["global", "local"], 2]],
                 "attention_layers": ["global", "local", "global", "local"],
                 "window_size": 4, "max_position_embeddings": 32,
                 "vocab_size": 101, "intermediate_size": None,
-                "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"},
+                "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
+                "initializer_range": 0.1},
     "llama": {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
               "hidden_size": 48, "num_hidden_layers": 3,
               "num_attention_heads": 6, "num_key_value_heads": 2,
               "intermediate_size": 88, "vocab_size": 103,
               "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
               "rope_theta": 10000.0, "tie_word_embeddings": False,
-              "hidden_act": "silu"},
+              "hidden_act": "silu", "initializer_range": 0.1},
 }
 
 
@@ -95,14 +99,14 @@ class Runner:
             raise RuntimeError(f"init-random failed rc={r.returncode}: {r.stderr.strip()}")
         return out
 
-    def c_logits(self, model_dir, ids, tag):
+    def c_logits(self, model_dir, ids, tag, extra=()):
         lo = os.path.join(self.work, tag + ".logits.f32")
         hi = os.path.join(self.work, tag + ".hidden.f32")
         for p in (lo, hi):
             if os.path.exists(p):
                 os.remove(p)
         r = self.sp("logits", "--model", model_dir, "--ids", ",".join(map(str, ids)),
-                    "--all", "--out", lo, "--hidden-out", hi)
+                    "--all", "--out", lo, "--hidden-out", hi, *extra)
         if r.returncode != 0:
             raise RuntimeError(f"logits rc={r.returncode}: {r.stderr.strip()}")
         return np.fromfile(lo, dtype="<f4"), np.fromfile(hi, dtype="<f4")
@@ -130,6 +134,28 @@ class Runner:
             detail = (f"n={n} V={V} d={d} max|dlogit|={el:.2e} max|dhidden|={eh:.2e} "
                       f"(max|logit|={np.abs(ref_l).max():.2f})")
             if check_last:
+                # incremental path (one token per forward call, KV cache)
+                sl, sh = self.c_logits(model_dir, ids, tag + ".step", ("--step",))
+                if sl.size != n * V or sh.size != n * d:
+                    self.result(name, False, f"--step output sizes {sl.size},{sh.size}")
+                    return None
+                es = max(float(np.abs(sl.reshape(n, V) - ref_l).max()),
+                         float(np.abs(sh.reshape(n, d) - ref_h).max()))
+                within = within and es <= TOL
+                detail += f" step={es:.2e}"
+                # text output of the last position (no --out)
+                r = self.sp("logits", "--model", model_dir, "--ids", ",".join(map(str, ids)))
+                try:
+                    tv = np.array([float(x) for x in r.stdout.split()])
+                except ValueError:
+                    tv = np.array([])
+                if r.returncode != 0 or tv.size != V:
+                    self.result(name, False, f"text output rc={r.returncode}, {tv.size} numbers, "
+                                f"expected {V}")
+                    return None
+                et = float(np.abs(tv - ref_l[-1]).max())
+                within = within and et <= TOL
+                detail += f" text={et:.2e}"
                 lo = os.path.join(self.work, tag + ".last.f32")
                 hi = os.path.join(self.work, tag + ".lasth.f32")
                 r = self.sp("logits", "--model", model_dir, "--ids", ",".join(map(str, ids)),
@@ -247,6 +273,7 @@ def main():
                     continue
                 # window 4 in the gpt_neo variant: 12..20 tokens make local attention bite
                 ids = pick_ids(rng, out)
+                # f32: also --step (KV cache), text output and last-position files
                 R.compare(name, out, ids, check_last=(dt == "f32"))
 
     if a.big:
@@ -305,7 +332,7 @@ def main():
     d = py_model(os.path.join(a.work, "py_neo_bf16"), ncfg, tn, order=shuffled(prng, tn),
                  dtype="BF16", metadata={"format": "pt", "note": "python-written"})
     ids_neo = [int(x) for x in rng.integers(0, ncfg["vocab_size"], 16)]
-    R.compare("py/gpt_neo/window4+buffers/bf16", d, ids_neo)
+    R.compare("py/gpt_neo/window4+buffers/bf16", d, ids_neo, check_last=True)
 
     # 2e. GPT-Neo f16, header NOT padded to 8 bytes (data buffer unaligned)
     d = py_model(os.path.join(a.work, "py_neo_f16_unaligned"), ncfg, tn,
@@ -321,7 +348,7 @@ def main():
     tl = ref_model._rand_tensors(lcfg, prng)
     d = py_model(os.path.join(a.work, "py_llama_sharded"), lcfg, tl,
                  shards=2, order=shuffled(prng, tl), dtype="F32")
-    R.compare("py/llama/sharded2+gqa+theta5e5/f32", d, pick_ids(rng, d))
+    R.compare("py/llama/sharded2+gqa+theta5e5/f32", d, pick_ids(rng, d), check_last=True)
 
     # 2g. Llama tied embeddings (no lm_head.weight), MHA, bf16, shuffled
     lcfg2 = dict(CONFIGS["llama"], tie_word_embeddings=True)
@@ -352,13 +379,23 @@ def main():
                   ref_dir=src, expect_fail=True)
     else:
         R.result("neg/perturbed", False, "no c_gpt2_tiny_f32 model to perturb")
-    src = os.path.join(a.work, "c_gpt_neo_config_f32")
-    if os.path.exists(os.path.join(src, "model.safetensors")):
-        ids = [int(x) for x in rng.integers(0, CONFIGS["gpt_neo"]["vocab_size"], 14)]
-        R.compare("neg/gpt_neo window4 vs global-only reference", src, ids,
-                  expect_fail=True, ref_kw={"force_global": True})
-    else:
-        R.result("neg/gpt_neo global-only", False, "no c_gpt_neo_config_f32 model")
+    # Deliberately wrong references must disagree with the C engine: shows the
+    # comparison sees each of these classic mistakes on these models.
+    for model, mut in (("c_gpt_neo_config_f32", "global_only"),
+                       ("c_gpt_neo_config_f32", "attn_scale"),
+                       ("c_gpt2_config_f32", "no_attn_scale"),
+                       ("py_gpt2_noprefix", "gelu_exact"),
+                       ("c_llama_config_f32", "rope_interleaved"),
+                       ("c_llama_config_f32", "kv_tile")):
+        src = os.path.join(a.work, model)
+        if not os.path.exists(os.path.join(src, "config.json")):
+            R.result(f"neg/{model} vs ref[{mut}]", False, "model missing")
+            continue
+        with open(os.path.join(src, "config.json")) as f:
+            V = ref_model.parse_config(json.load(f))["V"]
+        ids = [int(x) for x in rng.integers(0, V, 16)]
+        R.compare(f"neg/{model} vs ref[{mut}]", src, ids, expect_fail=True,
+                  ref_kw={"mutate": (mut,)})
 
     if R.rows:
         worst = max(R.rows, key=lambda r: max(r[1], r[2]))

@@ -188,11 +188,17 @@ def local_mask(n, window):
 
 
 # ------------------------------------------------------------------ models
-def gpt2_forward(c, W, ids):
+# Deliberate mutations of the reference, used only by the negative controls
+# in check_forward.py to show the comparison can see such mistakes.
+MUTATIONS = ("global_only", "rope_interleaved", "kv_tile", "no_attn_scale",
+             "attn_scale", "gelu_exact")
+
+
+def gpt2_forward(c, W, ids, mutate=()):
     n, d, H, hd = len(ids), c["d"], c["H"], c["hd"]
     if n > c["P"]:
         raise ValueError("sequence longer than n_positions")
-    act = act_fn(c["act"])
+    act = act_fn("gelu" if "gelu_exact" in mutate else c["act"])
     wte = W("wte.weight", (c["V"], d))
     x = wte[ids] + W("wpe.weight", (c["P"], d))[torch.arange(n)]
     mask = causal_mask(n)
@@ -204,7 +210,7 @@ def gpt2_forward(c, W, ids):
         q, k, v = qkv.split(d, dim=-1)
         q, k, v = (t.reshape(n, H, hd).transpose(0, 1) for t in (q, k, v))
         scale = 1.0
-        if c["scale_attn"]:
+        if c["scale_attn"] and "no_attn_scale" not in mutate:
             scale /= math.sqrt(hd)
         if c["scale_by_layer"]:
             scale /= float(i + 1)
@@ -220,11 +226,11 @@ def gpt2_forward(c, W, ids):
     return hid @ head.T, hid
 
 
-def gpt_neo_forward(c, W, ids, force_global=False):
+def gpt_neo_forward(c, W, ids, mutate=()):
     n, d, H, hd = len(ids), c["d"], c["H"], c["hd"]
     if n > c["P"]:
         raise ValueError("sequence longer than max_position_embeddings")
-    act = act_fn(c["act"])
+    act = act_fn("gelu" if "gelu_exact" in mutate else c["act"])
     wte = W("wte.weight", (c["V"], d))
     x = wte[ids] + W("wpe.weight", (c["P"], d))[torch.arange(n)]
     gmask, lmask = causal_mask(n), local_mask(n, c["window"])
@@ -237,9 +243,10 @@ def gpt_neo_forward(c, W, ids, force_global=False):
         k = h @ W(a_ + "k_proj.weight", (d, d)).T
         v = h @ W(a_ + "v_proj.weight", (d, d)).T
         q, k, v = (t.reshape(n, H, hd).transpose(0, 1) for t in (q, k, v))
-        local = c["attention_layers"][i] == "local" and not force_global
+        local = c["attention_layers"][i] == "local" and "global_only" not in mutate
         # GPT-Neo does NOT scale scores by 1/sqrt(head_dim)
-        a = attention(q, k, v, lmask if local else gmask, 1.0)
+        scale = 1.0 / math.sqrt(hd) if "attn_scale" in mutate else 1.0
+        a = attention(q, k, v, lmask if local else gmask, scale)
         a = a @ W(a_ + "out_proj.weight", (d, d)).T + W(a_ + "out_proj.bias", (d,))
         x = x + a
         h = layer_norm(x, W(p + "ln_2.weight", (d,)), W(p + "ln_2.bias", (d,)), c["eps"])
@@ -265,7 +272,13 @@ def rotate_half(x):
     return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
 
 
-def llama_forward(c, W, ids):
+def rotate_interleaved(x):
+    """GPT-J/Meta style pairs (2i, 2i+1) -- WRONG for HF Llama; mutation only."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([-x2, x1], dim=-1).flatten(-2)
+
+
+def llama_forward(c, W, ids, mutate=()):
     n, d, H, KV, hd = len(ids), c["d"], c["H"], c["KV"], c["hd"]
     act = act_fn(c["act"])
     emb = W("embed_tokens.weight", (c["V"], d))
@@ -286,11 +299,19 @@ def llama_forward(c, W, ids):
         q = lin(s_ + "q_proj", H * hd, d, c["attn_bias"]).reshape(n, H, hd).transpose(0, 1)
         k = lin(s_ + "k_proj", KV * hd, d, c["attn_bias"]).reshape(n, KV, hd).transpose(0, 1)
         v = lin(s_ + "v_proj", KV * hd, d, c["attn_bias"]).reshape(n, KV, hd).transpose(0, 1)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        if "rope_interleaved" in mutate:
+            ci, si = cos[:, :hd // 2].repeat_interleave(2, -1), sin[:, :hd // 2].repeat_interleave(2, -1)
+            q = q * ci + rotate_interleaved(q) * si
+            k = k * ci + rotate_interleaved(k) * si
+        else:
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
         # repeat_kv: query head h uses kv head h // rep
-        k = k.repeat_interleave(rep, dim=0)
-        v = v.repeat_interleave(rep, dim=0)
+        if "kv_tile" in mutate:  # wrong mapping h -> h % KV; mutation only
+            k, v = k.repeat(rep, 1, 1), v.repeat(rep, 1, 1)
+        else:
+            k = k.repeat_interleave(rep, dim=0)
+            v = v.repeat_interleave(rep, dim=0)
         a = attention(q, k, v, mask, 1.0 / math.sqrt(hd))
         a = a @ W(s_ + "o_proj.weight", (d, H * hd)).T
         if c["attn_bias"]:
@@ -310,7 +331,7 @@ def llama_forward(c, W, ids):
     return hid @ head.T, hid
 
 
-def forward_tensors(cfg, tensors, ids, dtype=torch.float64, **kw):
+def forward_tensors(cfg, tensors, ids, dtype=torch.float64, mutate=()):
     c = parse_config(cfg)
     ids = torch.as_tensor(list(ids), dtype=torch.long)
     if len(ids) == 0 or int(ids.min()) < 0 or int(ids.max()) >= c["V"]:
@@ -318,11 +339,11 @@ def forward_tensors(cfg, tensors, ids, dtype=torch.float64, **kw):
     W = Weights(tensors, c["model_type"], dtype)
     with torch.no_grad():
         if c["model_type"] == "gpt2":
-            lg, hid = gpt2_forward(c, W, ids)
+            lg, hid = gpt2_forward(c, W, ids, mutate)
         elif c["model_type"] == "gpt_neo":
-            lg, hid = gpt_neo_forward(c, W, ids, **kw)
+            lg, hid = gpt_neo_forward(c, W, ids, mutate)
         else:
-            lg, hid = llama_forward(c, W, ids)
+            lg, hid = llama_forward(c, W, ids, mutate)
     return lg.double().numpy(), hid.double().numpy()
 
 
@@ -333,9 +354,9 @@ def load(model_dir):
     return cfg, tensors
 
 
-def forward(model_dir, ids, dtype=torch.float64, **kw):
+def forward(model_dir, ids, dtype=torch.float64, mutate=()):
     cfg, tensors = load(model_dir)
-    return forward_tensors(cfg, tensors, ids, dtype, **kw)
+    return forward_tensors(cfg, tensors, ids, dtype, mutate)
 
 
 # ------------------------------------------------------------------ self test
@@ -447,7 +468,7 @@ def selftest():
     # GPT-Neo: window >= n equals global; window < n differs
     t = _rand_tensors(neo, rng)
     lw, _ = forward_tensors(neo, t, ids)
-    lg_glob, _ = forward_tensors(neo, t, ids, force_global=True)
+    lg_glob, _ = forward_tensors(neo, t, ids, mutate=("global_only",))
     check("gpt_neo: local window matters for n > window",
           np.abs(lw - lg_glob).max() > 1e-2, f"{np.abs(lw - lg_glob).max():.3f}")
     check("gpt_neo: local == global within first window",

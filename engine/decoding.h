@@ -1,0 +1,142 @@
+/* decoding.h - one interface for every decoding method the harness compares.
+ *
+ *   ar          target only, one token per forward (the baseline)
+ *   draft       draft only (the control: what SPRINTER degrades towards as eta_FP -> 1)
+ *   sd          speculative sampling (Leviathan et al. / Chen et al.): gamma draft tokens, one
+ *               batched target pass, accept x with prob min(1, p(x)/q(x)), on rejection resample
+ *               from norm(max(p - q, 0)), bonus token from p when all gamma are accepted.
+ *               Temperature 0 makes p and q one-hot, which is the exact-match rule.
+ *   sprinter    SPRINTER (Algorithm 2): the draft proposes one token at a time; the verifier scores
+ *               the draft's last hidden state of that token; score >= tau accepts it without the
+ *               target (at most max_run in a row when max_run > 0); otherwise the target runs once
+ *               over all tokens since its last call and the SD accept/resample step decides.
+ *   bild        BiLD-style fallback: if the draft's top probability < alpha, the target samples the
+ *               token instead (lossy, no rollback).
+ *   pmin        llama.cpp's rule: stop drafting when the draft's top probability < p_min, then
+ *               lossless SD verification of what was drafted (0 drafted = one target token).
+ *   specdecpp   SpecDec++-style: the learned verifier head stops drafting (score < tau ends the
+ *               block after that token), then lossless SD verification.
+ *   oracle-iid  SPRINTER with a synthetic verifier that knows the true label (q(x)/p(x) <= lambda,
+ *               from the target) and accepts with prob eta_TP if acceptable, eta_FP if not, i.i.d.:
+ *               the model Theorems 3.1-3.4 assume. Its peeks at p are audit cost, not target calls.
+ *
+ * Every emitted token gets a TokenEvent; per-run counters go to DecodeStats. The decoder owns
+ * sessions for the draft, the target and an audit copy of the target (used to learn p(x) for
+ * every verifier decision when cfg.audit is set; never counted as a target call or in latency).
+ */
+#ifndef SP_DECODING_H
+#define SP_DECODING_H
+
+#include <gsl/gsl_rng.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "model.h"
+#include "sampling.h"
+#include "verifier.h"
+
+typedef enum {
+    DM_AR = 0,
+    DM_DRAFT,
+    DM_SD,
+    DM_SPRINTER,
+    DM_BILD,
+    DM_PMIN,
+    DM_SPECDECPP,
+    DM_ORACLE_IID,
+    DM_COLLECT, /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */
+    DM_COUNT
+} DecodeMethod;
+
+const char *decode_method_name(DecodeMethod m);
+int decode_method_parse(const char *s, DecodeMethod *m);
+
+typedef struct DecodeConfig {
+    DecodeMethod method;
+    SamplerParams sampling; /* applied to both p and q */
+    int max_new;            /* tokens to generate */
+    int gamma;              /* sd / pmin / specdecpp: max draft tokens per target call */
+    double tau;             /* sprinter / specdecpp: verifier threshold */
+    int max_run;            /* sprinter / oracle-iid: cap on consecutive verifier accepts, 0 = none */
+    double lambda;          /* label threshold for oracle-iid and the audit: acceptable iff q/p <= lambda */
+    double eta_fp, eta_tp;  /* oracle-iid rates */
+    double alpha;           /* bild */
+    double p_min;           /* pmin */
+    int stop_at_eos;        /* stop after emitting the target's eos id */
+    int audit;              /* learn p(x) and the true label for every verifier decision */
+    int capture_hidden;     /* store the draft hidden state of every drafted token (collect) */
+    int fault_broken_residual; /* tests only: resample from p instead of norm(max(p - q, 0)) */
+} DecodeConfig;
+
+/* Fills defaults: greedy off (T = 1), gamma 5, tau 0.5, lambda 1, max_run 0, ... */
+void decode_config_default(DecodeConfig *c);
+int decode_config_check(const DecodeConfig *c, SpErr *err);
+
+typedef enum {
+    EV_TARGET_SAMPLE = 0, /* sampled from p directly (ar, bild fallback, pmin with 0 drafts) */
+    EV_DRAFT_SAMPLE = 1,  /* sampled from q, never checked (draft, bild confident) */
+    EV_VERIFIER_ACCEPT = 2, /* draft token accepted by the verifier, no target */
+    EV_SD_ACCEPT = 3,     /* draft token accepted by min(1, p/q) */
+    EV_SD_RESAMPLE = 4,   /* draft token rejected, replacement drawn from norm(max(p - q, 0)) */
+    EV_BONUS = 5,         /* all drafts accepted, extra token from p */
+} EventKind;
+
+typedef struct TokenEvent {
+    int32_t pos;           /* position of the emitted token in the full sequence */
+    int32_t token;         /* emitted token */
+    int32_t draft_token;   /* token the draft proposed here, -1 if none */
+    float q;               /* q(draft_token), NaN if none */
+    float p;               /* p(draft_token), NaN if unknown */
+    float score;           /* verifier score, NaN if none */
+    int8_t decision;       /* verifier / stopping head: 1 accept, 0 reject, -1 none */
+    int8_t label;          /* true label q/p <= lambda: 1, 0, or -1 when p is unknown */
+    int8_t target_called;  /* the target ran to decide this token */
+    int8_t kind;           /* EventKind */
+} TokenEvent;
+
+typedef struct DecodeStats {
+    int64_t tokens;           /* emitted */
+    int64_t draft_forwards, draft_tokens;   /* calls, positions processed */
+    int64_t target_forwards, target_tokens;
+    int64_t audit_forwards, audit_tokens;
+    int64_t verifier_evals;
+    int64_t drafted;          /* draft tokens proposed */
+    int64_t accepted;         /* draft tokens emitted (by verifier or SD rule) */
+    double t_total;           /* wall seconds, excluding audit */
+    double t_draft, t_target, t_verifier, t_audit;
+    /* FLOPs at 2 * params per processed position (+ 2d per verifier evaluation). */
+    double flops_draft, flops_target, flops_verifier;
+} DecodeStats;
+
+typedef struct DecodeOutput {
+    int32_t *tokens;    /* [n_tokens] emitted tokens (the prompt excluded) */
+    int n_tokens;
+    TokenEvent *events; /* [n_events]: one per emitted token */
+    int n_events;
+    float *hidden;      /* [n_events, d_draft] when capture_hidden (rows of tokens with no draft: 0) */
+    int d_hidden;
+    DecodeStats stats;
+} DecodeOutput;
+
+void decode_output_free(DecodeOutput *o);
+
+typedef struct Decoder Decoder;
+
+/* draft may be NULL for ar; target may be NULL for draft; verifier may be NULL unless a method
+ * needs it (sprinter, specdecpp). max_ctx bounds prompt + max_new + gamma + 1. Models must share a
+ * vocabulary size (checked). */
+Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err);
+void decoder_free(Decoder *d);
+
+/* Runs cfg on prompt[0..n_prompt); all randomness from rng. out is filled (caller frees). */
+int decoder_run(Decoder *d, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
+                DecodeOutput *out, SpErr *err);
+
+/* The exact next-token law of the sprinter method at one prefix, for the theorem checks:
+ * given p, q [V] and the verifier's decision a[v] in {0,1} for every vocab token v,
+ *   P(v) = q(v) a(v) + q(v)(1 - a(v)) min(1, p(v)/q(v)) + R r(v),
+ *   R = sum_x q(x)(1 - a(x))(1 - min(1, p(x)/q(x))),  r = norm(max(p - q, 0)).
+ * a may hold fractional acceptance probabilities (oracle-iid). out[V]. */
+void sprinter_next_token_law(const float *p, const float *q, const double *a, int V, double *out);
+
+#endif

@@ -1,0 +1,99 @@
+#include "verifier.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "safetensors.h"
+
+double verifier_score(const Verifier *v, const float *h) {
+    double z = v->b;
+    for (int i = 0; i < v->d; i++) z += (double)v->w[i] * h[i];
+    return 1.0 / (1.0 + exp(-z));
+}
+
+/* Reads the __metadata__ "lambda" of a verifier file (the archive API keeps no metadata). */
+static int read_lambda(const StArchive *a, double *lambda, SpErr *err) {
+    const StFile *f = &a->files[0];
+    const unsigned char *p = f->map;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | p[i];
+    cJSON *hdr = cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen); /* validated by st_open_file */
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(hdr, "__metadata__");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(md, "format");
+    const cJSON *lam = cJSON_GetObjectItemCaseSensitive(md, "lambda");
+    int rc = 0;
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "sprinter-verifier") != 0)
+        rc = sp_fail(err, "__metadata__.format is not \"sprinter-verifier\"");
+    else if (!cJSON_IsString(lam) || sscanf(lam->valuestring, "%lf", lambda) != 1 || !(*lambda > 0))
+        rc = sp_fail(err, "__metadata__.lambda is missing or not a positive number");
+    cJSON_Delete(hdr);
+    return rc;
+}
+
+int verifier_load(const char *path, Verifier *v, SpErr *err) {
+    memset(v, 0, sizeof *v);
+    StArchive a = {0};
+    if (st_open_file(&a, path, err)) {
+        st_close(&a);
+        return -1;
+    }
+    int rc = -1;
+    const StEntry *w = st_find(&a, "weight"), *b = st_find(&a, "bias");
+    if (read_lambda(&a, &v->lambda, err)) {
+        sp_err_prefix(err, "%s", path);
+    } else if (!w || w->dtype != ST_F32 || w->ndim != 1 || w->shape[0] < 1 || w->shape[0] > 1 << 20) {
+        sp_fail(err, "%s: tensor weight must be F32 [d]", path);
+    } else if (!b || b->dtype != ST_F32 || b->numel != 1) {
+        sp_fail(err, "%s: tensor bias must be F32 [1]", path);
+    } else if (!(v->w = malloc((size_t)w->shape[0] * sizeof *v->w))) {
+        sp_fail(err, "out of memory");
+    } else {
+        v->d = (int)w->shape[0];
+        memcpy(v->w, w->data, (size_t)v->d * sizeof *v->w);
+        memcpy(&v->b, b->data, sizeof v->b);
+        rc = 0;
+        for (int i = 0; i < v->d && rc == 0; i++)
+            if (!isfinite(v->w[i])) rc = sp_fail(err, "%s: tensor weight[%d] is not finite", path, i);
+        if (rc == 0 && !isfinite(v->b)) rc = sp_fail(err, "%s: tensor bias is not finite", path);
+    }
+    st_close(&a);
+    if (rc) verifier_free(v);
+    return rc;
+}
+
+typedef struct {
+    const Verifier *v;
+} SaveCtx;
+
+static int fill(void *ctx, int i, void *buf, size_t nbytes, SpErr *err) {
+    (void)err;
+    const Verifier *v = ((SaveCtx *)ctx)->v;
+    if (i == 0) memcpy(buf, v->w, nbytes);
+    else memcpy(buf, &v->b, sizeof v->b);
+    return 0;
+}
+
+int verifier_save(const char *path, const Verifier *v, const char *const *meta, SpErr *err) {
+    StWriteSpec specs[2] = {{"weight", ST_F32, 1, {v->d}}, {"bias", ST_F32, 1, {1}}};
+    const char *all[64];
+    char lam[64], dd[32];
+    snprintf(lam, sizeof lam, "%.17g", v->lambda);
+    snprintf(dd, sizeof dd, "%d", v->d);
+    int k = 0;
+    all[k++] = "format", all[k++] = "sprinter-verifier";
+    all[k++] = "version", all[k++] = "1";
+    all[k++] = "lambda", all[k++] = lam;
+    all[k++] = "d", all[k++] = dd;
+    for (int i = 0; meta && meta[i] && meta[i + 1] && k < 60; i += 2) all[k++] = meta[i], all[k++] = meta[i + 1];
+    all[k] = all[k + 1] = NULL;
+    SaveCtx ctx = {v};
+    return st_write_file(path, specs, 2, all, fill, &ctx, err);
+}
+
+void verifier_free(Verifier *v) {
+    free(v->w);
+    v->w = NULL;
+}

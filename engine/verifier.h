@@ -1,0 +1,29 @@
+/* verifier.h - SPRINTER's approximate verifier: one linear layer + sigmoid on the draft model's
+ * last-layer hidden state of the drafted token (d + 1 parameters):
+ *     score(h) = sigmoid(w . h + b) ~ P(token acceptable | h),   acceptable := q(x) / p(x) <= lambda.
+ * The decoder accepts the token without calling the target when score >= tau.
+ *
+ * On disk: a safetensors file with tensors "weight" F32 [d] and "bias" F32 [1], and __metadata__
+ * {"format": "sprinter-verifier", "version": "1", "lambda": "...", plus free-form keys such as
+ * metrics and the training data hash}. A Verifier owns its arrays. */
+#ifndef SP_VERIFIER_H
+#define SP_VERIFIER_H
+
+#include "error.h"
+
+typedef struct Verifier {
+    int d;
+    float *w;   /* [d] */
+    float b;
+    double lambda; /* the acceptance threshold its labels were made with */
+} Verifier;
+
+/* score = sigmoid(w . h + b) for h[d]. */
+double verifier_score(const Verifier *v, const float *h);
+
+int verifier_load(const char *path, Verifier *v, SpErr *err);
+/* meta: NULL-terminated key/value pairs added to __metadata__ (may be NULL). Atomic write. */
+int verifier_save(const char *path, const Verifier *v, const char *const *meta, SpErr *err);
+void verifier_free(Verifier *v);
+
+#endif
