@@ -25,7 +25,7 @@ struct Decoder {
     int V, max_ctx, gamma_cap;
     int32_t *seq;   /* [max_ctx] */
     float *q;       /* [gamma_cap + 1, V] draft distributions of the current block */
-    float *qn;      /* [V] next draft distribution (sprinter) */
+    float *qs[2];   /* [2][V] current and next draft distribution (sprinter) */
     float *p;       /* [gamma_cap + 1, V] target distributions */
     float *pa;      /* [V] audit distribution */
     float *r;       /* [V] residual */
@@ -122,12 +122,13 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
     d->seq = malloc((size_t)max_ctx * sizeof *d->seq);
     d->q = malloc(rows * V * sizeof *d->q);
     d->p = malloc(rows * V * sizeof *d->p);
-    d->qn = malloc(V * sizeof *d->qn);
+    d->qs[0] = malloc(V * sizeof *d->qs[0]);
+    d->qs[1] = malloc(V * sizeof *d->qs[1]);
     d->pa = malloc(V * sizeof *d->pa);
     d->r = malloc(V * sizeof *d->r);
     d->work = malloc(V * sizeof *d->work);
     d->h = malloc((size_t)(cd ? cd->d_model : 1) * sizeof *d->h);
-    if (!d->seq || !d->q || !d->p || !d->qn || !d->pa || !d->r || !d->work || !d->h) {
+    if (!d->seq || !d->q || !d->p || !d->qs[0] || !d->qs[1] || !d->pa || !d->r || !d->work || !d->h) {
         sp_fail(err, "out of memory");
         goto fail;
     }
@@ -145,7 +146,8 @@ void decoder_free(Decoder *d) {
     free(d->seq);
     free(d->q);
     free(d->p);
-    free(d->qn);
+    free(d->qs[0]);
+    free(d->qs[1]);
     free(d->pa);
     free(d->r);
     free(d->work);
@@ -404,26 +406,26 @@ static int run_sd(Run *R) {
 static int run_sprinter(Run *R) {
     Decoder *d = R->d;
     const DecodeConfig *cfg = R->cfg;
-    int V = d->V, run = 0, have_q = 0;
+    int V = d->V, run = 0, have_q = 0, cur = 0;
     const float *L, *H;
     while (!R->done) {
         int n = R->n;
+        float *q = d->qs[cur], *qn = d->qs[1 - cur];
         if (!have_q) {
-            if (draft_advance(R, n, 1, &L, NULL) || sampler_probs(&cfg->sampling, L, V, d->q, d->work, R->err))
-                return -1;
+            if (draft_advance(R, n, 1, &L, NULL) || sampler_probs(&cfg->sampling, L, V, q, d->work, R->err)) return -1;
         }
         /* draft x ~ q, then run the draft on x: its hidden state is the verifier's input and its
          * logits are the next q if x survives */
-        int32_t x = sampler_draw(d->q, V, R->rng);
+        int32_t x = sampler_draw(q, V, R->rng);
         d->seq[n] = x;
         R->out->stats.drafted++;
         if (draft_advance(R, n + 1, 1, &L, &H)) return -1;
         memcpy(d->h, H, (size_t)model_config(d->draft.m)->d_model * sizeof *d->h);
-        if (sampler_probs(&cfg->sampling, L, V, d->qn, d->work, R->err)) return -1;
+        if (sampler_probs(&cfg->sampling, L, V, qn, d->work, R->err)) return -1;
 
         TokenEvent e = blank_event();
         e.draft_token = x;
-        e.q = d->q[x];
+        e.q = q[x];
         int need_p = cfg->audit || cfg->method == DM_ORACLE_IID;
         if (need_p) {
             if (audit_p(R, n)) return -1;
@@ -460,15 +462,13 @@ static int run_sprinter(Run *R) {
                 emit(R, x, e, d->h);
             } else {
                 e.kind = EV_SD_RESAMPLE;
-                emit(R, draw_residual(R, d->p, d->q), e, d->h);
+                emit(R, draw_residual(R, d->p, q), e, d->h);
                 truncate_lanes(R);
                 have_q = 0;
                 continue;
             }
         }
-        float *t = d->q;
-        d->q = d->qn;
-        d->qn = t;
+        cur = 1 - cur; /* x survived: the draft's next distribution is already computed */
         have_q = 1;
     }
     return 0;

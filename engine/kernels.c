@@ -129,11 +129,13 @@ void rmsnorm(const float *x, const float *g, int n, int d, float eps, float *out
     }
 }
 
+/* 0.5 x (1 + tanh(u)) = x sigmoid(2u) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3):
+ * one expf instead of tanhf (which glibc computes through expm1f, 3x slower here). */
 void gelu_tanh_inplace(float *x, size_t n) {
-    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    const float c2 = 2.0f * 0.7978845608028654f;
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
-        x[i] = 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
+        x[i] = v / (1.0f + expf(-c2 * (v + 0.044715f * v * v * v)));
     }
 }
 

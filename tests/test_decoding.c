@@ -1,0 +1,348 @@
+/* test_decoding.c - the decoding methods against exact next-token laws.
+ *
+ * Two random tiny GPT-2 models with a shared vocabulary (V = 96) act as draft and target. At a fixed
+ * prefix we know p (target) and q (draft) exactly, so the law of the first generated token is
+ * known in closed form for each method:
+ *   sd, pmin, specdecpp   p                              (lossless)
+ *   oracle-iid, lambda=1  (1 - eta_FP) p + eta_FP q       (Theorem 3.1; holds exactly at lambda = 1)
+ *   oracle-iid, lambda>1  sprinter_next_token_law with a(v) = eta_TP or eta_FP by the true label
+ *   sprinter              sprinter_next_token_law with a(v) = [score(h(prefix + v)) >= tau]
+ *   draft / ar            q / p
+ * Each is checked by a chi-square goodness-of-fit test (GSL) on >= 20,000 seeded draws, bins with
+ * expected count < 5 merged, pass when p-value > 0.001. With the fixed seeds below the outcome is
+ * deterministic; for a correct sampler each check would fail with probability 0.001 on fresh
+ * seeds (union bound over the checks here: < 3%). Negative controls must be rejected: the SD
+ * residual replaced by p (fault_broken_residual), and oracle-iid tested against p alone.
+ * Also: greedy sd / pmin / specdecpp equal greedy ar token for token on 50 prompts.
+ * usage: test_decoding WORKDIR */
+#include <gsl/gsl_cdf.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "decoding.h"
+#include "presets.h"
+
+static int g_pass, g_fail;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+    if (ok) g_pass++;
+    else g_fail++;
+    printf("%s: ", ok ? "ok  " : "FAIL");
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+#define V_TINY 96
+enum { N_DRAWS = 20000 };
+
+/* Chi-square p-value of counts[V] against law[V] (merging small-expectation bins). */
+static double chisq_pvalue(const long *counts, const double *law, int V, long n) {
+    double stat = 0, exp_acc = 0;
+    long obs_acc = 0;
+    int df = -1;
+    for (int v = 0; v < V; v++) {
+        exp_acc += law[v] * n;
+        obs_acc += counts[v];
+        if (exp_acc >= 5 || v == V - 1) {
+            if (exp_acc > 0) {
+                stat += (obs_acc - exp_acc) * (obs_acc - exp_acc) / exp_acc;
+                df++;
+            } else if (obs_acc > 0) {
+                return 0.0; /* mass where the law has none */
+            }
+            exp_acc = 0;
+            obs_acc = 0;
+        }
+    }
+    if (df < 1) return 1.0;
+    return gsl_cdf_chisq_Q(stat, df);
+}
+
+static int make_model(const char *dir, int d, int layers, double std, uint64_t seed) {
+    SpErr err = {{0}};
+    cJSON *cfg = preset_config("gpt2", "tiny", &err);
+    cJSON_ReplaceItemInObject(cfg, "n_embd", cJSON_CreateNumber(d));
+    cJSON_ReplaceItemInObject(cfg, "n_layer", cJSON_CreateNumber(layers));
+    cJSON_ReplaceItemInObject(cfg, "initializer_range", cJSON_CreateNumber(std));
+    int rc = init_random_model(cfg, DT_F32, seed, dir, &err);
+    if (rc) fprintf(stderr, "init: %s\n", err.msg);
+    cJSON_Delete(cfg);
+    return rc;
+}
+
+/* p and q at the prefix (temperature-adjusted), and the draft hidden state for prefix + v. */
+typedef struct Fixture {
+    Model *draft, *target;
+    Decoder *dec;
+    int32_t prefix[8];
+    int n_prefix;
+    float p[V_TINY], q[V_TINY];
+    SamplerParams sp;
+} Fixture;
+
+static void dists(Fixture *f) {
+    SpErr err = {{0}};
+    int32_t work[V_TINY];
+    const float *L;
+    Session *s = session_new(f->target, 16, 16, &err);
+    session_forward(s, f->prefix, f->n_prefix, &L, NULL, &err);
+    sampler_probs(&f->sp, L + (size_t)(f->n_prefix - 1) * V_TINY, V_TINY, f->p, work, &err);
+    session_free(s);
+    s = session_new(f->draft, 16, 16, &err);
+    session_forward(s, f->prefix, f->n_prefix, &L, NULL, &err);
+    sampler_probs(&f->sp, L + (size_t)(f->n_prefix - 1) * V_TINY, V_TINY, f->q, work, &err);
+    session_free(s);
+}
+
+/* Histogram of the first token over N_DRAWS runs of cfg. */
+static int first_token_hist(Fixture *f, DecodeConfig *cfg, uint64_t seed, long *counts) {
+    memset(counts, 0, V_TINY * sizeof *counts);
+    gsl_rng *rng = sampler_rng_new(seed);
+    SpErr err = {{0}};
+    cfg->max_new = 1;
+    cfg->sampling = f->sp;
+    for (int i = 0; i < N_DRAWS; i++) {
+        DecodeOutput out;
+        if (decoder_run(f->dec, cfg, f->prefix, f->n_prefix, rng, &out, &err)) {
+            fprintf(stderr, "decode: %s\n", err.msg);
+            gsl_rng_free(rng);
+            return -1;
+        }
+        counts[out.tokens[0]]++;
+        decode_output_free(&out);
+    }
+    gsl_rng_free(rng);
+    return 0;
+}
+
+static double dtv(const float *a, const float *b) {
+    double s = 0;
+    for (int v = 0; v < V_TINY; v++) s += fabs((double)a[v] - b[v]);
+    return s / 2;
+}
+
+/* full = 0 runs a reduced set (the second sampling setting) to keep the suite fast. */
+static void test_laws(Fixture *f, const Verifier *ver, int full) {
+    long counts[V_TINY];
+    double law[V_TINY], a[V_TINY];
+    const uint64_t seeds[] = {11, 22, 33};
+    DecodeConfig cfg;
+    printf("prefix law: d_TV(p, q) = %.3f\n", dtv(f->p, f->q));
+
+    /* lossless methods: law p */
+    for (int v = 0; v < V_TINY; v++) law[v] = f->p[v];
+    const DecodeMethod lossless[] = {DM_SD, DM_PMIN, DM_SPECDECPP, DM_AR};
+    for (size_t m = 0; m < 4; m++)
+        for (int s = 0; s < (m == 0 ? 3 : full); s++) {
+            decode_config_default(&cfg);
+            cfg.method = lossless[m];
+            cfg.gamma = 2;
+            cfg.p_min = 0.05;
+            cfg.tau = 0.5;
+            if (first_token_hist(f, &cfg, seeds[s] + m, counts)) return;
+            double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+            check(pv > 0.001, "%s seed %d: first token ~ p (chi-square p-value %.4f)", decode_method_name(cfg.method), s, pv);
+        }
+
+    /* negative control: broken residual must be detected */
+    for (int s = 0; s < (full ? 3 : 1); s++) {
+        decode_config_default(&cfg);
+        cfg.method = DM_SD;
+        cfg.gamma = 3;
+        cfg.fault_broken_residual = 1;
+        if (first_token_hist(f, &cfg, seeds[s], counts)) return;
+        double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+        check(pv < 0.001, "negative control: sd with residual := p is rejected (p-value %.2e)", pv);
+    }
+
+    /* draft-only: law q */
+    for (int v = 0; v < V_TINY; v++) law[v] = f->q[v];
+    decode_config_default(&cfg);
+    cfg.method = DM_DRAFT;
+    if (first_token_hist(f, &cfg, 44, counts) == 0) {
+        double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+        check(pv > 0.001, "draft: first token ~ q (p-value %.4f)", pv);
+    }
+
+    /* oracle-iid at lambda = 1: Theorem 3.1's mixture */
+    const double fps[] = {0.2, 0.6}, tps[] = {0.9, 0.5};
+    for (int k = 0; k < (full ? 2 : 1); k++) {
+        for (int v = 0; v < V_TINY; v++) law[v] = (1 - fps[k]) * f->p[v] + fps[k] * f->q[v];
+        decode_config_default(&cfg);
+        cfg.method = DM_ORACLE_IID;
+        cfg.lambda = 1.0;
+        cfg.eta_fp = fps[k];
+        cfg.eta_tp = tps[k];
+        if (first_token_hist(f, &cfg, 55 + (uint64_t)k, counts)) return;
+        double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+        check(pv > 0.001, "oracle-iid lambda=1 eta_FP=%.1f: first token ~ (1-eta_FP) p + eta_FP q (p-value %.4f)", fps[k], pv);
+        /* negative control: the same draws are not distributed as p */
+        double lp[V_TINY];
+        for (int v = 0; v < V_TINY; v++) lp[v] = f->p[v];
+        double pv0 = chisq_pvalue(counts, lp, V_TINY, N_DRAWS);
+        check(pv0 < 0.001, "negative control: oracle-iid eta_FP=%.1f draws are rejected against p (p-value %.2e)", fps[k], pv0);
+    }
+
+    /* oracle-iid at lambda = 2: the exact law by label */
+    decode_config_default(&cfg);
+    cfg.method = DM_ORACLE_IID;
+    cfg.lambda = 2.0;
+    cfg.eta_fp = 0.4;
+    cfg.eta_tp = 0.8;
+    for (int v = 0; v < V_TINY; v++) a[v] = (f->q[v] <= cfg.lambda * f->p[v]) ? cfg.eta_tp : cfg.eta_fp;
+    sprinter_next_token_law(f->p, f->q, a, V_TINY, law);
+    if (first_token_hist(f, &cfg, 66, counts) == 0) {
+        double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+        check(pv > 0.001, "oracle-iid lambda=2: first token ~ exact law by label (p-value %.4f)", pv);
+    }
+
+    /* sprinter with a verifier: decisions a(v) from the draft hidden state of prefix + v */
+    SpErr err = {{0}};
+    Session *s = session_new(f->draft, 16, 16, &err);
+    int n_acc = 0;
+    for (int v = 0; v < V_TINY; v++) {
+        int32_t seq[9];
+        memcpy(seq, f->prefix, (size_t)f->n_prefix * sizeof *seq);
+        seq[f->n_prefix] = v;
+        const float *H;
+        session_truncate(s, 0, &err);
+        session_forward(s, seq, f->n_prefix + 1, NULL, &H, &err);
+        a[v] = verifier_score(ver, H + (size_t)f->n_prefix * ver->d) >= 0.5;
+        n_acc += (int)a[v];
+    }
+    session_free(s);
+    printf("verifier accepts %d of %d vocab tokens at this prefix\n", n_acc, V_TINY);
+    sprinter_next_token_law(f->p, f->q, a, V_TINY, law);
+    for (int k = 0; k < (full ? 2 : 1); k++) {
+        decode_config_default(&cfg);
+        cfg.method = DM_SPRINTER;
+        cfg.tau = 0.5;
+        if (first_token_hist(f, &cfg, 77 + (uint64_t)k, counts)) return;
+        double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+        check(pv > 0.001, "sprinter seed %d: first token ~ exact mixture from per-token decisions (p-value %.4f)", k, pv);
+    }
+}
+
+/* Greedy lossless methods must reproduce greedy ar exactly. */
+static void test_greedy(Fixture *f) {
+    SpErr err = {{0}};
+    int mismatched = 0, prompts = 50;
+    gsl_rng *rng = sampler_rng_new(5);
+    for (int i = 0; i < prompts; i++) {
+        int32_t prompt[4] = {(int32_t)(i % V_TINY), (int32_t)((i * 7 + 3) % V_TINY), (int32_t)((i * 13 + 1) % V_TINY),
+                             (int32_t)((i * 29 + 5) % V_TINY)};
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.sampling = (SamplerParams){0.0f, 0, 1.0f};
+        cfg.max_new = 24;
+        cfg.method = DM_AR;
+        DecodeOutput ref, o;
+        if (decoder_run(f->dec, &cfg, prompt, 4, rng, &ref, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            mismatched++;
+            continue;
+        }
+        const DecodeMethod ms[] = {DM_SD, DM_PMIN, DM_SPECDECPP};
+        for (int m = 0; m < 3; m++) {
+            cfg.method = ms[m];
+            cfg.gamma = 2 + i % 5;
+            cfg.p_min = 0.3;
+            if (decoder_run(f->dec, &cfg, prompt, 4, rng, &o, &err) || o.n_tokens != ref.n_tokens ||
+                memcmp(o.tokens, ref.tokens, (size_t)ref.n_tokens * sizeof *o.tokens) != 0)
+                mismatched++;
+            decode_output_free(&o);
+        }
+        decode_output_free(&ref);
+    }
+    gsl_rng_free(rng);
+    check(mismatched == 0, "greedy sd/pmin/specdecpp == greedy ar on %d prompts x 24 tokens (%d mismatches)", prompts,
+          mismatched);
+}
+
+/* Counters and events are consistent with the emitted tokens. */
+static void test_bookkeeping(Fixture *f) {
+    SpErr err = {{0}};
+    gsl_rng *rng = sampler_rng_new(9);
+    const DecodeMethod ms[] = {DM_AR, DM_DRAFT, DM_SD, DM_SPRINTER, DM_BILD, DM_PMIN, DM_SPECDECPP, DM_ORACLE_IID};
+    for (int m = 0; m < 8; m++) {
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.method = ms[m];
+        cfg.max_new = 40;
+        cfg.audit = 1;
+        cfg.eta_fp = 0.3;
+        cfg.eta_tp = 0.9;
+        DecodeOutput o;
+        int rc = decoder_run(f->dec, &cfg, f->prefix, f->n_prefix, rng, &o, &err);
+        int ok = rc == 0 && o.n_tokens == 40 && o.n_events == 40 && o.stats.tokens == 40;
+        int64_t target_events = 0;
+        for (int i = 0; ok && i < o.n_events; i++) {
+            ok &= o.events[i].pos == f->n_prefix + i && o.events[i].token == o.tokens[i];
+            target_events += o.events[i].target_called;
+            if (ms[m] == DM_SPRINTER || ms[m] == DM_ORACLE_IID) /* audit: every decision has a label */
+                ok &= o.events[i].label == 0 || o.events[i].label == 1;
+        }
+        if (ms[m] == DM_AR) ok &= o.stats.target_forwards == 40 && o.stats.draft_forwards == 0;
+        if (ms[m] == DM_DRAFT) ok &= o.stats.target_forwards == 0;
+        if (ms[m] == DM_SPRINTER || ms[m] == DM_ORACLE_IID)
+            ok &= o.stats.target_forwards == target_events && o.stats.audit_forwards > 0;
+        check(ok, "%s: 40 tokens, events and counters consistent (target calls %lld, accepted %lld)",
+              decode_method_name(ms[m]), rc == 0 ? (long long)o.stats.target_forwards : -1LL,
+              rc == 0 ? (long long)o.stats.accepted : -1LL);
+        if (rc == 0) decode_output_free(&o);
+    }
+    gsl_rng_free(rng);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_decoding WORKDIR\n");
+        return 2;
+    }
+    char dd[1024], td[1024];
+    mkdir(argv[1], 0755);
+    snprintf(dd, sizeof dd, "%s/draft", argv[1]);
+    snprintf(td, sizeof td, "%s/target", argv[1]);
+    /* peaky random models (larger init) so p and q differ clearly */
+    if (make_model(dd, 32, 2, 0.2, 101) || make_model(td, 48, 3, 0.2, 202)) return 1;
+    SpErr err = {{0}};
+    Fixture f = {0};
+    f.draft = model_load(dd, &err);
+    f.target = model_load(td, &err);
+    /* a random verifier on the draft's hidden state, bias centred so it accepts a mixed set */
+    Verifier ver = {32, calloc(32, sizeof(float)), 0.0f, 1.0};
+    gsl_rng *r = sampler_rng_new(3);
+    for (int i = 0; i < 32; i++) ver.w[i] = (float)(gsl_rng_uniform(r) - 0.5);
+    gsl_rng_free(r);
+    f.dec = f.draft && f.target ? decoder_new(f.draft, f.target, &ver, 64, &err) : NULL;
+    if (!f.dec) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        return 1;
+    }
+    f.prefix[0] = 5, f.prefix[1] = 17, f.prefix[2] = 42;
+    f.n_prefix = 3;
+    f.sp = (SamplerParams){1.0f, 0, 1.0f};
+    dists(&f);
+    test_laws(&f, &ver, 1);
+    /* a second sampling setting: temperature 0.8 with top-k 30 */
+    f.sp = (SamplerParams){0.8f, 30, 1.0f};
+    dists(&f);
+    test_laws(&f, &ver, 0);
+    test_greedy(&f);
+    test_bookkeeping(&f);
+    decoder_free(f.dec);
+    model_free(f.draft);
+    model_free(f.target);
+    free(ver.w);
+    printf("decoding: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
