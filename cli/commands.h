@@ -10,5 +10,6 @@ int cmd_logits(int argc, char **argv);
 int cmd_init_random(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ typedef struct Command {
 
 static const Command kCommands[] = {
     {"generate", cmd_generate, "sample a continuation of a prompt from one model"},
+    {"decode", cmd_decode, "run decoding methods (ar, sd, sprinter, ...) on a prompt and report speed"},
     {"tokenize", cmd_tokenize, "print the token ids of a text (or decode ids)"},
     {"logits", cmd_logits, "print or write the logits (and hidden states) for token ids"},
     {"init-random", cmd_init_random, "write a Hugging Face model directory with random weights"},

@@ -1,0 +1,210 @@
+/* cmd_decode.c - `sprinter decode`: run one or more decoding methods on one prompt and report what
+ * a user of speculative decoding asks about: speed, target calls, accepted runs, and (with
+ * --audit) the verifier's measured operating point. */
+#include <cblas.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "decoding.h"
+#include "tokenizer.h"
+
+static const char kDecodeHelp[] =
+    "usage: sprinter decode --draft DIR --target DIR (--prompt TEXT | --prompt-ids IDS) [options]\n"
+    "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid (default sd)\n"
+    "  --verifier FILE    verifier .safetensors (sprinter, specdecpp)\n"
+    "  --max-new N        tokens to generate (default 20)\n"
+    "  --gamma G          draft block length for sd, pmin, specdecpp (default 5)\n"
+    "  --tau T            verifier threshold (default 0.5)\n"
+    "  --max-run R        sprinter: at most R verifier accepts in a row, 0 = uncapped (default 0)\n"
+    "  --lambda L         label threshold q/p <= L for oracle-iid and --audit (default 1)\n"
+    "  --eta-fp F --eta-tp T   oracle-iid rates (defaults 0, 1)\n"
+    "  --alpha A          bild: fall back to the target when the draft's top prob < A (default 0.5)\n"
+    "  --p-min P          pmin: stop drafting when the draft's top prob < P (default 0.5)\n"
+    "  --temperature T --top-k K --top-p P --seed S   sampling (defaults 1, 0, 1, 0)\n"
+    "  --audit            also compute p(x) for every verifier decision (eta_FP, eta_TP)\n"
+    "  --stop-at-eos      stop at the end-of-sequence token\n"
+    "  --threads N        OpenBLAS threads\n"
+    "Per method prints: tokens/s (audit excluded), target calls, tokens per target call, mean\n"
+    "accepted run (draft tokens emitted per target call), and with --audit eta_FP / eta_TP.\n";
+
+typedef struct Opts {
+    const char *draft, *target, *verifier, *prompt, *prompt_ids, *methods;
+    long threads;
+    uint64_t seed;
+    int print_text;
+} Opts;
+
+static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
+    const char *cmd = "decode";
+    static const struct option opts[] = {
+        {"draft", required_argument, 0, 'd'},     {"target", required_argument, 0, 't'},
+        {"verifier", required_argument, 0, 'v'},  {"prompt", required_argument, 0, 'p'},
+        {"prompt-ids", required_argument, 0, 'i'}, {"method", required_argument, 0, 'm'},
+        {"max-new", required_argument, 0, 'n'},   {"gamma", required_argument, 0, 'g'},
+        {"tau", required_argument, 0, 'T'},       {"max-run", required_argument, 0, 'r'},
+        {"lambda", required_argument, 0, 'l'},    {"eta-fp", required_argument, 0, 'F'},
+        {"eta-tp", required_argument, 0, 'P'},    {"alpha", required_argument, 0, 'a'},
+        {"p-min", required_argument, 0, 'M'},     {"temperature", required_argument, 0, 'e'},
+        {"top-k", required_argument, 0, 'k'},     {"top-p", required_argument, 0, 'u'},
+        {"seed", required_argument, 0, 's'},      {"audit", no_argument, 0, 'A'},
+        {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
+        {"text", no_argument, 0, 'x'},            {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    double f;
+    long l;
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'd': o->draft = optarg; break;
+        case 't': o->target = optarg; break;
+        case 'v': o->verifier = optarg; break;
+        case 'p': o->prompt = optarg; break;
+        case 'i': o->prompt_ids = optarg; break;
+        case 'm': o->methods = optarg; break;
+        case 'n': if (arg_long(cmd, "max-new", optarg, 1, 1 << 20, &l)) return 2; c->max_new = (int)l; break;
+        case 'g': if (arg_long(cmd, "gamma", optarg, 1, 64, &l)) return 2; c->gamma = (int)l; break;
+        case 'T': if (arg_float(cmd, "tau", optarg, 0, 1, &c->tau)) return 2; break;
+        case 'r': if (arg_long(cmd, "max-run", optarg, 0, 1 << 20, &l)) return 2; c->max_run = (int)l; break;
+        case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &c->lambda)) return 2; break;
+        case 'F': if (arg_float(cmd, "eta-fp", optarg, 0, 1, &c->eta_fp)) return 2; break;
+        case 'P': if (arg_float(cmd, "eta-tp", optarg, 0, 1, &c->eta_tp)) return 2; break;
+        case 'a': if (arg_float(cmd, "alpha", optarg, 0, 1, &c->alpha)) return 2; break;
+        case 'M': if (arg_float(cmd, "p-min", optarg, 0, 1, &c->p_min)) return 2; break;
+        case 'e': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; c->sampling.temperature = (float)f; break;
+        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; c->sampling.top_k = (int)l; break;
+        case 'u': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; c->sampling.top_p = (float)f; break;
+        case 's': if (arg_u64(cmd, "seed", optarg, &o->seed)) return 2; break;
+        case 'A': c->audit = 1; break;
+        case 'E': c->stop_at_eos = 1; break;
+        case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, &o->threads)) return 2; break;
+        case 'x': o->print_text = 1; break;
+        case 'h': fputs(kDecodeHelp, stdout); return 1;
+        default: fprintf(stderr, "sprinter decode: unknown or incomplete option (see sprinter decode --help)\n"); return 2;
+        }
+    }
+    if ((!o->draft && !o->target) || (!o->prompt == !o->prompt_ids)) {
+        fprintf(stderr, "sprinter decode: need --draft and/or --target, and exactly one of --prompt, --prompt-ids\n");
+        return 2;
+    }
+    return 0;
+}
+
+static void report(const DecodeConfig *c, const DecodeOutput *o) {
+    const DecodeStats *s = &o->stats;
+    long tp = 0, fp = 0, pos = 0, neg = 0;
+    for (int i = 0; i < o->n_events; i++) {
+        const TokenEvent *e = &o->events[i];
+        if (e->decision < 0 || e->label < 0) continue;
+        if (e->label == 1) pos++, tp += e->decision == 1;
+        else neg++, fp += e->decision == 1;
+    }
+    double per_call = s->target_forwards ? (double)s->tokens / (double)s->target_forwards : INFINITY;
+    double run = s->target_forwards ? (double)s->accepted / (double)s->target_forwards : INFINITY;
+    printf("%-11s %6lld %9.1f %8lld %10.2f %9.2f", decode_method_name(c->method), (long long)s->tokens,
+           s->t_total > 0 ? (double)s->tokens / s->t_total : 0.0, (long long)s->target_forwards, per_call, run);
+    if (pos + neg > 0) printf("   eta_TP %.3f (%ld/%ld)  eta_FP %.3f (%ld/%ld)", pos ? (double)tp / pos : NAN, tp, pos,
+                              neg ? (double)fp / neg : NAN, fp, neg);
+    printf("\n");
+}
+
+int cmd_decode(int argc, char **argv) {
+    Opts o = {0};
+    o.methods = "sd";
+    DecodeConfig base;
+    decode_config_default(&base);
+    int prc = parse(argc, argv, &o, &base);
+    if (prc) return prc == 1 ? 0 : prc;
+    if (o.threads) openblas_set_num_threads((int)o.threads);
+    SpErr err = {{0}};
+    int rc = 1;
+    Model *dm = NULL, *tm = NULL;
+    Tokenizer *tok = NULL;
+    Decoder *dec = NULL;
+    gsl_rng *rng = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    Verifier ver = {0};
+    int have_ver = 0;
+    if (o.draft && !(dm = model_load(o.draft, &err))) {
+        sp_err_prefix(&err, "%s", o.draft);
+        goto done;
+    }
+    if (o.target && !(tm = model_load(o.target, &err))) {
+        sp_err_prefix(&err, "%s", o.target);
+        goto done;
+    }
+    if (o.verifier) {
+        if (verifier_load(o.verifier, &ver, &err)) goto done;
+        have_ver = 1;
+    }
+    if (o.prompt || o.print_text) {
+        if (!(tok = tokenizer_load_dir(o.target ? o.target : o.draft, &err))) goto done;
+    }
+    const ModelConfig *mc = model_config(tm ? tm : dm);
+    if (o.prompt) {
+        if (tokenizer_encode(tok, o.prompt, strlen(o.prompt), mc->arch == ARCH_LLAMA, &ids, &n, &err)) goto done;
+    } else if (arg_ids("decode", "prompt-ids", o.prompt_ids, 1 << 20, &ids, &n)) {
+        rc = 2;
+        goto done;
+    }
+    if (n == 0) {
+        sp_fail(&err, "--prompt encodes to no tokens");
+        goto done;
+    }
+    int max_ctx = (int)n + base.max_new + base.gamma + 1;
+    int ctx_cap = mc->max_pos;
+    if (dm && model_config(dm)->max_pos < ctx_cap) ctx_cap = model_config(dm)->max_pos;
+    if (max_ctx > ctx_cap) {
+        sp_fail(&err, "prompt (%zu tokens) + --max-new %d + --gamma %d + 1 exceeds the context of %d positions", n,
+                base.max_new, base.gamma, ctx_cap);
+        goto done;
+    }
+    if (!(dec = decoder_new(dm, tm, have_ver ? &ver : NULL, max_ctx, &err))) goto done;
+    printf("%-11s %6s %9s %8s %10s %9s\n", "method", "tokens", "tok/s", "t_calls", "tok/t_call", "mean_run");
+    for (char *list = strdup(o.methods), *save = NULL, *m = strtok_r(list, ",", &save); list; m = strtok_r(NULL, ",", &save)) {
+        if (!m) {
+            free(list);
+            break;
+        }
+        DecodeConfig c = base;
+        if (decode_method_parse(m, &c.method)) {
+            sp_fail(&err, "--method: unknown method \"%s\"", m);
+            free(list);
+            goto done;
+        }
+        if (rng) gsl_rng_free(rng);
+        rng = sampler_rng_new(o.seed);
+        DecodeOutput out;
+        if (decoder_run(dec, &c, ids, (int)n, rng, &out, &err)) {
+            sp_err_prefix(&err, "%s", m);
+            free(list);
+            goto done;
+        }
+        report(&c, &out);
+        if (o.print_text && tok) {
+            char *text;
+            size_t len;
+            if (tokenizer_decode(tok, out.tokens, (size_t)out.n_tokens, 1, &text, &len, &err) == 0) {
+                printf("  %.*s\n", (int)len, text);
+                free(text);
+            }
+        }
+        decode_output_free(&out);
+    }
+    rc = 0;
+done:
+    if (rc == 1) fprintf(stderr, "sprinter decode: %s\n", err.msg);
+    if (rng) gsl_rng_free(rng);
+    free(ids);
+    decoder_free(dec);
+    if (have_ver) verifier_free(&ver);
+    tokenizer_free(tok);
+    model_free(dm);
+    model_free(tm);
+    return rc;
+}
