@@ -13,6 +13,8 @@ typedef struct Command {
 static const Command kCommands[] = {
     {"generate", cmd_generate, "sample a continuation of a prompt from one model"},
     {"decode", cmd_decode, "run decoding methods (ar, sd, sprinter, ...) on a prompt and report speed"},
+    {"collect", cmd_collect, "record draft hidden states, q, p and labels for verifier training (HDF5)"},
+    {"train-verifier", cmd_train_verifier, "fit the linear+sigmoid verifier on collected data"},
     {"tokenize", cmd_tokenize, "print the token ids of a text (or decode ids)"},
     {"logits", cmd_logits, "print or write the logits (and hidden states) for token ids"},
     {"init-random", cmd_init_random, "write a Hugging Face model directory with random weights"},

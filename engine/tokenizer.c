@@ -367,6 +367,7 @@ struct Tokenizer {
     Buf dec;           /* decoded bytes of each token, NUL after each */
     Span *dec_span;    /* [v.n_ids] */
     int32_t byte_id[256]; /* GPT-2: token of each byte's unicode char; Llama: <0xNN>; -1 absent */
+    uint32_t byte_cp[256]; /* GPT-2 bytes_to_unicode */
     int32_t bos, eos, unk;
     /* GPT-2 */
     pcre2_code *re;    /* pre-tokenizer; NULL when ByteLevel use_regex is false */
@@ -390,6 +391,7 @@ static Tokenizer *tok_new(TokKind kind, SpErr *err) {
     t->kind = kind;
     t->bos = t->eos = t->unk = -1;
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
+    byte_unicode_table(t->byte_cp);
     return t;
 }
 
@@ -537,11 +539,9 @@ static int gpt2_encode_word(const Tokenizer *t, const unsigned char *s, size_t n
     if (n == 0) return 0;
     if (t->ignore_merges) {
         w->tmp.len = 0;
-        uint32_t cp_of[256];
-        byte_unicode_table(cp_of);
         for (size_t i = 0; i < n; i++) {
             char u[4];
-            if (buf_put(&w->tmp, u, utf8_encode(cp_of[s[i]], u)) < 0) return -1;
+            if (buf_put(&w->tmp, u, utf8_encode(t->byte_cp[s[i]], u)) < 0) return -1;
         }
         int32_t id = vocab_find(&t->v, w->tmp.p, w->tmp.len);
         if (id >= 0) return ids_push(out, id);
@@ -749,13 +749,9 @@ int tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int skip_
     return 0;
 }
 
-/* Decoded bytes of a byte-level token: each char maps back to its byte; chars outside the
- * mapping are kept as UTF-8. */
-static int gpt2_token_bytes(const char *s, size_t n, Buf *out) {
-    int16_t byte_of_cp[BYTE_CP_END];
-    uint32_t cp_of[256];
-    byte_unicode_table(cp_of);
-    for (int b = 0; b < 256; b++) byte_of_cp[cp_of[b]] = (int16_t)b;
+/* Decoded bytes of a byte-level token: each char maps back to its byte (byte_of_cp, the inverse
+ * of bytes_to_unicode); chars outside the mapping are kept as UTF-8. */
+static int gpt2_token_bytes(const char *s, size_t n, const uint8_t byte_of_cp[BYTE_CP_END], Buf *out) {
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         size_t k = utf8_decode((const unsigned char *)s + i, n - i, &cp);
@@ -805,6 +801,8 @@ static int llama_token_bytes(const char *s, size_t n, Buf *out) {
 static int build_decoded(Tokenizer *t, SpErr *err) {
     t->dec_span = calloc((size_t)t->v.n_ids + 1, sizeof *t->dec_span);
     if (!t->dec_span) return sp_fail(err, "tokenizer: out of memory");
+    uint8_t byte_of_cp[BYTE_CP_END];
+    for (int b = 0; b < 256; b++) byte_of_cp[t->byte_cp[b]] = (uint8_t)b;
     for (int32_t id = 0; id < t->v.n_ids; id++) {
         if (!t->v.flags[id]) continue;
         size_t n, off = t->dec.len;
@@ -813,7 +811,7 @@ static int build_decoded(Tokenizer *t, SpErr *err) {
         if (t->v.flags[id] & TF_ADDED)
             rc = buf_put(&t->dec, s, n);
         else if (t->kind == TOK_GPT2_BPE)
-            rc = gpt2_token_bytes(s, n, &t->dec);
+            rc = gpt2_token_bytes(s, n, byte_of_cp, &t->dec);
         else
             rc = llama_token_bytes(s, n, &t->dec);
         if (rc < 0 || buf_put(&t->dec, "", 1) < 0 || t->dec.len > UINT32_MAX)
@@ -1105,11 +1103,9 @@ static void mark_special(Tokenizer *t, const char *s) {
 
 /* GPT-2 tables after the vocabulary and merges: byte tokens, <|endoftext|>, the regex. */
 static int finish_gpt2(Tokenizer *t, const char *vocab_file, int use_regex, SpErr *err) {
-    uint32_t cp_of[256];
-    byte_unicode_table(cp_of);
     for (int b = 0; b < 256; b++) {
         char u[4];
-        t->byte_id[b] = vocab_find(&t->v, u, utf8_encode(cp_of[b], u));
+        t->byte_id[b] = vocab_find(&t->v, u, utf8_encode(t->byte_cp[b], u));
         if (t->byte_id[b] < 0)
             return sp_fail(err, "%s: vocabulary lacks the byte-level token for byte 0x%02X", vocab_file, b);
     }

@@ -14,13 +14,17 @@ double verifier_score(const Verifier *v, const float *h) {
     return 1.0 / (1.0 + exp(-z));
 }
 
-/* Reads the __metadata__ "lambda" of a verifier file (the archive API keeps no metadata). */
-static int read_lambda(const StArchive *a, double *lambda, SpErr *err) {
-    const StFile *f = &a->files[0];
-    const unsigned char *p = f->map;
+/* The parsed header of an opened file (st_open_file validated it). Caller deletes. */
+static cJSON *header_of(const StArchive *a) {
+    const unsigned char *p = a->files[0].map;
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | p[i];
-    cJSON *hdr = cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen); /* validated by st_open_file */
+    return cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen);
+}
+
+/* Reads the __metadata__ "lambda" of a verifier file (the archive API keeps no metadata). */
+static int read_lambda(const StArchive *a, double *lambda, SpErr *err) {
+    cJSON *hdr = header_of(a);
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(hdr, "__metadata__");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(md, "format");
     const cJSON *lam = cJSON_GetObjectItemCaseSensitive(md, "lambda");
@@ -96,4 +100,20 @@ int verifier_save(const char *path, const Verifier *v, const char *const *meta, 
 void verifier_free(Verifier *v) {
     free(v->w);
     v->w = NULL;
+}
+
+int verifier_read_meta(const char *path, const char *key, char *buf, size_t cap, SpErr *err) {
+    StArchive a = {0};
+    if (st_open_file(&a, path, err)) {
+        st_close(&a);
+        return -1;
+    }
+    cJSON *hdr = header_of(&a);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(hdr, "__metadata__"), key);
+    int rc = 0;
+    if (!cJSON_IsString(v)) rc = sp_fail(err, "%s: __metadata__.%s is missing", path, key);
+    else snprintf(buf, cap, "%s", v->valuestring);
+    cJSON_Delete(hdr);
+    st_close(&a);
+    return rc;
 }

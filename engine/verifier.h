@@ -9,6 +9,8 @@
 #ifndef SP_VERIFIER_H
 #define SP_VERIFIER_H
 
+#include <stddef.h>
+
 #include "error.h"
 
 typedef struct Verifier {
@@ -25,5 +27,7 @@ int verifier_load(const char *path, Verifier *v, SpErr *err);
 /* meta: NULL-terminated key/value pairs added to __metadata__ (may be NULL). Atomic write. */
 int verifier_save(const char *path, const Verifier *v, const char *const *meta, SpErr *err);
 void verifier_free(Verifier *v);
+/* Reads the string __metadata__[key] of a verifier file into buf (cap bytes). */
+int verifier_read_meta(const char *path, const char *key, char *buf, size_t cap, SpErr *err);
 
 #endif

@@ -1,0 +1,117 @@
+/* cmd_verifier.c - `sprinter collect` and `sprinter train-verifier`. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "verifier_train.h"
+
+static const char kCollectHelp[] =
+    "usage: sprinter collect --draft DIR --target DIR --data FILE --lambda L --out FILE.h5 [options]\n"
+    "  For every token the draft proposes on the dataset's prompts, records the draft hidden state,\n"
+    "  q(x), p(x) and the label q(x)/p(x) <= lambda; the context continues with the draft token when\n"
+    "  the speculative-sampling rule accepts it, else with the target's replacement.\n"
+    "  --format F        dataset format: jsonl, specbench, lm1b, wikisum (default: inferred)\n"
+    "  --n-prompts N     use the first N prompts (default all)\n"
+    "  --max-new M       tokens generated per prompt (default 20)\n"
+    "  --temperature T --top-k K --top-p P   sampling (defaults 1, 0, 1)\n"
+    "  --seed S          default 0\n";
+
+int cmd_collect(int argc, char **argv) {
+    const char *cmd = "collect", *out = NULL;
+    CollectSpec s = {0};
+    s.max_new = 20;
+    s.lambda = -1;
+    s.sampling = (SamplerParams){1.0f, 0, 1.0f};
+    static const struct option opts[] = {
+        {"draft", required_argument, 0, 'd'},     {"target", required_argument, 0, 't'},
+        {"data", required_argument, 0, 'D'},      {"format", required_argument, 0, 'f'},
+        {"lambda", required_argument, 0, 'l'},    {"out", required_argument, 0, 'o'},
+        {"n-prompts", required_argument, 0, 'n'}, {"max-new", required_argument, 0, 'm'},
+        {"temperature", required_argument, 0, 'T'}, {"top-k", required_argument, 0, 'k'},
+        {"top-p", required_argument, 0, 'p'},     {"seed", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+    long l;
+    double f;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'd': s.draft_dir = optarg; break;
+        case 't': s.target_dir = optarg; break;
+        case 'D': s.data_path = optarg; break;
+        case 'f': s.data_format = optarg; break;
+        case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &s.lambda)) return 2; break;
+        case 'o': out = optarg; break;
+        case 'n': if (arg_long(cmd, "n-prompts", optarg, 0, 1 << 30, &l)) return 2; s.n_prompts = (int)l; break;
+        case 'm': if (arg_long(cmd, "max-new", optarg, 1, 1 << 20, &l)) return 2; s.max_new = (int)l; break;
+        case 'T': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; s.sampling.temperature = (float)f; break;
+        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; s.sampling.top_k = (int)l; break;
+        case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s.sampling.top_p = (float)f; break;
+        case 's': if (arg_u64(cmd, "seed", optarg, &s.seed)) return 2; break;
+        case 'h': fputs(kCollectHelp, stdout); return 0;
+        default: fprintf(stderr, "sprinter collect: unknown or incomplete option (see --help)\n"); return 2;
+        }
+    }
+    if (!s.draft_dir || !s.target_dir || !s.data_path || !out || s.lambda < 0) {
+        fprintf(stderr, "sprinter collect: need --draft, --target, --data, --lambda and --out\n");
+        return 2;
+    }
+    SpErr err = {{0}};
+    CollectSummary sum;
+    if (collect_run(&s, out, &sum, &err)) {
+        fprintf(stderr, "sprinter collect: %s\n", err.msg);
+        return 1;
+    }
+    printf("collected %lld draft tokens from %d prompts; %.1f%% acceptable at lambda %g -> %s\n", (long long)sum.n_tokens,
+           sum.n_prompts, 100.0 * (double)sum.n_acceptable / (double)sum.n_tokens, s.lambda, out);
+    return 0;
+}
+
+static const char kTrainHelp[] =
+    "usage: sprinter train-verifier --data FILE.h5 --out VERIFIER.safetensors [options]\n"
+    "  Fits score = sigmoid(w . h + b) by L2-regularised logistic regression (GSL BFGS2) on a\n"
+    "  split by prompt, and reports validation accuracy, AUC, eta_FP and eta_TP at tau.\n"
+    "  --l2 X            penalty on |w|^2 over standardised features (default 1e-3)\n"
+    "  --val-fraction F  share of prompts held out (default 0.2)\n"
+    "  --tau T           threshold for the reported operating point (default 0.5)\n"
+    "  --seed S          split seed (default 0)\n";
+
+int cmd_train_verifier(int argc, char **argv) {
+    const char *cmd = "train-verifier", *data = NULL, *out = NULL;
+    TrainSpec t;
+    train_spec_default(&t);
+    static const struct option opts[] = {
+        {"data", required_argument, 0, 'D'}, {"out", required_argument, 0, 'o'}, {"l2", required_argument, 0, 'l'},
+        {"val-fraction", required_argument, 0, 'v'}, {"tau", required_argument, 0, 't'},
+        {"seed", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'D': data = optarg; break;
+        case 'o': out = optarg; break;
+        case 'l': if (arg_float(cmd, "l2", optarg, 0, 1e6, &t.l2)) return 2; break;
+        case 'v': if (arg_float(cmd, "val-fraction", optarg, 1e-6, 0.999999, &t.val_fraction)) return 2; break;
+        case 't': if (arg_float(cmd, "tau", optarg, 0, 1, &t.tau)) return 2; break;
+        case 's': if (arg_u64(cmd, "seed", optarg, &t.seed)) return 2; break;
+        case 'h': fputs(kTrainHelp, stdout); return 0;
+        default: fprintf(stderr, "sprinter train-verifier: unknown or incomplete option (see --help)\n"); return 2;
+        }
+    }
+    if (!data || !out) {
+        fprintf(stderr, "sprinter train-verifier: need --data and --out\n");
+        return 2;
+    }
+    SpErr err = {{0}};
+    VerifierMetrics m;
+    if (verifier_train(data, &t, out, &m, &err)) {
+        fprintf(stderr, "sprinter train-verifier: %s\n", err.msg);
+        return 1;
+    }
+    printf("train %lld tokens (%.1f%% acceptable), validation %lld tokens (%.1f%% acceptable)\n", (long long)m.n_train,
+           100 * m.pos_rate_train, (long long)m.n_val, 100 * m.pos_rate_val);
+    printf("log loss train %.4f val %.4f; val accuracy %.4f, AUC %.4f\n", m.train_loss, m.val_loss, m.val_acc, m.val_auc);
+    printf("at tau = %.2f: eta_TP = %.4f, eta_FP = %.4f -> %s\n", m.tau, m.eta_tp, m.eta_fp, out);
+    return 0;
+}

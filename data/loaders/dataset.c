@@ -1,0 +1,255 @@
+#include "dataset.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonutil.h"
+
+#define MAX_FILE ((size_t)1 << 31)
+#define PROMPT_FRACTION 0.3
+
+static int push(Dataset *d, int *cap, const char *id, const char *prompt, const char *ref, const char *src) {
+    if (d->n == *cap) {
+        int nc = *cap ? *cap * 2 : 256;
+        Example *ne = realloc(d->ex, (size_t)nc * sizeof *ne);
+        if (!ne) return -1;
+        d->ex = ne;
+        *cap = nc;
+    }
+    Example *e = &d->ex[d->n];
+    e->id = strdup(id);
+    e->prompt = strdup(prompt);
+    e->reference = strdup(ref ? ref : "");
+    e->source = strdup(src ? src : "");
+    if (!e->id || !e->prompt || !e->reference || !e->source) {
+        free(e->id), free(e->prompt), free(e->reference), free(e->source);
+        return -1;
+    }
+    d->n++;
+    return 0;
+}
+
+/* Splits text after the first ceil(fraction * words) words (at least one word in each part when
+ * there are two or more). Writes NUL-terminated copies into *prompt and *ref (malloc'd). */
+static int split_words(const char *text, double fraction, char **prompt, char **ref) {
+    int words = 0;
+    for (const char *p = text; *p;) {
+        while (*p && isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        words++;
+        while (*p && !isspace((unsigned char)*p)) p++;
+    }
+    int keep = (int)(fraction * words + 0.999999);
+    if (keep < 1) keep = 1;
+    if (words >= 2 && keep >= words) keep = words - 1;
+    const char *p = text;
+    for (int w = 0; *p && w < keep;) {
+        while (*p && isspace((unsigned char)*p)) p++;
+        while (*p && !isspace((unsigned char)*p)) p++;
+        w++;
+    }
+    while (*text && isspace((unsigned char)*text)) text++;
+    *prompt = strndup(text, (size_t)(p - text));
+    *ref = strdup(p); /* keeps the leading space: the continuation as it follows the prompt */
+    return *prompt && *ref ? 0 : -1;
+}
+
+static int push_split(Dataset *d, int *cap, const char *id, const char *text, const char *src) {
+    char *pr, *rf;
+    if (split_words(text, PROMPT_FRACTION, &pr, &rf)) return -1;
+    int rc = push(d, cap, id, pr, rf, src);
+    free(pr);
+    free(rf);
+    return rc;
+}
+
+static const char *text_key(const cJSON *o) {
+    static const char *const keys[] = {"summary", "text", "article"};
+    for (int i = 0; i < 3; i++)
+        if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, keys[i]))) return keys[i];
+    return NULL;
+}
+
+static int load_jsonl(const char *path, char *text, const char *fmt, int max_n, Dataset *d, SpErr *err) {
+    int cap = 0, line_no = 0;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && (max_n <= 0 || d->n < max_n);
+         line = strtok_r(NULL, "\n", &save)) {
+        line_no++;
+        while (*line && isspace((unsigned char)*line)) line++;
+        if (!*line) continue;
+        cJSON *o = cJSON_Parse(line);
+        if (!cJSON_IsObject(o)) {
+            cJSON_Delete(o);
+            return sp_fail(err, "%s: line %d is not a JSON object", path, line_no);
+        }
+        char idbuf[32];
+        snprintf(idbuf, sizeof idbuf, "%d", d->n);
+        int rc = 0;
+        if (!strcmp(fmt, "specbench")) {
+            const cJSON *turns = cJSON_GetObjectItemCaseSensitive(o, "turns");
+            const cJSON *first = cJSON_GetArrayItem(turns, 0);
+            const cJSON *qid = cJSON_GetObjectItemCaseSensitive(o, "question_id");
+            const cJSON *cat = cJSON_GetObjectItemCaseSensitive(o, "category");
+            if (!cJSON_IsString(first)) rc = sp_fail(err, "%s: line %d: field \"turns\" must hold strings", path, line_no);
+            if (cJSON_IsNumber(qid)) snprintf(idbuf, sizeof idbuf, "%d", qid->valueint);
+            else if (cJSON_IsString(qid)) snprintf(idbuf, sizeof idbuf, "%s", qid->valuestring);
+            if (!rc && push(d, &cap, idbuf, first->valuestring, "", cJSON_IsString(cat) ? cat->valuestring : "spec-bench"))
+                rc = sp_fail(err, "out of memory");
+        } else if (!strcmp(fmt, "wikisum")) {
+            const char *k = text_key(o);
+            if (!k) rc = sp_fail(err, "%s: line %d: no \"summary\", \"text\" or \"article\" field", path, line_no);
+            else if (push_split(d, &cap, idbuf, cJSON_GetObjectItemCaseSensitive(o, k)->valuestring, "wiki-summary"))
+                rc = sp_fail(err, "out of memory");
+        } else {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+            const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+            const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "reference");
+            const cJSON *sr = cJSON_GetObjectItemCaseSensitive(o, "source");
+            if (!cJSON_IsString(pr) || !*pr->valuestring)
+                rc = sp_fail(err, "%s: line %d: field \"prompt\" must be a non-empty string", path, line_no);
+            else if (rf && !cJSON_IsString(rf))
+                rc = sp_fail(err, "%s: line %d: field \"reference\" must be a string", path, line_no);
+            if (cJSON_IsString(id)) snprintf(idbuf, sizeof idbuf, "%s", id->valuestring);
+            else if (cJSON_IsNumber(id)) snprintf(idbuf, sizeof idbuf, "%d", id->valueint);
+            if (!rc && push(d, &cap, idbuf, pr->valuestring, rf ? rf->valuestring : "",
+                            cJSON_IsString(sr) ? sr->valuestring : ""))
+                rc = sp_fail(err, "out of memory");
+        }
+        cJSON_Delete(o);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static int load_lm1b(const char *path, char *text, int max_n, Dataset *d, SpErr *err) {
+    int cap = 0;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && (max_n <= 0 || d->n < max_n);
+         line = strtok_r(NULL, "\n", &save)) {
+        size_t l = strlen(line);
+        while (l && (line[l - 1] == '\r' || isspace((unsigned char)line[l - 1]))) line[--l] = '\0';
+        while (*line && isspace((unsigned char)*line)) line++;
+        if (!*line) continue;
+        char idbuf[32];
+        snprintf(idbuf, sizeof idbuf, "%d", d->n);
+        if (push_split(d, &cap, idbuf, line, "lm1b")) return sp_fail(err, "%s: out of memory", path);
+    }
+    return 0;
+}
+
+/* RFC 4180 CSV: reads one field starting at *p; returns malloc'd content, advances *p past the
+ * separator; *eol set when the record ended. NULL on malformed quoting. */
+static char *csv_field(const char **p, int *eol) {
+    const char *s = *p;
+    size_t cap = 64, n = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    int quoted = *s == '"';
+    if (quoted) s++;
+    for (;;) {
+        char c = *s;
+        if (!c) {
+            if (quoted) { free(out); return NULL; }
+            *eol = 1;
+            break;
+        }
+        if (quoted && c == '"') {
+            if (s[1] == '"') { c = '"'; s++; }
+            else { quoted = 0; s++; continue; }
+        } else if (!quoted && (c == ',' || c == '\n' || c == '\r')) {
+            if (c == '\r' && s[1] == '\n') s++;
+            *eol = c != ',';
+            s++;
+            break;
+        }
+        if (n + 2 > cap) {
+            char *no = realloc(out, cap *= 2);
+            if (!no) { free(out); return NULL; }
+            out = no;
+        }
+        out[n++] = c;
+        s++;
+    }
+    out[n] = '\0';
+    *p = s;
+    return out;
+}
+
+static int load_csv(const char *path, const char *text, int max_n, Dataset *d, SpErr *err) {
+    const char *p = text;
+    int col = -1, ncols = 0, eol = 0, cap = 0, rec = 1;
+    while (!eol) {
+        char *f = csv_field(&p, &eol);
+        if (!f) return sp_fail(err, "%s: header: malformed quoting", path);
+        if (col < 0 && (!strcmp(f, "summary") || !strcmp(f, "text") || !strcmp(f, "article"))) col = ncols;
+        ncols++;
+        free(f);
+    }
+    if (col < 0) return sp_fail(err, "%s: header has no \"summary\", \"text\" or \"article\" column", path);
+    while (*p && (max_n <= 0 || d->n < max_n)) {
+        rec++;
+        eol = 0;
+        for (int c = 0; !eol; c++) {
+            char *f = csv_field(&p, &eol);
+            if (!f) return sp_fail(err, "%s: record %d: malformed quoting", path, rec);
+            if (c == col && *f) {
+                char idbuf[32];
+                snprintf(idbuf, sizeof idbuf, "%d", d->n);
+                if (push_split(d, &cap, idbuf, f, "wiki-summary")) {
+                    free(f);
+                    return sp_fail(err, "%s: out of memory", path);
+                }
+            }
+            free(f);
+        }
+    }
+    return 0;
+}
+
+static const char *infer_format(const char *path, const char *text) {
+    const char *dot = strrchr(path, '.');
+    if (dot && !strcmp(dot, ".csv")) return "wikisum";
+    if (dot && !strcmp(dot, ".txt")) return "lm1b";
+    const char *nl = strchr(text, '\n');
+    char *first = strndup(text, nl ? (size_t)(nl - text) : strlen(text));
+    cJSON *o = first ? cJSON_Parse(first) : NULL;
+    const char *fmt = "jsonl";
+    if (cJSON_IsObject(o)) {
+        if (cJSON_GetObjectItemCaseSensitive(o, "turns")) fmt = "specbench";
+        else if (!cJSON_GetObjectItemCaseSensitive(o, "prompt") && text_key(o)) fmt = "wikisum";
+    } else if (!dot || strcmp(dot, ".jsonl")) {
+        fmt = "lm1b";
+    }
+    cJSON_Delete(o);
+    free(first);
+    return fmt;
+}
+
+int dataset_load(const char *path, const char *format, int max_n, Dataset *d, SpErr *err) {
+    memset(d, 0, sizeof *d);
+    size_t len;
+    char *text = sp_read_file(path, MAX_FILE, &len, err);
+    if (!text) return -1;
+    const char *fmt = format ? format : infer_format(path, text);
+    const char *dot = strrchr(path, '.');
+    int rc;
+    if (!strcmp(fmt, "jsonl") || !strcmp(fmt, "specbench")) rc = load_jsonl(path, text, fmt, max_n, d, err);
+    else if (!strcmp(fmt, "lm1b")) rc = load_lm1b(path, text, max_n, d, err);
+    else if (!strcmp(fmt, "wikisum"))
+        rc = (dot && !strcmp(dot, ".csv")) ? load_csv(path, text, max_n, d, err) : load_jsonl(path, text, fmt, max_n, d, err);
+    else rc = sp_fail(err, "%s: unknown dataset format \"%s\" (jsonl, specbench, lm1b, wikisum)", path, fmt);
+    free(text);
+    if (rc == 0 && d->n == 0) rc = sp_fail(err, "%s: no examples", path);
+    if (rc) dataset_free(d);
+    return rc;
+}
+
+void dataset_free(Dataset *d) {
+    for (int i = 0; i < d->n; i++) {
+        free(d->ex[i].id), free(d->ex[i].prompt), free(d->ex[i].reference), free(d->ex[i].source);
+    }
+    free(d->ex);
+    memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,223 @@
+#include "h5util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static hid_t mem_type(H5ColType t) {
+    switch (t) {
+    case H5C_F32: return H5T_NATIVE_FLOAT;
+    case H5C_F64: return H5T_NATIVE_DOUBLE;
+    case H5C_I32: return H5T_NATIVE_INT32;
+    case H5C_I64: return H5T_NATIVE_INT64;
+    case H5C_I8: return H5T_NATIVE_INT8;
+    }
+    return H5T_NATIVE_FLOAT;
+}
+
+/* Little-endian on-disk types, independent of the writing machine. */
+static hid_t file_type(H5ColType t) {
+    switch (t) {
+    case H5C_F32: return H5T_IEEE_F32LE;
+    case H5C_F64: return H5T_IEEE_F64LE;
+    case H5C_I32: return H5T_STD_I32LE;
+    case H5C_I64: return H5T_STD_I64LE;
+    case H5C_I8: return H5T_STD_I8LE;
+    }
+    return H5T_IEEE_F32LE;
+}
+
+static void silence(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+static int str_attr(hid_t obj, const char *name, const char *value) {
+    hid_t st = H5Tcopy(H5T_C_S1);
+    H5Tset_size(st, strlen(value) + 1);
+    H5Tset_strpad(st, H5T_STR_NULLTERM);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, st, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = (a < 0 || H5Awrite(a, st, value) < 0) ? -1 : 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(st);
+    return rc;
+}
+
+int h5t_create(H5Table *t, const char *path, const H5ColSpec *cols, int n_cols, int chunk_rows, SpErr *err) {
+    silence();
+    memset(t, 0, sizeof *t);
+    t->file = -1;
+    snprintf(t->path, sizeof t->path, "%s", path);
+    snprintf(t->tmp, sizeof t->tmp, "%s.tmp", path);
+    t->file = H5Fcreate(t->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (t->file < 0) return sp_fail(err, "%s: cannot create HDF5 file", t->tmp);
+    t->n_cols = n_cols;
+    t->dsets = calloc((size_t)n_cols, sizeof *t->dsets);
+    t->cols = calloc((size_t)n_cols, sizeof *t->cols);
+    if (!t->dsets || !t->cols) {
+        h5t_abort(t);
+        return sp_fail(err, "out of memory");
+    }
+    memcpy(t->cols, cols, (size_t)n_cols * sizeof *cols);
+    for (int c = 0; c < n_cols; c++) {
+        int rank = cols[c].width > 1 ? 2 : 1;
+        hsize_t dims[2] = {0, (hsize_t)cols[c].width}, maxd[2] = {H5S_UNLIMITED, (hsize_t)cols[c].width};
+        hsize_t chunk[2] = {(hsize_t)chunk_rows, (hsize_t)cols[c].width};
+        hid_t sp = H5Screate_simple(rank, dims, maxd);
+        hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(pl, rank, chunk);
+        H5Pset_shuffle(pl);
+        H5Pset_deflate(pl, 4);
+        t->dsets[c] = H5Dcreate2(t->file, cols[c].name, file_type(cols[c].type), sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+        H5Pclose(pl);
+        H5Sclose(sp);
+        if (t->dsets[c] < 0) {
+            h5t_abort(t);
+            return sp_fail(err, "%s: cannot create dataset %s", path, cols[c].name);
+        }
+        if ((cols[c].units && str_attr(t->dsets[c], "units", cols[c].units)) ||
+            (cols[c].doc && str_attr(t->dsets[c], "description", cols[c].doc))) {
+            h5t_abort(t);
+            return sp_fail(err, "%s: cannot write attributes of %s", path, cols[c].name);
+        }
+    }
+    return 0;
+}
+
+int h5t_append(H5Table *t, int64_t n, const void *const *data, SpErr *err) {
+    if (n <= 0) return 0;
+    for (int c = 0; c < t->n_cols; c++) {
+        int rank = t->cols[c].width > 1 ? 2 : 1;
+        hsize_t newd[2] = {(hsize_t)(t->rows + n), (hsize_t)t->cols[c].width};
+        hsize_t start[2] = {(hsize_t)t->rows, 0}, count[2] = {(hsize_t)n, (hsize_t)t->cols[c].width};
+        if (H5Dset_extent(t->dsets[c], newd) < 0) return sp_fail(err, "%s: cannot extend %s", t->tmp, t->cols[c].name);
+        hid_t fs = H5Dget_space(t->dsets[c]);
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+        hid_t ms = H5Screate_simple(rank, count, NULL);
+        herr_t w = H5Dwrite(t->dsets[c], mem_type(t->cols[c].type), ms, fs, H5P_DEFAULT, data[c]);
+        H5Sclose(ms);
+        H5Sclose(fs);
+        if (w < 0) return sp_fail(err, "%s: write to %s failed (disk full?)", t->tmp, t->cols[c].name);
+    }
+    t->rows += n;
+    return 0;
+}
+
+int h5t_attr_str(H5Table *t, const char *name, const char *value, SpErr *err) {
+    if (str_attr(t->file, name, value ? value : "")) return sp_fail(err, "%s: cannot write attribute %s", t->tmp, name);
+    return 0;
+}
+
+static int num_attr(H5Table *t, const char *name, hid_t ftype, hid_t mtype, const void *v, SpErr *err) {
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(t->file, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = (a < 0 || H5Awrite(a, mtype, v) < 0) ? sp_fail(err, "%s: cannot write attribute %s", t->tmp, name) : 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc;
+}
+
+int h5t_attr_f64(H5Table *t, const char *name, double value, SpErr *err) {
+    return num_attr(t, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, err);
+}
+
+int h5t_attr_i64(H5Table *t, const char *name, int64_t value, SpErr *err) {
+    return num_attr(t, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, err);
+}
+
+static void close_all(H5Table *t) {
+    for (int c = 0; t->dsets && c < t->n_cols; c++)
+        if (t->dsets[c] > 0) H5Dclose(t->dsets[c]);
+    free(t->dsets);
+    free(t->cols);
+    t->dsets = NULL;
+    t->cols = NULL;
+}
+
+int h5t_commit(H5Table *t, SpErr *err) {
+    int rc = 0;
+    if (H5Fflush(t->file, H5F_SCOPE_GLOBAL) < 0) rc = sp_fail(err, "%s: flush failed (disk full?)", t->tmp);
+    close_all(t);
+    if (H5Fclose(t->file) < 0 && rc == 0) rc = sp_fail(err, "%s: close failed (disk full?)", t->tmp);
+    t->file = -1;
+    if (rc == 0 && rename(t->tmp, t->path) != 0) rc = sp_fail(err, "%s: rename to %s failed", t->tmp, t->path);
+    if (rc) unlink(t->tmp);
+    return rc;
+}
+
+void h5t_abort(H5Table *t) {
+    close_all(t);
+    if (t->file >= 0) H5Fclose(t->file);
+    t->file = -1;
+    unlink(t->tmp);
+}
+
+hid_t h5_open_read(const char *path, SpErr *err) {
+    silence();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) sp_fail(err, "%s: cannot open as HDF5", path);
+    return f;
+}
+
+int h5_read_column(hid_t file, const char *path, const char *name, H5ColType type, void **out, int64_t *rows,
+                   int *width, SpErr *err) {
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return sp_fail(err, "%s: missing dataset %s", path, name);
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0) return sp_fail(err, "%s: cannot open dataset %s", path, name);
+    hid_t sp = H5Dget_space(d);
+    int rank = H5Sget_simple_extent_ndims(sp);
+    hsize_t dims[2] = {0, 1};
+    int rc = 0;
+    if (rank < 1 || rank > 2) {
+        rc = sp_fail(err, "%s: dataset %s has rank %d, expected 1 or 2", path, name, rank);
+    } else {
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        size_t esz = H5Tget_size(mem_type(type));
+        size_t n = (size_t)dims[0] * (size_t)(rank == 2 ? dims[1] : 1);
+        if (dims[0] > ((hsize_t)1 << 34) || (rank == 2 && dims[1] > ((hsize_t)1 << 20))) {
+            rc = sp_fail(err, "%s: dataset %s is implausibly large", path, name);
+        } else if (!(*out = malloc(n ? n * esz : 1))) {
+            rc = sp_fail(err, "out of memory reading %s", name);
+        } else if (n && H5Dread(d, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0) {
+            free(*out);
+            *out = NULL;
+            rc = sp_fail(err, "%s: cannot read dataset %s as the expected type", path, name);
+        }
+        *rows = (int64_t)dims[0];
+        *width = rank == 2 ? (int)dims[1] : 1;
+    }
+    H5Sclose(sp);
+    H5Dclose(d);
+    return rc;
+}
+
+int h5_read_attr_f64(hid_t file, const char *path, const char *name, double *out, SpErr *err) {
+    if (H5Aexists(file, name) <= 0) return sp_fail(err, "%s: missing attribute %s", path, name);
+    hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    int rc = (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0) ? sp_fail(err, "%s: attribute %s is not a number", path, name) : 0;
+    if (a >= 0) H5Aclose(a);
+    return rc;
+}
+
+int h5_read_attr_str(hid_t file, const char *path, const char *name, char *buf, size_t cap, SpErr *err) {
+    if (H5Aexists(file, name) <= 0) return sp_fail(err, "%s: missing attribute %s", path, name);
+    hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : -1;
+    int rc = 0;
+    if (a < 0 || t < 0 || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0) {
+        rc = sp_fail(err, "%s: attribute %s is not a fixed-length string", path, name);
+    } else {
+        size_t sz = H5Tget_size(t);
+        char *tmp = malloc(sz + 1);
+        if (!tmp || H5Aread(a, t, tmp) < 0) {
+            rc = sp_fail(err, "%s: cannot read attribute %s", path, name);
+        } else {
+            tmp[sz] = '\0';
+            snprintf(buf, cap, "%s", tmp);
+        }
+        free(tmp);
+    }
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return rc;
+}

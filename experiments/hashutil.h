@@ -1,0 +1,17 @@
+/* hashutil.h - SHA-256 (nettle) of files, model directories and strings, as lowercase hex. */
+#ifndef SP_HASHUTIL_H
+#define SP_HASHUTIL_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+#define SP_SHA256_HEX 65 /* 64 hex digits + NUL */
+
+int sha256_file(const char *path, char out[SP_SHA256_HEX], SpErr *err);
+void sha256_str(const char *s, size_t len, char out[SP_SHA256_HEX]);
+/* Hash over config.json and every *.safetensors / index / tokenizer file of a model directory,
+ * in name order (file names included), so any change to what the loader reads changes it. */
+int sha256_model_dir(const char *dir, char out[SP_SHA256_HEX], SpErr *err);
+
+#endif

@@ -1,0 +1,505 @@
+/* verifier_train.c - collect (hidden, q, p, label) data, fit the verifier, cache it. */
+#include "verifier_train.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "decoding.h"
+#include "h5util.h"
+#include "hashutil.h"
+#include "model.h"
+#include "tokenizer.h"
+#include "verifier.h"
+
+/* Per-prompt RNG seed: independent streams for (seed, prompt) whatever the order of work. */
+static uint64_t prompt_seed(uint64_t seed, int prompt) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(prompt + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ------------------------------------------------------------------ collect */
+
+typedef struct Cols {
+    float *hidden, *q, *p;
+    int8_t *label;
+    int32_t *token, *pos, *prompt;
+    int64_t n, cap;
+    int d;
+} Cols;
+
+static int cols_reserve(Cols *c, int64_t more) {
+    if (c->n + more <= c->cap) return 0;
+    int64_t nc = c->cap ? c->cap : 1024;
+    while (nc < c->n + more) nc *= 2;
+    float *h = realloc(c->hidden, (size_t)nc * c->d * sizeof *h);
+    if (h) c->hidden = h;
+    float *q = realloc(c->q, (size_t)nc * sizeof *q);
+    if (q) c->q = q;
+    float *p = realloc(c->p, (size_t)nc * sizeof *p);
+    if (p) c->p = p;
+    int8_t *l = realloc(c->label, (size_t)nc);
+    if (l) c->label = l;
+    int32_t *t = realloc(c->token, (size_t)nc * sizeof *t);
+    if (t) c->token = t;
+    int32_t *po = realloc(c->pos, (size_t)nc * sizeof *po);
+    if (po) c->pos = po;
+    int32_t *pr = realloc(c->prompt, (size_t)nc * sizeof *pr);
+    if (pr) c->prompt = pr;
+    if (!h || !q || !p || !l || !t || !po || !pr) return -1;
+    c->cap = nc;
+    return 0;
+}
+
+static void cols_free(Cols *c) {
+    free(c->hidden), free(c->q), free(c->p), free(c->label), free(c->token), free(c->pos), free(c->prompt);
+}
+
+static int write_collect(const char *out, const CollectSpec *s, const Cols *c, const char *dsha, const char *tsha,
+                         const char *datasha, int n_prompts, SpErr *err) {
+    const H5ColSpec cols[] = {
+        {"hidden", H5C_F32, c->d, NULL, "draft last-layer hidden state (after the final norm) of the drafted token"},
+        {"q", H5C_F32, 1, "probability", "draft probability of the drafted token"},
+        {"p", H5C_F32, 1, "probability", "target probability of the drafted token"},
+        {"label", H5C_I8, 1, NULL, "1 if q/p <= lambda (acceptable), else 0"},
+        {"token", H5C_I32, 1, "token id", "drafted token"},
+        {"pos", H5C_I32, 1, "position", "position of the drafted token in its sequence"},
+        {"prompt_index", H5C_I32, 1, NULL, "index of the prompt in the dataset"},
+    };
+    H5Table t;
+    if (h5t_create(&t, out, cols, 7, 1024, err)) return -1;
+    const void *data[] = {c->hidden, c->q, c->p, c->label, c->token, c->pos, c->prompt};
+    int rc = h5t_append(&t, c->n, data, err) || h5t_attr_str(&t, "format", "sprinter-collect", err) ||
+             h5t_attr_i64(&t, "version", 1, err) || h5t_attr_f64(&t, "lambda", s->lambda, err) ||
+             h5t_attr_str(&t, "draft", s->draft_dir, err) || h5t_attr_str(&t, "target", s->target_dir, err) ||
+             h5t_attr_str(&t, "draft_sha256", dsha, err) || h5t_attr_str(&t, "target_sha256", tsha, err) ||
+             h5t_attr_str(&t, "data", s->data_path, err) || h5t_attr_str(&t, "data_sha256", datasha, err) ||
+             h5t_attr_i64(&t, "n_prompts", n_prompts, err) || h5t_attr_i64(&t, "max_new", s->max_new, err) ||
+             h5t_attr_f64(&t, "temperature", s->sampling.temperature, err) ||
+             h5t_attr_i64(&t, "top_k", s->sampling.top_k, err) || h5t_attr_f64(&t, "top_p", s->sampling.top_p, err) ||
+             h5t_attr_i64(&t, "seed", (int64_t)s->seed, err);
+    if (rc) {
+        h5t_abort(&t);
+        return -1;
+    }
+    return h5t_commit(&t, err);
+}
+
+int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, SpErr *err) {
+    memset(sum, 0, sizeof *sum);
+    char dsha[SP_SHA256_HEX], tsha[SP_SHA256_HEX], datasha[SP_SHA256_HEX];
+    if (sha256_model_dir(s->draft_dir, dsha, err) || sha256_model_dir(s->target_dir, tsha, err) ||
+        sha256_file(s->data_path, datasha, err))
+        return -1;
+    Dataset ds = {0};
+    Model *dm = NULL, *tm = NULL;
+    Tokenizer *tok = NULL;
+    Decoder *dec = NULL;
+    Cols c = {0};
+    int rc = -1;
+    if (dataset_load(s->data_path, s->data_format, s->n_prompts, &ds, err)) return -1;
+    if (!(dm = model_load(s->draft_dir, err))) {
+        sp_err_prefix(err, "%s", s->draft_dir);
+        goto done;
+    }
+    if (!(tm = model_load(s->target_dir, err))) {
+        sp_err_prefix(err, "%s", s->target_dir);
+        goto done;
+    }
+    if (!(tok = tokenizer_load_dir(s->target_dir, err))) goto done;
+    const ModelConfig *tc = model_config(tm);
+    int ctx = tc->max_pos < model_config(dm)->max_pos ? tc->max_pos : model_config(dm)->max_pos;
+    int max_prompt = ctx - s->max_new - 3;
+    if (max_prompt < 1) {
+        sp_fail(err, "max_new %d leaves no room for a prompt in a context of %d", s->max_new, ctx);
+        goto done;
+    }
+    if (!(dec = decoder_new(dm, tm, NULL, ctx, err))) goto done;
+    c.d = model_config(dm)->d_model;
+    DecodeConfig cfg;
+    decode_config_default(&cfg);
+    cfg.method = DM_COLLECT;
+    cfg.sampling = s->sampling;
+    cfg.max_new = s->max_new;
+    cfg.lambda = s->lambda;
+    cfg.capture_hidden = 1;
+    for (int i = 0; i < ds.n; i++) {
+        int32_t *ids;
+        size_t n;
+        if (tokenizer_encode(tok, ds.ex[i].prompt, strlen(ds.ex[i].prompt), tc->arch == ARCH_LLAMA, &ids, &n, err)) {
+            sp_err_prefix(err, "%s: prompt %d", s->data_path, i);
+            goto done;
+        }
+        /* over-long prompts keep their last max_prompt tokens (the part that conditions the draft) */
+        const int32_t *use = n > (size_t)max_prompt ? ids + (n - (size_t)max_prompt) : ids;
+        int use_n = n > (size_t)max_prompt ? max_prompt : (int)n;
+        gsl_rng *rng = sampler_rng_new(prompt_seed(s->seed, i));
+        DecodeOutput o;
+        int drc = use_n > 0 ? decoder_run(dec, &cfg, use, use_n, rng, &o, err) : 1;
+        gsl_rng_free(rng);
+        free(ids);
+        if (drc == 1) continue; /* empty prompt: nothing to condition on */
+        if (drc) goto done;
+        if (cols_reserve(&c, o.n_events)) {
+            decode_output_free(&o);
+            sp_fail(err, "out of memory");
+            goto done;
+        }
+        for (int k = 0; k < o.n_events; k++) {
+            const TokenEvent *e = &o.events[k];
+            if (e->draft_token < 0) continue;
+            int64_t r = c.n++;
+            memcpy(c.hidden + (size_t)r * c.d, o.hidden + (size_t)k * c.d, (size_t)c.d * sizeof *c.hidden);
+            c.q[r] = e->q, c.p[r] = e->p, c.label[r] = e->label;
+            c.token[r] = e->draft_token, c.pos[r] = e->pos, c.prompt[r] = i;
+            sum->n_acceptable += e->label == 1;
+        }
+        decode_output_free(&o);
+        sum->n_prompts++;
+    }
+    sum->n_tokens = c.n;
+    if (c.n == 0) {
+        sp_fail(err, "%s: collected no draft tokens", s->data_path);
+        goto done;
+    }
+    rc = write_collect(out_h5, s, &c, dsha, tsha, datasha, sum->n_prompts, err);
+done:
+    cols_free(&c);
+    decoder_free(dec);
+    tokenizer_free(tok);
+    model_free(dm);
+    model_free(tm);
+    dataset_free(&ds);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ training */
+
+void train_spec_default(TrainSpec *t) {
+    t->l2 = 1e-3;
+    t->val_fraction = 0.2;
+    t->tau = 0.5;
+    t->seed = 0;
+}
+
+/* Logistic regression on standardised features x[i] = (h[i] - mu) / sd over rows idx[0..n).
+ * params theta = (w[0..d), b); loss = mean log(1 + exp(-y' z)) + l2 |w|^2, y' = +-1. */
+typedef struct Problem {
+    const float *h;
+    const int8_t *y;
+    const int64_t *idx;
+    int64_t n;
+    int d;
+    const double *mu, *sd;
+    double l2;
+    double *x; /* [d] scratch */
+} Problem;
+
+static double logistic_fdf(const gsl_vector *th, Problem *P, gsl_vector *grad) {
+    int d = P->d;
+    double loss = 0, gb = 0;
+    if (grad) gsl_vector_set_zero(grad);
+    for (int64_t k = 0; k < P->n; k++) {
+        const float *hr = P->h + (size_t)P->idx[k] * d;
+        double z = gsl_vector_get(th, (size_t)d);
+        for (int j = 0; j < d; j++) z += gsl_vector_get(th, (size_t)j) * ((hr[j] - P->mu[j]) / P->sd[j]);
+        double y = P->y[P->idx[k]] == 1 ? 1.0 : -1.0, m = y * z;
+        loss += m > 0 ? log1p(exp(-m)) : -m + log1p(exp(m)); /* stable log(1 + e^-m) */
+        if (grad) {
+            double g = -y / (1.0 + exp(m)); /* d loss / d z */
+            for (int j = 0; j < d; j++) *gsl_vector_ptr(grad, (size_t)j) += g * ((hr[j] - P->mu[j]) / P->sd[j]);
+            gb += g;
+        }
+    }
+    double inv = 1.0 / (double)P->n, reg = 0;
+    for (int j = 0; j < d; j++) reg += gsl_vector_get(th, (size_t)j) * gsl_vector_get(th, (size_t)j);
+    if (grad) {
+        for (int j = 0; j < d; j++) {
+            double *g = gsl_vector_ptr(grad, (size_t)j);
+            *g = *g * inv + 2 * P->l2 * gsl_vector_get(th, (size_t)j);
+        }
+        gsl_vector_set(grad, (size_t)d, gb * inv);
+    }
+    return loss * inv + P->l2 * reg;
+}
+
+static double f_only(const gsl_vector *th, void *p) { return logistic_fdf(th, p, NULL); }
+static void df_only(const gsl_vector *th, void *p, gsl_vector *g) { logistic_fdf(th, p, g); }
+static void fdf_both(const gsl_vector *th, void *p, double *f, gsl_vector *g) { *f = logistic_fdf(th, p, g); }
+
+/* AUC = P(score of a positive > score of a negative), ties count 1/2 (rank-sum form). */
+typedef struct ScoreLab {
+    double s;
+    int y;
+} ScoreLab;
+
+static int cmp_score(const void *a, const void *b) {
+    double x = ((const ScoreLab *)a)->s, y = ((const ScoreLab *)b)->s;
+    return (x > y) - (x < y);
+}
+
+static double auc_sorted(ScoreLab *v, int64_t n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_score);
+    double rank_sum = 0;
+    int64_t pos = 0;
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i;
+        while (j < n && v[j].s == v[i].s) j++;
+        double avg = (double)(i + j + 1) / 2.0; /* ranks i+1..j */
+        for (int64_t k = i; k < j; k++)
+            if (v[k].y) rank_sum += avg, pos++;
+        i = j;
+    }
+    int64_t neg = n - pos;
+    if (pos == 0 || neg == 0) return NAN;
+    return (rank_sum - (double)pos * (pos + 1) / 2.0) / ((double)pos * (double)neg);
+}
+
+double roc_auc(const double *score, const int8_t *label, int64_t n) {
+    ScoreLab *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) return NAN;
+    for (int64_t i = 0; i < n; i++) v[i] = (ScoreLab){score[i], label[i] == 1};
+    double a = auc_sorted(v, n);
+    free(v);
+    return a;
+}
+
+/* Evaluates the folded verifier on rows idx: log loss, accuracy at 0.5, AUC, eta at tau. */
+static void evaluate(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n, double tau,
+                     VerifierMetrics *m, int val) {
+    ScoreLab *sl = malloc((size_t)(n ? n : 1) * sizeof *sl);
+    double loss = 0;
+    int64_t correct = 0, tp = 0, pos = 0, fp = 0, neg = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double s = verifier_score(v, h + (size_t)idx[k] * v->d);
+        int lab = y[idx[k]] == 1;
+        double sc = fmin(fmax(s, 1e-12), 1 - 1e-12);
+        loss -= lab ? log(sc) : log(1 - sc);
+        correct += (s >= 0.5) == lab;
+        if (lab) pos++, tp += s >= tau;
+        else neg++, fp += s >= tau;
+        if (sl) sl[k] = (ScoreLab){s, lab};
+    }
+    if (val) {
+        m->val_loss = n ? loss / (double)n : NAN;
+        m->val_acc = n ? (double)correct / (double)n : NAN;
+        m->val_auc = sl ? auc_sorted(sl, n) : NAN;
+        m->eta_tp = pos ? (double)tp / (double)pos : NAN;
+        m->eta_fp = neg ? (double)fp / (double)neg : NAN;
+        m->pos_rate_val = n ? (double)pos / (double)n : NAN;
+    } else {
+        m->train_loss = n ? loss / (double)n : NAN;
+        m->pos_rate_train = n ? (double)pos / (double)n : NAN;
+    }
+    free(sl);
+}
+
+/* Splits rows by prompt: a seeded shuffle of the distinct prompt ids, the first val_fraction held out. */
+static int split_rows(const int32_t *prompt, int64_t n, double val_fraction, uint64_t seed, int64_t **tr, int64_t *ntr,
+                      int64_t **va, int64_t *nva) {
+    int32_t maxp = 0;
+    for (int64_t i = 0; i < n; i++) maxp = prompt[i] > maxp ? prompt[i] : maxp;
+    int32_t np = maxp + 1;
+    int32_t *perm = malloc((size_t)np * sizeof *perm);
+    uint8_t *is_val = calloc((size_t)np, 1);
+    *tr = malloc((size_t)n * sizeof **tr);
+    *va = malloc((size_t)n * sizeof **va);
+    if (!perm || !is_val || !*tr || !*va) {
+        free(perm), free(is_val);
+        return -1;
+    }
+    for (int32_t i = 0; i < np; i++) perm[i] = i;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, (unsigned long)(seed ^ (seed >> 32)));
+    for (int32_t i = np - 1; i > 0; i--) { /* Fisher-Yates */
+        int32_t j = (int32_t)gsl_rng_uniform_int(r, (unsigned long)i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    gsl_rng_free(r);
+    int32_t n_val = (int32_t)(val_fraction * np + 0.5);
+    if (n_val < 1 && np > 1) n_val = 1;
+    for (int32_t i = 0; i < n_val; i++) is_val[perm[i]] = 1;
+    *ntr = *nva = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (is_val[prompt[i]]) (*va)[(*nva)++] = i;
+        else (*tr)[(*ntr)++] = i;
+    }
+    free(perm);
+    free(is_val);
+    return 0;
+}
+
+static int fit(Problem *P, gsl_vector *th, SpErr *err) {
+    int dim = P->d + 1;
+    gsl_multimin_function_fdf fn = {f_only, df_only, fdf_both, (size_t)dim, P};
+    gsl_multimin_fdfminimizer *mz = gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, (size_t)dim);
+    if (!mz) return sp_fail(err, "out of memory");
+    gsl_multimin_fdfminimizer_set(mz, &fn, th, 0.1, 0.1);
+    int status = GSL_CONTINUE;
+    for (int it = 0; it < 1000 && status == GSL_CONTINUE; it++) {
+        if (gsl_multimin_fdfminimizer_iterate(mz)) break; /* no further progress possible */
+        status = gsl_multimin_test_gradient(mz->gradient, 1e-6);
+    }
+    gsl_vector_memcpy(th, mz->x);
+    gsl_multimin_fdfminimizer_free(mz);
+    return 0;
+}
+
+static void metrics_json(const VerifierMetrics *m, double l2, char *buf, size_t cap) {
+    snprintf(buf, cap,
+             "{\"n_train\": %lld, \"n_val\": %lld, \"pos_rate_train\": %.6g, \"pos_rate_val\": %.6g, "
+             "\"train_loss\": %.6g, \"val_loss\": %.6g, \"val_acc\": %.6g, \"val_auc\": %.6g, \"tau\": %.6g, "
+             "\"eta_fp\": %.6g, \"eta_tp\": %.6g, \"l2\": %.6g}",
+             (long long)m->n_train, (long long)m->n_val, m->pos_rate_train, m->pos_rate_val, m->train_loss, m->val_loss,
+             m->val_acc, m->val_auc, m->tau, m->eta_fp, m->eta_tp, l2);
+}
+
+int verifier_train(const char *path, const TrainSpec *t, const char *out_path, VerifierMetrics *m, SpErr *err) {
+    memset(m, 0, sizeof *m);
+    if (!(t->val_fraction > 0 && t->val_fraction < 1)) return sp_fail(err, "val_fraction %g must be in (0, 1)", t->val_fraction);
+    if (!(t->l2 >= 0)) return sp_fail(err, "l2 %g must be >= 0", t->l2);
+    hid_t f = h5_open_read(path, err);
+    if (f < 0) return -1;
+    float *h = NULL;
+    int8_t *y = NULL;
+    int32_t *prompt = NULL;
+    int64_t n, ny, np, *tr = NULL, *va = NULL, ntr = 0, nva = 0;
+    int d, w1, w2, rc = -1;
+    double lambda, *mu = NULL, *sd = NULL;
+    char fmt[64], dsha[SP_SHA256_HEX], draft_sha[SP_SHA256_HEX] = "";
+    gsl_vector *th = NULL;
+    Verifier v = {0};
+    if (h5_read_attr_str(f, path, "format", fmt, sizeof fmt, err)) goto done;
+    if (strcmp(fmt, "sprinter-collect") != 0) {
+        sp_fail(err, "%s: attribute format is \"%s\", expected \"sprinter-collect\"", path, fmt);
+        goto done;
+    }
+    if (h5_read_attr_f64(f, path, "lambda", &lambda, err) ||
+        h5_read_attr_str(f, path, "draft_sha256", draft_sha, sizeof draft_sha, err) ||
+        h5_read_column(f, path, "hidden", H5C_F32, (void **)&h, &n, &d, err) ||
+        h5_read_column(f, path, "label", H5C_I8, (void **)&y, &ny, &w1, err) ||
+        h5_read_column(f, path, "prompt_index", H5C_I32, (void **)&prompt, &np, &w2, err))
+        goto done;
+    if (ny != n || np != n || w1 != 1 || w2 != 1 || n < 2) {
+        sp_fail(err, "%s: datasets hidden, label, prompt_index disagree in length (%lld, %lld, %lld)", path, (long long)n,
+                (long long)ny, (long long)np);
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (prompt[i] < 0 || (y[i] != 0 && y[i] != 1)) {
+            sp_fail(err, "%s: row %lld has prompt_index %d, label %d", path, (long long)i, prompt[i], y[i]);
+            goto done;
+        }
+    if (split_rows(prompt, n, t->val_fraction, t->seed, &tr, &ntr, &va, &nva)) {
+        sp_fail(err, "out of memory");
+        goto done;
+    }
+    if (ntr == 0 || nva == 0) {
+        sp_fail(err, "%s: need at least two prompts to split into train and validation", path);
+        goto done;
+    }
+    /* standardise on the training rows */
+    mu = calloc((size_t)d, sizeof *mu);
+    sd = calloc((size_t)d, sizeof *sd);
+    double *scratch = NULL;
+    Problem P = {h, y, tr, ntr, d, mu, sd, t->l2, scratch};
+    th = gsl_vector_calloc((size_t)d + 1);
+    v.d = d;
+    v.w = malloc((size_t)d * sizeof *v.w);
+    if (!mu || !sd || !th || !v.w) {
+        sp_fail(err, "out of memory");
+        goto done;
+    }
+    for (int64_t k = 0; k < ntr; k++)
+        for (int j = 0; j < d; j++) mu[j] += h[(size_t)tr[k] * d + j];
+    for (int j = 0; j < d; j++) mu[j] /= (double)ntr;
+    for (int64_t k = 0; k < ntr; k++)
+        for (int j = 0; j < d; j++) {
+            double z = h[(size_t)tr[k] * d + j] - mu[j];
+            sd[j] += z * z;
+        }
+    for (int j = 0; j < d; j++) sd[j] = sd[j] > 0 ? sqrt(sd[j] / (double)ntr) : 1.0;
+    if (fit(&P, th, err)) goto done;
+    /* fold the standardisation into (w, b) */
+    double b = gsl_vector_get(th, (size_t)d);
+    for (int j = 0; j < d; j++) {
+        double wj = gsl_vector_get(th, (size_t)j) / sd[j];
+        v.w[j] = (float)wj;
+        b -= wj * mu[j];
+    }
+    v.b = (float)b;
+    v.lambda = lambda;
+    m->n_train = ntr;
+    m->n_val = nva;
+    m->tau = t->tau;
+    evaluate(&v, h, y, tr, ntr, t->tau, m, 0);
+    evaluate(&v, h, y, va, nva, t->tau, m, 1);
+    char metrics[1024], l2s[32], seeds[32];
+    metrics_json(m, t->l2, metrics, sizeof metrics);
+    if (sha256_file(path, dsha, err)) goto done;
+    snprintf(l2s, sizeof l2s, "%.17g", t->l2);
+    snprintf(seeds, sizeof seeds, "%llu", (unsigned long long)t->seed);
+    const char *meta[] = {"metrics", metrics, "data_sha256", dsha, "draft_sha256", draft_sha, "l2", l2s,
+                          "split_seed", seeds, NULL, NULL};
+    rc = verifier_save(out_path, &v, meta, err);
+done:
+    H5Fclose(f);
+    if (th) gsl_vector_free(th);
+    free(h), free(y), free(prompt), free(tr), free(va), free(mu), free(sd), free(v.w);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ cache */
+
+static int metrics_from_file(const char *path, VerifierMetrics *m, SpErr *err) {
+    char buf[1024];
+    if (verifier_read_meta(path, "metrics", buf, sizeof buf, err)) return -1;
+    cJSON *j = cJSON_Parse(buf);
+    if (!j) return sp_fail(err, "%s: __metadata__.metrics is not JSON", path);
+#define NUM(k) (cJSON_IsNumber(cJSON_GetObjectItem(j, k)) ? cJSON_GetObjectItem(j, k)->valuedouble : NAN)
+    m->n_train = (int64_t)NUM("n_train"), m->n_val = (int64_t)NUM("n_val");
+    m->pos_rate_train = NUM("pos_rate_train"), m->pos_rate_val = NUM("pos_rate_val");
+    m->train_loss = NUM("train_loss"), m->val_loss = NUM("val_loss"), m->val_acc = NUM("val_acc");
+    m->val_auc = NUM("val_auc"), m->tau = NUM("tau"), m->eta_fp = NUM("eta_fp"), m->eta_tp = NUM("eta_tp");
+#undef NUM
+    cJSON_Delete(j);
+    return 0;
+}
+
+int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_dir, char *out_path, size_t cap,
+                    VerifierMetrics *m, SpErr *err) {
+    char dsha[SP_SHA256_HEX], tsha[SP_SHA256_HEX], datasha[SP_SHA256_HEX], ckey[SP_SHA256_HEX], vkey[SP_SHA256_HEX];
+    if (sha256_model_dir(c->draft_dir, dsha, err) || sha256_model_dir(c->target_dir, tsha, err) ||
+        sha256_file(c->data_path, datasha, err))
+        return -1;
+    char desc[1024];
+    int k = snprintf(desc, sizeof desc, "collect-v1 %s %s %s %s %d %d %.17g %.9g %d %.9g %llu", dsha, tsha, datasha,
+                     c->data_format ? c->data_format : "auto", c->n_prompts, c->max_new, c->lambda,
+                     (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
+                     (unsigned long long)c->seed);
+    sha256_str(desc, (size_t)k, ckey);
+    k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu", t->l2, t->val_fraction, t->tau,
+                  (unsigned long long)t->seed);
+    sha256_str(desc, strlen(desc), vkey);
+    if (mkdir(cache_dir, 0755) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create: %s", cache_dir, strerror(errno));
+    char collect_path[4096];
+    snprintf(collect_path, sizeof collect_path, "%s/collect-%.16s.h5", cache_dir, ckey);
+    int n = snprintf(out_path, cap, "%s/verifier-%.16s.safetensors", cache_dir, vkey);
+    if (n < 0 || (size_t)n >= cap) return sp_fail(err, "%s: path too long", cache_dir);
+    if (access(out_path, F_OK) == 0) return metrics_from_file(out_path, m, err);
+    if (access(collect_path, F_OK) != 0) {
+        CollectSummary sum;
+        if (collect_run(c, collect_path, &sum, err)) return -1;
+    }
+    return verifier_train(collect_path, t, out_path, m, err);
+}

@@ -1,0 +1,70 @@
+/* verifier_train.h - SPRINTER's verifier: data collection, training, and a content-addressed cache.
+ *
+ * collect: for every draft-proposed token on the dataset's prompts, record the draft's hidden state
+ * of that token, q(x), p(x) and the label q(x)/p(x) <= lambda. As in the paper, the context then
+ * continues with the draft token if the SD rule accepts it, else with the target's replacement
+ * (this is the `collect` decoding method: SD with gamma 1, the draft run on every proposal).
+ * HDF5 layout (collect file, format "sprinter-collect" version 1):
+ *   /hidden [N, d] f32, /q [N] f32, /p [N] f32, /label [N] i8, /token [N] i32, /pos [N] i32,
+ *   /prompt_index [N] i32; root attributes: format, version, lambda, draft, target, draft_sha256,
+ *   target_sha256, data, data_sha256, n_prompts, max_new, temperature, top_k, top_p, seed.
+ *
+ * train: logistic regression score = sigmoid(w.h + b) with L2 penalty (on w only) fitted by GSL's
+ * multimin BFGS2 on a seeded train/validation split by prompt (no prompt in both), features
+ * standardised for the optimiser and folded back into (w, b). Reports accuracy, AUC, eta_FP and
+ * eta_TP at tau on the validation split, and saves the verifier with lambda, data hash and metrics.
+ */
+#ifndef SP_VERIFIER_TRAIN_H
+#define SP_VERIFIER_TRAIN_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "sampling.h"
+
+typedef struct CollectSpec {
+    const char *draft_dir, *target_dir;
+    const char *data_path;   /* dataset file (see data/loaders/dataset.h) */
+    const char *data_format; /* NULL = infer */
+    int n_prompts;           /* first n prompts (0 = all) */
+    int max_new;             /* tokens generated per prompt */
+    double lambda;
+    SamplerParams sampling;
+    uint64_t seed;
+} CollectSpec;
+
+typedef struct CollectSummary {
+    int64_t n_tokens, n_acceptable;
+    int n_prompts;
+} CollectSummary;
+
+int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, SpErr *err);
+
+typedef struct TrainSpec {
+    double l2;           /* penalty on ||w||^2 (on standardised features), default 1e-3 */
+    double val_fraction; /* share of prompts held out, default 0.2 */
+    double tau;          /* threshold for the reported eta_FP / eta_TP, default 0.5 */
+    uint64_t seed;
+} TrainSpec;
+
+typedef struct VerifierMetrics {
+    int64_t n_train, n_val;
+    double pos_rate_train, pos_rate_val; /* share of acceptable tokens */
+    double train_loss, val_loss;         /* mean log loss */
+    double val_acc, val_auc, tau, eta_fp, eta_tp;
+} VerifierMetrics;
+
+void train_spec_default(TrainSpec *t);
+int verifier_train(const char *collect_h5, const TrainSpec *t, const char *out_path, VerifierMetrics *m, SpErr *err);
+
+/* Area under the ROC curve: P(score of a label-1 row > score of a label-0 row), ties 1/2;
+ * NaN when either class is empty. O(n log n). */
+double roc_auc(const double *score, const int8_t *label, int64_t n);
+
+/* Writes into out_path (cap bytes) the path of a verifier for (c, t) under cache_dir, named by a
+ * SHA-256 over the model directories' hashes, the dataset's hash and every parameter; collects
+ * and trains only when that file is absent. m is filled from the verifier's metadata. */
+int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_dir, char *out_path, size_t cap,
+                    VerifierMetrics *m, SpErr *err);
+
+#endif
