@@ -112,6 +112,7 @@ int cmd_train_verifier(int argc, char **argv) {
     printf("train %lld tokens (%.1f%% acceptable), validation %lld tokens (%.1f%% acceptable)\n", (long long)m.n_train,
            100 * m.pos_rate_train, (long long)m.n_val, 100 * m.pos_rate_val);
     printf("log loss train %.4f val %.4f; val accuracy %.4f, AUC %.4f\n", m.train_loss, m.val_loss, m.val_acc, m.val_auc);
-    printf("at tau = %.2f: eta_TP = %.4f, eta_FP = %.4f -> %s\n", m.tau, m.eta_tp, m.eta_fp, out);
+    printf("at tau = %.2f: eta_TP = %.4f, eta_FP = %.4f\n", m.tau, m.eta_tp, m.eta_fp);
+    printf("verifier parameters: d + 1 = %lld -> %s\n", (long long)m.d + 1, out);
     return 0;
 }

@@ -355,13 +355,26 @@ static int fit(Problem *P, gsl_vector *th, SpErr *err) {
     return 0;
 }
 
+/* Metrics as JSON (cJSON writes NaN as null, so the text always parses). */
 static void metrics_json(const VerifierMetrics *m, double l2, char *buf, size_t cap) {
-    snprintf(buf, cap,
-             "{\"n_train\": %lld, \"n_val\": %lld, \"pos_rate_train\": %.6g, \"pos_rate_val\": %.6g, "
-             "\"train_loss\": %.6g, \"val_loss\": %.6g, \"val_acc\": %.6g, \"val_auc\": %.6g, \"tau\": %.6g, "
-             "\"eta_fp\": %.6g, \"eta_tp\": %.6g, \"l2\": %.6g}",
-             (long long)m->n_train, (long long)m->n_val, m->pos_rate_train, m->pos_rate_val, m->train_loss, m->val_loss,
-             m->val_acc, m->val_auc, m->tau, m->eta_fp, m->eta_tp, l2);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "d", (double)m->d);
+    cJSON_AddNumberToObject(j, "n_train", (double)m->n_train);
+    cJSON_AddNumberToObject(j, "n_val", (double)m->n_val);
+    cJSON_AddNumberToObject(j, "pos_rate_train", m->pos_rate_train);
+    cJSON_AddNumberToObject(j, "pos_rate_val", m->pos_rate_val);
+    cJSON_AddNumberToObject(j, "train_loss", m->train_loss);
+    cJSON_AddNumberToObject(j, "val_loss", m->val_loss);
+    cJSON_AddNumberToObject(j, "val_acc", m->val_acc);
+    cJSON_AddNumberToObject(j, "val_auc", m->val_auc);
+    cJSON_AddNumberToObject(j, "tau", m->tau);
+    cJSON_AddNumberToObject(j, "eta_fp", m->eta_fp);
+    cJSON_AddNumberToObject(j, "eta_tp", m->eta_tp);
+    cJSON_AddNumberToObject(j, "l2", l2);
+    char *t = cJSON_PrintUnformatted(j);
+    snprintf(buf, cap, "%s", t ? t : "{}");
+    free(t);
+    cJSON_Delete(j);
 }
 
 int verifier_train(const char *path, const TrainSpec *t, const char *out_path, VerifierMetrics *m, SpErr *err) {
@@ -439,6 +452,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     }
     v.b = (float)b;
     v.lambda = lambda;
+    m->d = d;
     m->n_train = ntr;
     m->n_val = nva;
     m->tau = t->tau;
@@ -467,7 +481,7 @@ static int metrics_from_file(const char *path, VerifierMetrics *m, SpErr *err) {
     cJSON *j = cJSON_Parse(buf);
     if (!j) return sp_fail(err, "%s: __metadata__.metrics is not JSON", path);
 #define NUM(k) (cJSON_IsNumber(cJSON_GetObjectItem(j, k)) ? cJSON_GetObjectItem(j, k)->valuedouble : NAN)
-    m->n_train = (int64_t)NUM("n_train"), m->n_val = (int64_t)NUM("n_val");
+    m->d = (int64_t)NUM("d"), m->n_train = (int64_t)NUM("n_train"), m->n_val = (int64_t)NUM("n_val");
     m->pos_rate_train = NUM("pos_rate_train"), m->pos_rate_val = NUM("pos_rate_val");
     m->train_loss = NUM("train_loss"), m->val_loss = NUM("val_loss"), m->val_acc = NUM("val_acc");
     m->val_auc = NUM("val_auc"), m->tau = NUM("tau"), m->eta_fp = NUM("eta_fp"), m->eta_tp = NUM("eta_tp");

@@ -48,6 +48,7 @@ typedef struct TrainSpec {
 } TrainSpec;
 
 typedef struct VerifierMetrics {
+    int64_t d;                           /* hidden size: the verifier has d + 1 parameters */
     int64_t n_train, n_val;
     double pos_rate_train, pos_rate_val; /* share of acceptable tokens */
     double train_loss, val_loss;         /* mean log loss */

@@ -6,7 +6,8 @@
  *   sd, pmin, specdecpp   p                              (lossless)
  *   oracle-iid, lambda=1  (1 - eta_FP) p + eta_FP q       (Theorem 3.1; holds exactly at lambda = 1)
  *   oracle-iid, lambda>1  sprinter_next_token_law with a(v) = eta_TP or eta_FP by the true label
- *   sprinter              sprinter_next_token_law with a(v) = [score(h(prefix + v)) >= tau]
+ *   sprinter              sprinter_next_token_law with a(v) = [score(h(prefix + v)) >= tau], for a
+ *                         verifier learned (collect + verifier_train) on these two models
  *   draft / ar            q / p
  * Each is checked by a chi-square goodness-of-fit test (GSL) on >= 20,000 seeded draws, bins with
  * expected count < 5 merged, pass when p-value > 0.001. With the fixed seeds below the outcome is
@@ -24,7 +25,9 @@
 #include <sys/stat.h>
 
 #include "decoding.h"
+#include "h5util.h"
 #include "presets.h"
+#include "verifier_train.h"
 
 static int g_pass, g_fail;
 
@@ -303,6 +306,56 @@ static void test_bookkeeping(Fixture *f) {
     gsl_rng_free(rng);
 }
 
+/* Learns a verifier for the fixture's models: collect (hidden, label) rows with the collect method
+ * on 60 random prompts, write them in the collect format, fit with verifier_train. */
+static int learned_verifier(Fixture *f, const char *work, Verifier *out) {
+    SpErr err = {{0}};
+    DecodeConfig cfg;
+    decode_config_default(&cfg);
+    cfg.method = DM_COLLECT;
+    cfg.max_new = 24;
+    cfg.capture_hidden = 1;
+    gsl_rng *rng = sampler_rng_new(17);
+    enum { P = 60, T = 24, D = 32 };
+    static float hid[P * T * D];
+    static int8_t lab[P * T];
+    static int32_t prm[P * T];
+    int64_t n = 0;
+    for (int i = 0; i < P; i++) {
+        int32_t prompt[3] = {(int32_t)gsl_rng_uniform_int(rng, V_TINY), (int32_t)gsl_rng_uniform_int(rng, V_TINY),
+                             (int32_t)gsl_rng_uniform_int(rng, V_TINY)};
+        DecodeOutput o;
+        if (decoder_run(f->dec, &cfg, prompt, 3, rng, &o, &err)) break;
+        for (int k = 0; k < o.n_events; k++) {
+            memcpy(hid + n * D, o.hidden + (size_t)k * D, sizeof(float) * D);
+            lab[n] = o.events[k].label;
+            prm[n++] = i;
+        }
+        decode_output_free(&o);
+    }
+    gsl_rng_free(rng);
+    char path[1024], vpath[1024];
+    snprintf(path, sizeof path, "%s/collect.h5", work);
+    snprintf(vpath, sizeof vpath, "%s/verifier.safetensors", work);
+    H5ColSpec cols[] = {{"hidden", H5C_F32, D, NULL, NULL}, {"label", H5C_I8, 1, NULL, NULL},
+                        {"prompt_index", H5C_I32, 1, NULL, NULL}};
+    const void *data[] = {hid, lab, prm};
+    H5Table t;
+    TrainSpec ts;
+    train_spec_default(&ts);
+    VerifierMetrics m;
+    if (h5t_create(&t, path, cols, 3, 256, &err) || h5t_append(&t, n, data, &err) ||
+        h5t_attr_str(&t, "format", "sprinter-collect", &err) || h5t_attr_f64(&t, "lambda", 1.0, &err) ||
+        h5t_attr_str(&t, "draft_sha256", "test", &err) || h5t_commit(&t, &err) ||
+        verifier_train(path, &ts, vpath, &m, &err) || verifier_load(vpath, out, &err)) {
+        fprintf(stderr, "learned verifier: %s\n", err.msg);
+        return -1;
+    }
+    printf("learned verifier on %lld rows: validation AUC %.3f, eta_TP %.3f, eta_FP %.3f at tau 0.5\n", (long long)n,
+           m.val_auc, m.eta_tp, m.eta_fp);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_decoding WORKDIR\n");
@@ -318,16 +371,14 @@ int main(int argc, char **argv) {
     Fixture f = {0};
     f.draft = model_load(dd, &err);
     f.target = model_load(td, &err);
-    /* a random verifier on the draft's hidden state, bias centred so it accepts a mixed set */
-    Verifier ver = {32, calloc(32, sizeof(float)), 0.0f, 1.0};
-    gsl_rng *r = sampler_rng_new(3);
-    for (int i = 0; i < 32; i++) ver.w[i] = (float)(gsl_rng_uniform(r) - 0.5);
-    gsl_rng_free(r);
+    /* the decoder reads the verifier through this pointer: learned below, before any sprinter run */
+    Verifier ver = {32, NULL, 0.0f, 1.0};
     f.dec = f.draft && f.target ? decoder_new(f.draft, f.target, &ver, 64, &err) : NULL;
     if (!f.dec) {
         fprintf(stderr, "setup: %s\n", err.msg);
         return 1;
     }
+    if (learned_verifier(&f, argv[1], &ver)) return 1;
     f.prefix[0] = 5, f.prefix[1] = 17, f.prefix[2] = 42;
     f.n_prefix = 3;
     f.sp = (SamplerParams){1.0f, 0, 1.0f};
@@ -342,7 +393,7 @@ int main(int argc, char **argv) {
     decoder_free(f.dec);
     model_free(f.draft);
     model_free(f.target);
-    free(ver.w);
+    verifier_free(&ver);
     printf("decoding: %d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

@@ -1,0 +1,555 @@
+/* db.c - the SQLite results database (see db.h and results/README.md). */
+#include "db.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+struct Db {
+    sqlite3 *h;
+    char path[1024];
+};
+
+static const char kSchema[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS runs(\n"
+    "  run_hash TEXT PRIMARY KEY, run_index INTEGER NOT NULL,\n"
+    "  status TEXT NOT NULL CHECK(status IN ('running','done')),\n"
+    "  method TEXT NOT NULL, seed INTEGER NOT NULL,\n"
+    "  dataset TEXT NOT NULL, dataset_sha256 TEXT NOT NULL, data_format TEXT NOT NULL,\n"
+    "  prompt_offset INTEGER NOT NULL, n_prompts INTEGER NOT NULL,\n"
+    "  max_new INTEGER NOT NULL, temperature REAL NOT NULL, top_k INTEGER NOT NULL, top_p REAL NOT NULL,\n"
+    "  stop_at_eos INTEGER NOT NULL, audit INTEGER NOT NULL,\n"
+    "  gamma INTEGER, tau REAL, lambda REAL, max_run INTEGER, alpha REAL, p_min REAL,\n"
+    "  eta_fp REAL, eta_tp REAL,\n"
+    "  draft_dir TEXT, draft_sha256 TEXT, target_dir TEXT, target_sha256 TEXT,\n"
+    "  verifier_path TEXT, verifier_sha256 TEXT,\n"
+    "  config TEXT NOT NULL, spec_name TEXT NOT NULL, spec_path TEXT NOT NULL, spec_sha256 TEXT NOT NULL,\n"
+    "  git_commit TEXT NOT NULL, host TEXT, token_log TEXT NOT NULL,\n"
+    "  started_at TEXT NOT NULL, finished_at TEXT);\n"
+    "CREATE TABLE IF NOT EXISTS prompts(\n"
+    "  run_hash TEXT NOT NULL, prompt_index INTEGER NOT NULL, example_id TEXT,\n"
+    "  n_prompt_tokens INTEGER NOT NULL, prompt_truncated INTEGER NOT NULL, rng_seed TEXT NOT NULL,\n"
+    "  tokens INTEGER NOT NULL, target_calls INTEGER NOT NULL, target_tokens INTEGER NOT NULL,\n"
+    "  draft_calls INTEGER NOT NULL, draft_tokens INTEGER NOT NULL,\n"
+    "  audit_calls INTEGER NOT NULL, audit_tokens INTEGER NOT NULL, verifier_evals INTEGER NOT NULL,\n"
+    "  drafted INTEGER NOT NULL, accepted INTEGER NOT NULL, verifier_accepts INTEGER NOT NULL,\n"
+    "  longest_run INTEGER NOT NULL, mean_accepted_run REAL,\n"
+    "  audited INTEGER, audited_pos INTEGER, audited_neg INTEGER, tp INTEGER, fp INTEGER,\n"
+    "  eta_fp REAL, eta_tp REAL,\n"
+    "  t_total REAL NOT NULL, t_draft REAL NOT NULL, t_target REAL NOT NULL, t_verifier REAL NOT NULL,\n"
+    "  t_audit REAL NOT NULL,\n"
+    "  flops_draft REAL NOT NULL, flops_target REAL NOT NULL, flops_verifier REAL NOT NULL,\n"
+    "  output_text TEXT,\n"
+    "  quality_ppl REAL, quality_rouge_l REAL, quality_bleu REAL, quality_json TEXT,\n"
+    "  PRIMARY KEY(run_hash, prompt_index));\n"
+    "CREATE VIEW IF NOT EXISTS run_totals AS SELECT r.run_hash, r.method, r.seed, r.gamma, r.tau, r.lambda,\n"
+    "  r.max_run, COUNT(*) AS prompts, SUM(p.tokens) AS tokens, SUM(p.target_calls) AS target_calls,\n"
+    "  SUM(p.accepted) AS accepted, SUM(p.t_total) AS t_total, SUM(p.t_audit) AS t_audit,\n"
+    "  SUM(p.tokens) / SUM(p.t_total) AS tokens_per_s,\n"
+    "  CAST(SUM(p.target_calls) AS REAL) / SUM(p.tokens) AS target_calls_per_token,\n"
+    "  CAST(SUM(p.fp) AS REAL) / SUM(p.audited_neg) AS eta_fp,\n"
+    "  CAST(SUM(p.tp) AS REAL) / SUM(p.audited_pos) AS eta_tp\n"
+    "  FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done' GROUP BY r.run_hash;\n";
+
+/* The runs columns, in table order: the insert and the merge both use this list. */
+static const char kRunCols[] =
+    "run_hash, run_index, status, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, "
+    "max_new, temperature, top_k, top_p, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, "
+    "eta_tp, draft_dir, draft_sha256, target_dir, target_sha256, verifier_path, verifier_sha256, config, spec_name, "
+    "spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at";
+#define N_RUN_COLS 39
+
+static const char kPromptCols[] =
+    "run_hash, prompt_index, example_id, n_prompt_tokens, prompt_truncated, rng_seed, tokens, target_calls, "
+    "target_tokens, draft_calls, draft_tokens, audit_calls, audit_tokens, verifier_evals, drafted, accepted, "
+    "verifier_accepts, longest_run, mean_accepted_run, audited, audited_pos, audited_neg, tp, fp, eta_fp, eta_tp, "
+    "t_total, t_draft, t_target, t_verifier, t_audit, flops_draft, flops_target, flops_verifier, output_text, "
+    "quality_ppl, quality_rouge_l, quality_bleu, quality_json";
+#define N_PROMPT_COLS 39
+
+static int fail_sql(Db *db, SpErr *err, const char *what) {
+    return sp_fail(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+}
+
+static int exec(Db *db, const char *sql, SpErr *err) {
+    char *msg = NULL;
+    if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        sp_fail(err, "%s: %s", db->path, msg ? msg : sqlite3_errmsg(db->h));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int scalar_text(Db *db, const char *sql, char *buf, size_t cap, SpErr *err) {
+    sqlite3_stmt *st;
+    buf[0] = '\0';
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : fail_sql(db, err, "query");
+}
+
+Db *db_open(const char *path, SpErr *err) {
+    Db *db = calloc(1, sizeof *db);
+    if (!db) {
+        sp_fail(err, "out of memory");
+        return NULL;
+    }
+    snprintf(db->path, sizeof db->path, "%s", path);
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        sp_fail(err, "%s: cannot open database: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+        db_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db->h, 120000);
+    char ver[32];
+    /* WAL survives in the file; synchronous NORMAL is durable at each checkpoint under WAL. */
+    if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err) ||
+        exec(db, "BEGIN IMMEDIATE", err) || exec(db, kSchema, err) ||
+        exec(db, "INSERT OR IGNORE INTO meta VALUES('schema_version','1'),('format','sprinter-runs')", err) ||
+        exec(db, "COMMIT", err) || scalar_text(db, "SELECT value FROM meta WHERE key='schema_version'", ver, sizeof ver, err)) {
+        db_close(db);
+        return NULL;
+    }
+    if (atoi(ver) != DB_SCHEMA_VERSION) {
+        sp_fail(err, "%s: meta.schema_version is %s, this sprinter reads version %d", path, ver, DB_SCHEMA_VERSION);
+        db_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+void db_close(Db *db) {
+    if (!db) return;
+    if (db->h) sqlite3_close(db->h);
+    free(db);
+}
+
+void db_now_iso(char *buf, size_t cap) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    char b[32];
+    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, cap, "%s.%03dZ", b, (int)(tv.tv_usec / 1000));
+}
+
+/* ------------------------------------------------------------------ runs */
+
+int db_run_done(Db *db, const char *run_hash, SpErr *err) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "SELECT status FROM runs WHERE run_hash = ?", -1, &st, NULL) != SQLITE_OK)
+        return fail_sql(db, err, "query runs");
+    sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), done = 0;
+    if (rc == SQLITE_ROW) done = !strcmp((const char *)sqlite3_column_text(st, 0), "done");
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail_sql(db, err, "query runs");
+    return done;
+}
+
+static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "prepare");
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : fail_sql(db, err, "delete");
+}
+
+static int delete_run(Db *db, const char *hash, SpErr *err) {
+    return exec_hash(db, "DELETE FROM prompts WHERE run_hash = ?", hash, err) ||
+                   exec_hash(db, "DELETE FROM runs WHERE run_hash = ?", hash, err)
+               ? -1
+               : 0;
+}
+
+int db_run_reset(Db *db, const char *run_hash, SpErr *err) {
+    if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
+    if (delete_run(db, run_hash, err)) {
+        exec(db, "ROLLBACK", NULL);
+        return -1;
+    }
+    return exec(db, "COMMIT", err);
+}
+
+static void bind_opt_text(sqlite3_stmt *st, int i, const char *s) {
+    if (s && s[0]) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, i);
+}
+
+static double rc_param(const RunConfig *r, RunParam p) {
+    const DecodeConfig *c = &r->dc;
+    switch (p) {
+    case RP_LAMBDA: return c->lambda;
+    case RP_TAU: return c->tau;
+    case RP_GAMMA: return c->gamma;
+    case RP_MAX_RUN: return c->max_run;
+    case RP_ALPHA: return c->alpha;
+    case RP_P_MIN: return c->p_min;
+    case RP_ETA_FP: return c->eta_fp;
+    case RP_ETA_TP: return c->eta_tp;
+    default: return 0;
+    }
+}
+
+static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err) {
+    char sql[2048];
+    int k = snprintf(sql, sizeof sql, "INSERT INTO runs(%s) VALUES(", kRunCols);
+    for (int i = 0; i < N_RUN_COLS; i++) k += snprintf(sql + k, sizeof sql - (size_t)k, i ? ",?" : "?");
+    snprintf(sql + k, sizeof sql - (size_t)k, ")");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "prepare insert into runs");
+    const DecodeConfig *c = &r->dc;
+    int i = 1;
+    sqlite3_bind_text(st, i++, r->hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, i++, r->index);
+    sqlite3_bind_text(st, i++, "running", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, decode_method_name(c->method), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)r->seed);
+    sqlite3_bind_text(st, i++, s->datasets[r->dataset], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, s->data_sha256[r->dataset], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, s->data_format[0] ? s->data_format : "auto", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, i++, s->prompt_offset);
+    sqlite3_bind_int(st, i++, s->n_prompts);
+    sqlite3_bind_int(st, i++, c->max_new);
+    sqlite3_bind_double(st, i++, c->sampling.temperature);
+    sqlite3_bind_int(st, i++, c->sampling.top_k);
+    sqlite3_bind_double(st, i++, c->sampling.top_p);
+    sqlite3_bind_int(st, i++, c->stop_at_eos);
+    sqlite3_bind_int(st, i++, c->audit);
+    /* gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp: NULL where they do not apply */
+    static const RunParam order[] = {RP_GAMMA, RP_TAU, RP_LAMBDA, RP_MAX_RUN, RP_ALPHA, RP_P_MIN, RP_ETA_FP, RP_ETA_TP};
+    for (int j = 0; j < 8; j++, i++) {
+        RunParam p = order[j];
+        if (!(r->applies & (1u << p))) sqlite3_bind_null(st, i);
+        else if (p == RP_GAMMA || p == RP_MAX_RUN) sqlite3_bind_int(st, i, (int)rc_param(r, p));
+        else sqlite3_bind_double(st, i, rc_param(r, p));
+    }
+    int uses_draft = c->method != DM_AR, uses_target = c->method != DM_DRAFT;
+    bind_opt_text(st, i++, uses_draft ? s->draft_dir : NULL);
+    bind_opt_text(st, i++, uses_draft ? s->draft_sha256 : NULL);
+    bind_opt_text(st, i++, uses_target ? s->target_dir : NULL);
+    bind_opt_text(st, i++, uses_target ? s->target_sha256 : NULL);
+    bind_opt_text(st, i++, m->verifier_path);
+    bind_opt_text(st, i++, m->verifier_sha256);
+    sqlite3_bind_text(st, i++, r->canon, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, s->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, s->path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, s->sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, m->git_commit ? m->git_commit : "unknown", -1, SQLITE_STATIC);
+    bind_opt_text(st, i++, m->host);
+    sqlite3_bind_text(st, i++, m->token_log, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, i++, m->started_at, -1, SQLITE_STATIC);
+    sqlite3_bind_null(st, i++);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : fail_sql(db, err, "insert into runs");
+}
+
+int db_run_begin(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err) {
+    if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
+    if (delete_run(db, r->hash, err) || insert_run(db, s, r, m, err)) {
+        exec(db, "ROLLBACK", NULL);
+        return -1;
+    }
+    return exec(db, "COMMIT", err);
+}
+
+static void bind_ratio(sqlite3_stmt *st, int i, double num, double den) {
+    if (den > 0) sqlite3_bind_double(st, i, num / den);
+    else sqlite3_bind_null(st, i);
+}
+
+static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const PromptRow *p, SpErr *err) {
+    const DecodeStats *s = &p->st;
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)p->rng_seed);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    int i = 1;
+    sqlite3_bind_text(st, i++, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, i++, p->prompt_index);
+    bind_opt_text(st, i++, p->example_id);
+    sqlite3_bind_int(st, i++, p->n_prompt_tokens);
+    sqlite3_bind_int(st, i++, p->truncated);
+    sqlite3_bind_text(st, i++, seed, -1, SQLITE_TRANSIENT);
+    const int64_t counts[] = {s->tokens,       s->target_forwards, s->target_tokens, s->draft_forwards, s->draft_tokens,
+                              s->audit_forwards, s->audit_tokens,  s->verifier_evals, s->drafted,       s->accepted,
+                              p->verifier_accepts, p->longest_run};
+    for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) sqlite3_bind_int64(st, i++, counts[j]);
+    bind_ratio(st, i++, (double)s->accepted, (double)s->target_forwards);
+    if (p->audited) {
+        const int64_t a[] = {p->n_audited, p->pos, p->neg, p->tp, p->fp};
+        for (int j = 0; j < 5; j++) sqlite3_bind_int64(st, i++, a[j]);
+        bind_ratio(st, i++, (double)p->fp, (double)p->neg);
+        bind_ratio(st, i++, (double)p->tp, (double)p->pos);
+    } else {
+        for (int j = 0; j < 7; j++) sqlite3_bind_null(st, i++);
+    }
+    const double t[] = {s->t_total, s->t_draft, s->t_target, s->t_verifier, s->t_audit,
+                        s->flops_draft, s->flops_target, s->flops_verifier};
+    for (int j = 0; j < 8; j++) sqlite3_bind_double(st, i++, t[j]);
+    bind_opt_text(st, i++, p->output_text);
+    for (int j = 0; j < 4; j++) sqlite3_bind_null(st, i++); /* quality: filled by the analysis */
+    return sqlite3_step(st) == SQLITE_DONE ? 0 : fail_sql(db, err, "insert into prompts");
+}
+
+int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const char *finished_at, SpErr *err) {
+    char sql[2048];
+    int k = snprintf(sql, sizeof sql, "INSERT INTO prompts(%s) VALUES(", kPromptCols);
+    for (int i = 0; i < N_PROMPT_COLS; i++) k += snprintf(sql + k, sizeof sql - (size_t)k, i ? ",?" : "?");
+    snprintf(sql + k, sizeof sql - (size_t)k, ")");
+    sqlite3_stmt *st = NULL, *up = NULL;
+    if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
+    int rc = 0;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) rc = fail_sql(db, err, "prepare insert into prompts");
+    for (int i = 0; rc == 0 && i < n; i++) rc = insert_prompt(db, st, run_hash, &rows[i], err);
+    if (rc == 0) {
+        if (sqlite3_prepare_v2(db->h, "UPDATE runs SET status = 'done', finished_at = ? WHERE run_hash = ?", -1, &up,
+                               NULL) != SQLITE_OK) {
+            rc = fail_sql(db, err, "prepare update of runs");
+        } else {
+            sqlite3_bind_text(up, 1, finished_at, -1, SQLITE_STATIC);
+            sqlite3_bind_text(up, 2, run_hash, -1, SQLITE_STATIC);
+            if (sqlite3_step(up) != SQLITE_DONE) rc = fail_sql(db, err, "mark run done");
+            else if (sqlite3_changes(db->h) != 1) rc = sp_fail(err, "%s: run %.16s has no row to mark done", db->path, run_hash);
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(up);
+    if (rc) {
+        exec(db, "ROLLBACK", NULL);
+        return -1;
+    }
+    return exec(db, "COMMIT", err);
+}
+
+int db_progress(Db *db, int64_t *runs_done, int64_t *tokens, SpErr *err) {
+    sqlite3_stmt *st;
+    const char *sql = "SELECT (SELECT COUNT(*) FROM runs WHERE status='done'), "
+                      "(SELECT COALESCE(SUM(p.tokens),0) FROM prompts p JOIN runs r ON r.run_hash = p.run_hash "
+                      "WHERE r.status='done')";
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query progress");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *runs_done = sqlite3_column_int64(st, 0);
+        *tokens = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : fail_sql(db, err, "query progress");
+}
+
+/* ------------------------------------------------------------------ merge */
+
+static int attach(Db *db, const char *src, SpErr *err) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "ATTACH DATABASE ? AS src", -1, &st, NULL) != SQLITE_OK)
+        return fail_sql(db, err, "attach");
+    sqlite3_bind_text(st, 1, src, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return sp_fail(err, "%s: cannot attach: %s", src, sqlite3_errmsg(db->h));
+    char ver[32];
+    if (scalar_text(db, "SELECT value FROM src.meta WHERE key='schema_version'", ver, sizeof ver, err) ||
+        atoi(ver) != DB_SCHEMA_VERSION) {
+        exec(db, "DETACH DATABASE src", NULL);
+        return sp_fail(err, "%s: not a sprinter results database of schema version %d", src, DB_SCHEMA_VERSION);
+    }
+    return 0;
+}
+
+int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_dup, int *n_unfinished, SpErr *err) {
+    *hashes = NULL;
+    *n = *n_dup = *n_unfinished = 0;
+    if (attach(dst, src_path, err)) return -1;
+    sqlite3_stmt *st;
+    const char *sql = "SELECT s.run_hash, s.status, (SELECT status FROM main.runs m WHERE m.run_hash = s.run_hash) "
+                      "FROM src.runs s ORDER BY s.run_index, s.run_hash";
+    int rc = 0, cap = 0;
+    if (sqlite3_prepare_v2(dst->h, sql, -1, &st, NULL) != SQLITE_OK) {
+        rc = fail_sql(dst, err, "read source runs");
+    } else {
+        for (int s; rc == 0 && (s = sqlite3_step(st)) != SQLITE_DONE;) {
+            if (s != SQLITE_ROW) {
+                rc = fail_sql(dst, err, "read source runs");
+                break;
+            }
+            const char *h = (const char *)sqlite3_column_text(st, 0), *status = (const char *)sqlite3_column_text(st, 1);
+            const char *mine = (const char *)sqlite3_column_text(st, 2);
+            if (strcmp(status, "done")) (*n_unfinished)++;
+            else if (mine && !strcmp(mine, "done")) (*n_dup)++;
+            else {
+                if (*n == cap) {
+                    char **nh = realloc(*hashes, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *nh);
+                    if (!nh) {
+                        rc = sp_fail(err, "out of memory");
+                        break;
+                    }
+                    *hashes = nh;
+                }
+                if (!((*hashes)[*n] = strdup(h))) rc = sp_fail(err, "out of memory");
+                else (*n)++;
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    exec(dst, "DETACH DATABASE src", NULL);
+    return rc;
+}
+
+int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err) {
+    if (attach(dst, src_path, err)) return -1;
+    char sql_r[2048], sql_p[2048];
+    snprintf(sql_r, sizeof sql_r, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs WHERE run_hash = ?", kRunCols, kRunCols);
+    snprintf(sql_p, sizeof sql_p, "INSERT INTO main.prompts(%s) SELECT %s FROM src.prompts WHERE run_hash = ?",
+             kPromptCols, kPromptCols);
+    sqlite3_stmt *sr = NULL, *sp = NULL;
+    int rc = exec(dst, "BEGIN IMMEDIATE", err);
+    if (rc == 0 && (sqlite3_prepare_v2(dst->h, sql_r, -1, &sr, NULL) != SQLITE_OK ||
+                    sqlite3_prepare_v2(dst->h, sql_p, -1, &sp, NULL) != SQLITE_OK))
+        rc = fail_sql(dst, err, "prepare merge");
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (delete_run(dst, hashes[i], err)) {
+            rc = -1;
+            break;
+        }
+        sqlite3_stmt *both[2] = {sr, sp};
+        for (int j = 0; rc == 0 && j < 2; j++) {
+            sqlite3_reset(both[j]);
+            sqlite3_bind_text(both[j], 1, hashes[i], -1, SQLITE_STATIC);
+            if (sqlite3_step(both[j]) != SQLITE_DONE) rc = fail_sql(dst, err, "merge rows");
+        }
+    }
+    sqlite3_finalize(sr);
+    sqlite3_finalize(sp);
+    if (rc == 0) rc = exec(dst, "COMMIT", err);
+    else exec(dst, "ROLLBACK", NULL);
+    exec(dst, "DETACH DATABASE src", NULL);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ summary */
+
+typedef struct SumRow {
+    char method[32], label[160], dataset[256];
+    int64_t runs, tokens, calls, accepted, neg, fp, pos, tp;
+    double t_total, t_audit;
+} SumRow;
+
+static const char *base(const char *p) {
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static void fmt_ratio(char *buf, size_t cap, double num, double den, const char *fmt) {
+    if (den > 0) snprintf(buf, cap, fmt, num / den);
+    else snprintf(buf, cap, "-");
+}
+
+static void label_from(sqlite3_stmt *st, char *buf, size_t cap) {
+    static const char *const names[] = {"gamma", "tau", "lambda", "max_run", "alpha", "p_min", "eta_fp", "eta_tp"};
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int j = 0; j < 8; j++) {
+        if (sqlite3_column_type(st, 2 + j) == SQLITE_NULL) continue;
+        int w = snprintf(buf + k, cap - k, "%s%s=%g", k ? " " : "", names[j], sqlite3_column_double(st, 2 + j));
+        if (w > 0 && (size_t)w < cap - k) k += (size_t)w;
+    }
+}
+
+static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
+    const char *group = by_method ? "r.method" : "r.method, r.dataset, r.gamma, r.tau, r.lambda, r.max_run, r.alpha, "
+                                                 "r.p_min, r.eta_fp, r.eta_tp";
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "SELECT r.method, MIN(r.dataset), r.gamma, r.tau, r.lambda, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp,"
+             " COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total), SUM(p.target_calls), SUM(p.accepted),"
+             " SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp), SUM(p.t_audit),"
+             " (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done')"
+             " FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
+             " GROUP BY %s ORDER BY MIN(r.run_index), %s",
+             group, group);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "summary query");
+    int cap = 0, rc = 0;
+    *rows = NULL;
+    *n = 0;
+    *n_datasets = 1;
+    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
+        if (s != SQLITE_ROW) {
+            rc = fail_sql(db, err, "summary query");
+            break;
+        }
+        if (*n == cap) {
+            SumRow *nr = realloc(*rows, (size_t)(cap = cap ? cap * 2 : 32) * sizeof *nr);
+            if (!nr) {
+                rc = sp_fail(err, "out of memory");
+                break;
+            }
+            *rows = nr;
+        }
+        SumRow *r = &(*rows)[(*n)++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->method, sizeof r->method, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(r->dataset, sizeof r->dataset, "%s", base((const char *)sqlite3_column_text(st, 1)));
+        if (!by_method) label_from(st, r->label, sizeof r->label);
+        r->runs = sqlite3_column_int64(st, 10);
+        r->tokens = sqlite3_column_int64(st, 11);
+        r->t_total = sqlite3_column_double(st, 12);
+        r->calls = sqlite3_column_int64(st, 13);
+        r->accepted = sqlite3_column_int64(st, 14);
+        r->neg = sqlite3_column_int64(st, 15);
+        r->fp = sqlite3_column_int64(st, 16);
+        r->pos = sqlite3_column_int64(st, 17);
+        r->tp = sqlite3_column_int64(st, 18);
+        r->t_audit = sqlite3_column_double(st, 19);
+        *n_datasets = sqlite3_column_int(st, 20);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_summary(Db *db, FILE *out, int by_method, SpErr *err) {
+    SumRow *rows;
+    int n, n_ds;
+    if (summary_rows(db, by_method, &rows, &n, &n_ds, err)) {
+        free(rows);
+        return -1;
+    }
+    int show_ds = n_ds > 1 && !by_method, wl = 6;
+    for (int i = 0; i < n; i++) {
+        int l = (int)strlen(rows[i].label) + (show_ds ? (int)strlen(rows[i].dataset) + 1 : 0);
+        if (l > wl) wl = l;
+    }
+    fprintf(out, "%-11s %-*s %5s %8s %9s %8s %9s %8s %7s %7s %8s\n", "method", wl, show_ds ? "data params" : "params",
+            "runs", "tokens", "tok/s", "speedup", "calls/tok", "mean_run", "eta_FP", "eta_TP", "audit_s");
+    for (int i = 0; i < n; i++) {
+        const SumRow *r = &rows[i];
+        double ar_rate = 0;
+        for (int j = 0; j < n; j++)
+            if (!strcmp(rows[j].method, "ar") && (!show_ds || !strcmp(rows[j].dataset, r->dataset)) && rows[j].t_total > 0)
+                ar_rate = (double)rows[j].tokens / rows[j].t_total;
+        char lab[512], rate[32], sp[32], cpt[32], run[32], efp[32], etp[32];
+        snprintf(lab, sizeof lab, "%s%s%s", show_ds ? r->dataset : "", show_ds && r->label[0] ? " " : "", r->label);
+        fmt_ratio(rate, sizeof rate, (double)r->tokens, r->t_total, "%.1f");
+        fmt_ratio(sp, sizeof sp, ar_rate > 0 && r->t_total > 0 ? (double)r->tokens / r->t_total : 0, ar_rate, "%.2fx");
+        fmt_ratio(cpt, sizeof cpt, (double)r->calls, (double)r->tokens, "%.3f");
+        fmt_ratio(run, sizeof run, (double)r->accepted, (double)r->calls, "%.2f");
+        fmt_ratio(efp, sizeof efp, (double)r->fp, (double)r->neg, "%.3f");
+        fmt_ratio(etp, sizeof etp, (double)r->tp, (double)r->pos, "%.3f");
+        fprintf(out, "%-11s %-*s %5lld %8lld %9s %8s %9s %8s %7s %7s %8.2f\n", r->method, wl, lab[0] ? lab : "-",
+                (long long)r->runs, (long long)r->tokens, rate, sp, cpt, run, efp, etp, r->t_audit);
+    }
+    if (n == 0) fprintf(out, "(no finished runs)\n");
+    free(rows);
+    return 0;
+}

@@ -1,0 +1,88 @@
+/* db.h - the results database of a sweep: results/X/runs.sqlite (schema in results/README.md).
+ *
+ *   meta(key, value)           schema_version (DB_SCHEMA_VERSION), format "sprinter-runs"
+ *   runs(run_hash PRIMARY KEY, ...)  one row per run: its configuration (parameters that do not
+ *                              apply to the method are NULL), content hashes, provenance, status
+ *                              'running' or 'done', start and end time (ISO 8601 UTC)
+ *   prompts(run_hash, prompt_index, ...)  one row per (run, prompt): counters, wall times
+ *                              (seconds, audit excluded from t_total), FLOPs, audited verifier
+ *                              confusion counts, output text, and NULL quality columns that the
+ *                              analysis fills in later
+ *   run_totals (view)          per-run sums over prompts
+ *
+ * The file is in WAL mode with a busy timeout, so several processes (--jobs, shards on one
+ * filesystem) can write; each finished run is one transaction (db_run_finish). A Db is one
+ * connection: use it from one thread, and never across fork() (open a new one in the child).
+ */
+#ifndef SP_DB_H
+#define SP_DB_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "decoding.h"
+#include "error.h"
+#include "spec.h"
+
+#define DB_SCHEMA_VERSION 1
+
+typedef struct Db Db;
+
+/* Opens (creating the schema if the file is new) and checks schema_version. */
+Db *db_open(const char *path, SpErr *err);
+void db_close(Db *db);
+
+/* Provenance of one run that is not part of its configuration. Strings are borrowed. */
+typedef struct RunMeta {
+    const char *verifier_path, *verifier_sha256; /* NULL when the method uses no verifier */
+    const char *git_commit, *host;
+    const char *token_log;  /* relative to the results directory: tokens/RUNHASH.h5 */
+    const char *started_at; /* ISO 8601 UTC */
+} RunMeta;
+
+/* One (run, prompt) result. */
+typedef struct PromptRow {
+    int prompt_index;       /* in the dataset file, offset included */
+    const char *example_id; /* borrowed */
+    int n_prompt_tokens, truncated;
+    uint64_t rng_seed;
+    DecodeStats st;
+    int64_t verifier_accepts; /* tokens emitted on the verifier's word alone */
+    int64_t longest_run;      /* most consecutive verifier accepts */
+    int audited;              /* the counts below are valid (audit on and decisions made) */
+    int64_t n_audited, pos, neg, tp, fp; /* decisions with a known label; acceptable, not; accepted of each */
+    char *output_text;        /* owned by the caller; NULL when there is no tokenizer */
+} PromptRow;
+
+/* 1 if the run is marked done, else 0; -1 on error. */
+int db_run_done(Db *db, const char *run_hash, SpErr *err);
+/* Deletes the run's row and its prompt rows (an unfinished run about to be redone). */
+int db_run_reset(Db *db, const char *run_hash, SpErr *err);
+/* One transaction: replaces the run's row with status 'running' and deletes its prompt rows. */
+int db_run_begin(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err);
+/* One transaction: inserts the prompt rows and marks the run done with finished_at. */
+int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const char *finished_at, SpErr *err);
+
+/* Number of done runs and their emitted tokens (for progress across worker processes). */
+int db_progress(Db *db, int64_t *runs_done, int64_t *tokens, SpErr *err);
+
+/* ---- merging ---- */
+typedef struct MergeCounts {
+    int runs_added, duplicates, unfinished;
+} MergeCounts;
+/* The done run hashes of the database at src_path that dst lacks (as done), malloc'd array of
+ * malloc'd strings; *n_dup counts those dst already has. */
+int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_dup, int *n_unfinished, SpErr *err);
+/* One transaction: copies the runs and prompt rows of hashes[0..n) from src_path into dst. */
+int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err);
+
+/* ---- reporting ---- */
+/* Prints the summary table (per method and parameter setting, summed over seeds and prompts, or
+ * per method only when by_method): runs, tokens, tokens/s, speed-up over ar, target calls per
+ * token, mean accepted run (draft tokens emitted per target call), eta_FP and eta_TP. */
+int db_summary(Db *db, FILE *out, int by_method, SpErr *err);
+
+/* Current time as ISO 8601 UTC with milliseconds: buf of at least 32 bytes. */
+void db_now_iso(char *buf, size_t cap);
+
+#endif

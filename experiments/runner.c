@@ -1,0 +1,638 @@
+/* runner.c - sweep execution, resume, worker processes, progress, merge (see runner.h). */
+#include "runner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "hashutil.h"
+#include "model.h"
+#include "tokenizer.h"
+#include "tokenlog.h"
+#include "verifier.h"
+#include "verifier_train.h"
+
+/* ------------------------------------------------------------------ small helpers */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* mkdir -p */
+static int mkdirs(const char *path, SpErr *err) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return sp_fail(err, "%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create directory: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", path);
+    if (access(path, W_OK | X_OK) != 0) return sp_fail(err, "%s: not writable: %s", path, strerror(errno));
+    return 0;
+}
+
+/* First line of `git -C dir rev-parse HEAD` (+ "-dirty" when tracked files differ), or "unknown". */
+static void git_commit(const char *spec_path, char *out, size_t cap) {
+    char dir[4096], cmd[8300], line[128] = "";
+    snprintf(dir, sizeof dir, "%s", spec_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    snprintf(out, cap, "unknown");
+    if (strchr(dir, '\'')) return;
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", dir);
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    int ok = fgets(line, sizeof line, p) != NULL;
+    if (pclose(p) != 0 || !ok) return;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strlen(line) != 40) return;
+    snprintf(cmd, sizeof cmd, "git -C '%s' diff --quiet HEAD -- 2>/dev/null", dir);
+    int dirty = system(cmd) != 0;
+    snprintf(out, cap, "%s%s", line, dirty ? "-dirty" : "");
+}
+
+/* ------------------------------------------------------------------ progress */
+
+typedef struct Progress {
+    int enabled, tty;
+    int total, done;          /* runs of this shard; done includes those skipped */
+    int64_t tokens;           /* emitted in this invocation */
+    int64_t expected;         /* tokens this invocation will emit at most */
+    double t0, last;
+} Progress;
+
+static void progress_print(Progress *p, int final, const char *what) {
+    if (!p->enabled) return;
+    double t = now_s(), el = t - p->t0;
+    if (p->tty && !final && t - p->last < 0.25) return;
+    p->last = t;
+    double rate = el > 0 ? (double)p->tokens / el : 0;
+    char eta[32] = "-";
+    if (rate > 0 && p->expected > p->tokens) {
+        int s = (int)((double)(p->expected - p->tokens) / rate + 0.5);
+        snprintf(eta, sizeof eta, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+    } else if (p->done == p->total) {
+        snprintf(eta, sizeof eta, "0:00:00");
+    }
+    if (p->tty)
+        fprintf(stderr, "\rsweep: %d/%d runs  %lld tokens  %.1f tok/s  ETA %s\033[K%s", p->done, p->total,
+                (long long)p->tokens, rate, eta, final ? "\n" : "");
+    else if (final || what)
+        fprintf(stderr, "sweep: %d/%d runs  %lld tokens  %.1f tok/s  ETA %s%s%s\n", p->done, p->total,
+                (long long)p->tokens, rate, eta, what ? "  " : "", what ? what : "");
+    fflush(stderr);
+}
+
+/* ------------------------------------------------------------------ prepared inputs */
+
+typedef struct Prompts {
+    Dataset ds;
+    int32_t **ids; /* [n_prompts] token ids (truncated to max_prompt) */
+    int *n, *truncated;
+    int n_max;     /* longest prompt */
+} Prompts;
+
+typedef struct VerEntry {
+    double lambda;
+    char path[4096], sha256[SP_SHA256_HEX];
+    Verifier v;
+} VerEntry;
+
+typedef struct Ctx {
+    SweepSpec *s;
+    const RunnerOpts *o;
+    RunConfig *runs;
+    int n_runs;
+    int *pending, n_pending;
+    Model *draft, *target;
+    Tokenizer *tok;
+    Prompts prompts[SPEC_MAX_DATASETS];
+    VerEntry vers[SPEC_MAX_LIST];
+    int n_vers;
+    char git[64], host[256], db_path[4200];
+    Db *db;
+    Progress prog;
+    int checkpoints;
+} Ctx;
+
+/* Tests: kill this process at the K-th checkpoint to exercise every interruption point. */
+static void checkpoint(Ctx *c) {
+    if (c->o->test_crash_at > 0 && ++c->checkpoints == c->o->test_crash_at) {
+        fflush(NULL);
+        raise(SIGKILL);
+    }
+}
+
+static const Model *any_model(const Ctx *c) { return c->target ? c->target : c->draft; }
+
+static int load_models(Ctx *c, SpErr *err) {
+    SweepSpec *s = c->s;
+    int need_draft = 0, need_target = 0;
+    for (int i = 0; i < s->n_methods; i++) {
+        need_draft |= s->methods[i] != DM_AR;
+        need_target |= s->methods[i] != DM_DRAFT;
+    }
+    if (need_draft && !(c->draft = model_load(s->draft_dir, err))) return sp_err_prefix(err, "%s: [models] draft %s", s->path, s->draft_dir);
+    if (need_target && !(c->target = model_load(s->target_dir, err)))
+        return sp_err_prefix(err, "%s: [models] target %s", s->path, s->target_dir);
+    if (c->draft && c->target && model_config(c->draft)->vocab_size != model_config(c->target)->vocab_size)
+        return sp_fail(err, "%s: [models]: draft vocab_size %d differs from target vocab_size %d", s->path,
+                       model_config(c->draft)->vocab_size, model_config(c->target)->vocab_size);
+    const char *tdir = c->target ? s->target_dir : s->draft_dir;
+    if (!(c->tok = tokenizer_load_dir(tdir, err))) return sp_err_prefix(err, "%s: [models] %s: tokenizer", s->path, tdir);
+    if (tokenizer_vocab_size(c->tok) > model_config(any_model(c))->vocab_size)
+        return sp_fail(err, "%s: tokenizer of %s has %d tokens, the model's vocab_size is %d", s->path, tdir,
+                       tokenizer_vocab_size(c->tok), model_config(any_model(c))->vocab_size);
+    return 0;
+}
+
+static int context_cap(const Ctx *c) {
+    int cap = model_config(any_model(c))->max_pos;
+    if (c->draft && model_config(c->draft)->max_pos < cap) cap = model_config(c->draft)->max_pos;
+    return cap;
+}
+
+/* Loads and tokenizes the prompts of dataset d; prompts longer than max_prompt keep their last
+ * max_prompt tokens (the part that conditions the continuation), as verifier collection does. */
+static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
+    SweepSpec *s = c->s;
+    Prompts *P = &c->prompts[d];
+    const char *path = s->datasets[d];
+    int need = s->prompt_offset + s->n_prompts;
+    if (dataset_load(path, s->data_format[0] ? s->data_format : NULL, need, &P->ds, err)) return -1;
+    if (P->ds.n < need)
+        return sp_fail(err, "%s: [data] n_prompts: %s has %d prompts, offset %d + n_prompts %d needs %d", s->path, path,
+                       P->ds.n, s->prompt_offset, s->n_prompts, need);
+    P->ids = calloc((size_t)s->n_prompts, sizeof *P->ids);
+    P->n = calloc((size_t)s->n_prompts, sizeof *P->n);
+    P->truncated = calloc((size_t)s->n_prompts, sizeof *P->truncated);
+    if (!P->ids || !P->n || !P->truncated) return sp_fail(err, "out of memory");
+    const ModelConfig *mc = model_config(any_model(c));
+    for (int i = 0; i < s->n_prompts; i++) {
+        const Example *ex = &P->ds.ex[s->prompt_offset + i];
+        size_t n;
+        if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, &P->ids[i], &n, err))
+            return sp_err_prefix(err, "%s: prompt %d (id %s)", path, s->prompt_offset + i, ex->id);
+        if (n == 0) {
+            if (mc->bos_id < 0) return sp_fail(err, "%s: prompt %d (id %s) encodes to no tokens", path, s->prompt_offset + i, ex->id);
+            free(P->ids[i]);
+            if (!(P->ids[i] = malloc(sizeof **P->ids))) return sp_fail(err, "out of memory");
+            P->ids[i][0] = mc->bos_id;
+            n = 1;
+        }
+        if (n > (size_t)max_prompt) {
+            memmove(P->ids[i], P->ids[i] + (n - (size_t)max_prompt), (size_t)max_prompt * sizeof **P->ids);
+            n = (size_t)max_prompt;
+            P->truncated[i] = 1;
+        }
+        P->n[i] = (int)n;
+        if (P->n[i] > P->n_max) P->n_max = P->n[i];
+    }
+    return 0;
+}
+
+static void prompts_free(Prompts *P, int n_prompts) {
+    for (int i = 0; P->ids && i < n_prompts; i++) free(P->ids[i]);
+    free(P->ids);
+    free(P->n);
+    free(P->truncated);
+    dataset_free(&P->ds);
+}
+
+static VerEntry *find_verifier(Ctx *c, double lambda) {
+    for (int i = 0; i < c->n_vers; i++)
+        if (c->vers[i].lambda == lambda) return &c->vers[i];
+    return NULL;
+}
+
+/* Trains (or finds in the cache) one verifier per lambda that a pending run needs. */
+static int prepare_verifiers(Ctx *c, SpErr *err) {
+    SweepSpec *s = c->s;
+    for (int k = 0; k < c->n_pending; k++) {
+        const RunConfig *r = &c->runs[c->pending[k]];
+        if (!method_needs_verifier(r->dc.method) || find_verifier(c, r->dc.lambda)) continue;
+        if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
+        VerEntry *v = &c->vers[c->n_vers];
+        CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
+                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed};
+        TrainSpec ts;
+        train_spec_default(&ts);
+        ts.l2 = s->ver_l2;
+        ts.val_fraction = s->ver_val_fraction;
+        ts.tau = s->ver_tau;
+        ts.seed = s->ver_seed;
+        VerifierMetrics m;
+        if (c->o->progress) fprintf(stderr, "sweep: verifier for lambda = %g (cache %s)\n", r->dc.lambda, c->o->verifier_cache);
+        if (verifier_ensure(&cs, &ts, c->o->verifier_cache, v->path, sizeof v->path, &m, err))
+            return sp_err_prefix(err, "verifier for lambda %g", r->dc.lambda);
+        if (sha256_file(v->path, v->sha256, err) || verifier_load(v->path, &v->v, err)) return -1;
+        v->lambda = r->dc.lambda;
+        c->n_vers++;
+        if (c->o->progress)
+            fprintf(stderr, "sweep: verifier lambda = %g: %s (val AUC %.3f, eta_FP %.3f, eta_TP %.3f at tau %g)\n",
+                    v->lambda, v->path, m.val_auc, m.eta_fp, m.eta_tp, m.tau);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ one run */
+
+static int method_decides(DecodeMethod m) { return m == DM_SPRINTER || m == DM_SPECDECPP || m == DM_ORACLE_IID; }
+
+static void fill_row(PromptRow *row, const RunConfig *r, const DecodeOutput *o) {
+    row->st = o->stats;
+    int64_t streak = 0;
+    for (int i = 0; i < o->n_events; i++) {
+        const TokenEvent *e = &o->events[i];
+        if (e->kind == EV_VERIFIER_ACCEPT) {
+            row->verifier_accepts++;
+            if (++streak > row->longest_run) row->longest_run = streak;
+        } else {
+            streak = 0;
+        }
+        if (e->decision < 0 || e->label < 0) continue;
+        row->n_audited++;
+        if (e->label == 1) row->pos++, row->tp += e->decision == 1;
+        else row->neg++, row->fp += e->decision == 1;
+    }
+    /* without the audit only the target-called decisions have labels: a biased sample, not stored */
+    row->audited = r->dc.audit && method_decides(r->dc.method);
+    if (!row->audited) row->n_audited = row->pos = row->neg = row->tp = row->fp = 0;
+}
+
+static void token_paths(const Ctx *c, const RunConfig *r, char *rel, size_t rcap, char *abs, size_t acap) {
+    snprintf(rel, rcap, "tokens/%s.h5", r->hash);
+    snprintf(abs, acap, "%s/%s", c->o->out_dir, rel);
+}
+
+static void remove_run_files(const Ctx *c, const RunConfig *r) {
+    char rel[128], abs[4400], tmp[4500];
+    token_paths(c, r, rel, sizeof rel, abs, sizeof abs);
+    snprintf(tmp, sizeof tmp, "%s.tmp", abs);
+    unlink(abs);
+    unlink(tmp);
+}
+
+static int decode_prompts(Ctx *c, const RunConfig *r, Decoder *dec, TokenLog *log, PromptRow *rows, SpErr *err) {
+    const SweepSpec *s = c->s;
+    const Prompts *P = &c->prompts[r->dataset];
+    for (int i = 0; i < s->n_prompts; i++) {
+        PromptRow *row = &rows[i];
+        row->prompt_index = s->prompt_offset + i;
+        row->example_id = P->ds.ex[row->prompt_index].id;
+        row->n_prompt_tokens = P->n[i];
+        row->truncated = P->truncated[i];
+        row->rng_seed = prompt_seed(r->seed, row->prompt_index);
+        gsl_rng *rng = sampler_rng_new(row->rng_seed);
+        if (!rng) return sp_fail(err, "out of memory");
+        DecodeOutput out;
+        int rc = decoder_run(dec, &r->dc, P->ids[i], P->n[i], rng, &out, err);
+        gsl_rng_free(rng);
+        if (rc) return sp_err_prefix(err, "run %.12s (%s) prompt %d", r->hash, decode_method_name(r->dc.method), row->prompt_index);
+        fill_row(row, r, &out);
+        size_t len;
+        if (tokenizer_decode(c->tok, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL))
+            row->output_text = NULL;
+        rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);
+        c->prog.tokens += out.n_tokens;
+        decode_output_free(&out);
+        if (rc) return -1;
+        progress_print(&c->prog, 0, NULL);
+        if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
+        checkpoint(c);
+    }
+    return 0;
+}
+
+static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
+    const SweepSpec *s = c->s;
+    VerEntry *v = method_needs_verifier(r->dc.method) ? find_verifier(c, r->dc.lambda) : NULL;
+    if (method_needs_verifier(r->dc.method) && !v) return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
+    char rel[128], abs[4400], started[40], finished[40];
+    token_paths(c, r, rel, sizeof rel, abs, sizeof abs);
+    db_now_iso(started, sizeof started);
+    RunMeta meta = {v ? v->path : NULL, v ? v->sha256 : NULL, c->git, c->host, rel, started};
+    remove_run_files(c, r);
+    if (db_run_begin(c->db, s, r, &meta, err)) return -1;
+    checkpoint(c);
+    int max_ctx = c->prompts[r->dataset].n_max + r->dc.max_new + r->dc.gamma + 1;
+    Decoder *dec = decoder_new(r->dc.method == DM_AR ? NULL : c->draft, r->dc.method == DM_DRAFT ? NULL : c->target,
+                               v ? &v->v : NULL, max_ctx, err);
+    if (!dec) return -1;
+    PromptRow *rows = calloc((size_t)s->n_prompts, sizeof *rows);
+    TokenLog log = {0};
+    int rc = -1;
+    if (!rows) {
+        sp_fail(err, "out of memory");
+        goto done;
+    }
+    if (tokenlog_create(&log, abs, r->hash, s->sha256, decode_method_name(r->dc.method), r->canon, s->n_prompts, err) ||
+        decode_prompts(c, r, dec, &log, rows, err) || tokenlog_commit(&log, err))
+        goto done;
+    checkpoint(c);
+    db_now_iso(finished, sizeof finished);
+    if (db_run_finish(c->db, r->hash, rows, s->n_prompts, finished, err)) goto done;
+    checkpoint(c);
+    rc = 0;
+done:
+    tokenlog_abort(&log);
+    for (int i = 0; rows && i < s->n_prompts; i++) free(rows[i].output_text);
+    free(rows);
+    decoder_free(dec);
+    return rc;
+}
+
+static void run_label(const RunConfig *r, char *buf, size_t cap) {
+    char params[256];
+    run_params_label(r, params, sizeof params);
+    snprintf(buf, cap, "%s%s%s seed=%llu [%.12s]", decode_method_name(r->dc.method), params[0] ? " " : "", params,
+             (unsigned long long)r->seed, r->hash);
+}
+
+/* Runs pending[k] for k % n_workers == worker. */
+static int run_share(Ctx *c, int worker, int n_workers, int *ran, SpErr *err) {
+    for (int k = worker; k < c->n_pending; k += n_workers) {
+        const RunConfig *r = &c->runs[c->pending[k]];
+        if (run_one(c, r, err)) return -1;
+        (*ran)++;
+        c->prog.done++;
+        char what[400];
+        run_label(r, what, sizeof what);
+        progress_print(&c->prog, 0, what);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ worker processes */
+
+static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
+    db_close(c->db); /* an SQLite connection must not cross fork() */
+    c->db = NULL;
+    fflush(NULL);
+    int n = 0;
+    for (int w = 0; w < jobs; w++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            sp_fail(err, "fork: %s", strerror(errno));
+            break;
+        }
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed sweep takes its workers with it */
+            SpErr e = {{0}};
+            int k = 0, rc = 1;
+            c->prog.enabled = 0;
+            if ((c->db = db_open(c->db_path, &e))) {
+                rc = run_share(c, w, jobs, &k, &e) ? 1 : 0;
+                db_close(c->db);
+            }
+            if (rc) fprintf(stderr, "sprinter sweep: worker %d: %s\n", w, e.msg);
+            fflush(NULL);
+            _exit(rc);
+        }
+        n++;
+    }
+    int64_t done0 = 0, tok0 = 0, done, tok;
+    Db *db = db_open(c->db_path, err);
+    if (db) db_progress(db, &done0, &tok0, NULL);
+    int alive = n, failed = n < jobs;
+    int base = c->prog.done;
+    while (alive > 0) {
+        int st;
+        pid_t p = waitpid(-1, &st, WNOHANG);
+        if (p > 0) {
+            alive--;
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed = 1;
+            continue;
+        }
+        if (p < 0 && errno != EINTR) break;
+        if (db && db_progress(db, &done, &tok, NULL) == 0) {
+            int d = base + (int)(done - done0);
+            c->prog.tokens = tok - tok0;
+            if (d != c->prog.done) {
+                c->prog.done = d;
+                progress_print(&c->prog, 0, "");
+            } else {
+                progress_print(&c->prog, 0, NULL);
+            }
+        }
+        sleep_ms(200);
+    }
+    if (db && db_progress(db, &done, &tok, NULL) == 0) {
+        *ran = (int)(done - done0);
+        c->prog.done = base + *ran;
+        c->prog.tokens = tok - tok0;
+    }
+    db_close(db);
+    if (failed) return err->msg[0] ? -1 : sp_fail(err, "a worker process failed (its error is above)");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the sweep */
+
+static void ctx_free(Ctx *c) {
+    for (int d = 0; d < SPEC_MAX_DATASETS; d++) prompts_free(&c->prompts[d], c->s->n_prompts);
+    for (int i = 0; i < c->n_vers; i++) verifier_free(&c->vers[i].v);
+    tokenizer_free(c->tok);
+    model_free(c->draft);
+    model_free(c->target);
+    db_close(c->db);
+    free(c->pending);
+    free(c->runs);
+}
+
+/* Expands the grid and opens the output directory and database. */
+static int prepare(Ctx *c, SpErr *err) {
+    SweepSpec *s = c->s;
+    const RunnerOpts *o = c->o;
+    if (spec_resolve(s, err) || spec_expand(s, &c->runs, &c->n_runs, err)) return -1;
+    char tokens[4200];
+    snprintf(tokens, sizeof tokens, "%s/tokens", o->out_dir);
+    snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", o->out_dir);
+    if (mkdirs(o->out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
+    if (!(c->db = db_open(c->db_path, err))) return -1;
+    return 0;
+}
+
+/* Finds the runs of this shard that are not done, and clears their leftovers. */
+static int find_pending(Ctx *c, SweepCounts *cnt, SpErr *err) {
+    if (!(c->pending = malloc((size_t)(c->n_runs ? c->n_runs : 1) * sizeof *c->pending))) return sp_fail(err, "out of memory");
+    cnt->total = c->n_runs;
+    for (int i = 0; i < c->n_runs; i++) {
+        const RunConfig *r = &c->runs[i];
+        if (!run_in_shard(r, c->o->shard_i, c->o->shard_n)) continue;
+        cnt->mine++;
+        int done = db_run_done(c->db, r->hash, err);
+        if (done < 0) return -1;
+        if (done) {
+            cnt->skipped++;
+            continue;
+        }
+        if (db_run_reset(c->db, r->hash, err)) return -1;
+        remove_run_files(c, r);
+        c->pending[c->n_pending++] = i;
+    }
+    return 0;
+}
+
+static int load_inputs(Ctx *c, SpErr *err) {
+    SweepSpec *s = c->s;
+    if (load_models(c, err)) return -1;
+    int max_gamma = 1;
+    for (int k = 0; k < c->n_runs; k++)
+        if (c->runs[k].dc.gamma > max_gamma) max_gamma = c->runs[k].dc.gamma;
+    int max_prompt = context_cap(c) - s->max_new - max_gamma - 1;
+    if (max_prompt < 1)
+        return sp_fail(err, "%s: [decode] max_new_tokens: %d + gamma %d + 1 leaves no room for a prompt in a context of %d",
+                       s->path, s->max_new, max_gamma, context_cap(c));
+    for (int d = 0; d < s->n_datasets; d++)
+        if (load_prompts(c, d, max_prompt, err)) return -1;
+    return 0;
+}
+
+int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err) {
+    Ctx c = {.s = s, .o = o};
+    memset(cnt, 0, sizeof *cnt);
+    int rc = -1;
+    if (prepare(&c, err) || find_pending(&c, cnt, err)) goto done;
+    git_commit(s->path, c.git, sizeof c.git);
+    if (gethostname(c.host, sizeof c.host) != 0) snprintf(c.host, sizeof c.host, "unknown");
+    c.prog = (Progress){o->progress, isatty(2), cnt->mine, cnt->skipped, 0, 0, now_s(), 0};
+    if (o->progress && cnt->skipped)
+        fprintf(stderr, "sweep: %d of %d runs already done, %d to run\n", cnt->skipped, cnt->mine, c.n_pending);
+    if (c.n_pending == 0) {
+        rc = 0;
+        goto done;
+    }
+    if (load_inputs(&c, err) || prepare_verifiers(&c, err)) goto done;
+    c.prog.expected = (int64_t)c.n_pending * s->n_prompts * s->max_new;
+    c.prog.t0 = now_s();
+    int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
+    if (jobs > c.n_pending) jobs = c.n_pending;
+    rc = jobs > 1 ? run_workers(&c, jobs, &cnt->ran, err) : run_share(&c, 0, 1, &cnt->ran, err);
+    progress_print(&c.prog, 1, NULL);
+done:
+    ctx_free(&c);
+    return rc;
+}
+
+int runner_dry_run(SweepSpec *s, const RunnerOpts *o, SpErr *err) {
+    RunConfig *runs;
+    int n;
+    if (spec_resolve(s, err) || spec_expand(s, &runs, &n, err)) return -1;
+    char db_path[4200];
+    snprintf(db_path, sizeof db_path, "%s/runs.sqlite", o->out_dir);
+    Db *db = access(db_path, F_OK) == 0 ? db_open(db_path, err) : NULL;
+    printf("%5s %-16s %-6s %-5s %s\n", "index", "run", "shard", "done", "configuration");
+    int mine = 0;
+    for (int i = 0; i < n; i++) {
+        const RunConfig *r = &runs[i];
+        int in = run_in_shard(r, o->shard_i, o->shard_n), done = db ? db_run_done(db, r->hash, NULL) : 0;
+        char what[400];
+        run_label(r, what, sizeof what);
+        mine += in;
+        printf("%5d %.16s %-6s %-5s %s\n", r->index, r->hash, in ? "yes" : "no", done > 0 ? "yes" : "no", what);
+    }
+    printf("%d runs, %d in this shard\n", n, mine);
+    db_close(db);
+    free(runs);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ merge */
+
+/* Copies src to dst via dst.tmp + rename; src must open as HDF5. */
+static int copy_log(const char *src, const char *dst, SpErr *err) {
+    hid_t f = h5_open_read(src, err);
+    if (f < 0) return -1;
+    H5Fclose(f);
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
+    int in = open(src, O_RDONLY), out = -1, rc = 0;
+    if (in < 0) return sp_fail(err, "%s: cannot open: %s", src, strerror(errno));
+    if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) rc = sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    char buf[1 << 16];
+    for (ssize_t k; rc == 0 && (k = read(in, buf, sizeof buf)) != 0;) {
+        if (k < 0 || write(out, buf, (size_t)k) != k) rc = sp_fail(err, "%s: copy to %s failed: %s", src, tmp, strerror(errno));
+    }
+    close(in);
+    if (out >= 0 && (fsync(out) != 0 || close(out) != 0) && rc == 0) rc = sp_fail(err, "%s: write failed", tmp);
+    if (rc == 0 && rename(tmp, dst) != 0) rc = sp_fail(err, "%s: rename failed: %s", tmp, strerror(errno));
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+static int same_dir(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCounts *mc, SpErr *err) {
+    char src_db[4200];
+    snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard);
+    if (access(src_db, R_OK) != 0) return sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard);
+    char **hashes;
+    int n, dup, unfinished;
+    if (db_merge_plan(dst, src_db, &hashes, &n, &dup, &unfinished, err)) return -1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        char src[4400], dstp[4400];
+        snprintf(src, sizeof src, "%s/tokens/%s.h5", shard, hashes[i]);
+        snprintf(dstp, sizeof dstp, "%s/tokens/%s.h5", out_dir, hashes[i]);
+        rc = copy_log(src, dstp, err);
+    }
+    if (rc == 0) rc = db_merge_rows(dst, src_db, hashes, n, err);
+    if (rc == 0) {
+        mc->runs_added += n;
+        mc->duplicates += dup;
+        mc->unfinished += unfinished;
+    }
+    for (int i = 0; i < n; i++) free(hashes[i]);
+    free(hashes);
+    return rc;
+}
+
+int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *mc, SpErr *err) {
+    memset(mc, 0, sizeof *mc);
+    char tokens[4200], db_path[4200];
+    snprintf(tokens, sizeof tokens, "%s/tokens", out_dir);
+    snprintf(db_path, sizeof db_path, "%s/runs.sqlite", out_dir);
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(shard_dirs[i], &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", shard_dirs[i]);
+    }
+    if (mkdirs(out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
+    Db *db = db_open(db_path, err);
+    if (!db) return -1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (same_dir(shard_dirs[i], out_dir)) continue;
+        rc = merge_one(db, out_dir, shard_dirs[i], mc, err);
+    }
+    db_close(db);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/* runner.h - runs a sweep (a SweepSpec expanded into runs) and merges shard results.
+ *
+ * Layout of a results directory OUT (see results/README.md):
+ *   OUT/runs.sqlite        the database (db.h)
+ *   OUT/tokens/HASH.h5     per-token log of each finished run (tokenlog.h)
+ *   OUT/verifiers/         verifier cache (verifier_ensure), unless another cache is named
+ *
+ * Per run, in this order: the run's row is written with status 'running'; every prompt is decoded
+ * with its own RNG (prompt_seed(run seed, prompt index)) and its events appended to HASH.h5.tmp;
+ * the log is renamed to HASH.h5; one transaction inserts the prompt rows and marks the run done.
+ * A run not marked done is redone from scratch by the next sweep (its rows and files are removed
+ * first), so killing a sweep at any point loses at most the runs in progress and duplicates nothing.
+ *
+ * Everything that can fail before the first run (spec, models, data, output directory, prompts that
+ * do not fit the context, verifier training) fails before it starts. With jobs > 1 the pending runs
+ * are dealt round-robin to that many forked worker processes, each with its own decoder and
+ * database connection; the models are loaded once before the fork and shared read-only.
+ */
+#ifndef SP_RUNNER_H
+#define SP_RUNNER_H
+
+#include "db.h"
+#include "error.h"
+#include "spec.h"
+
+typedef struct RunnerOpts {
+    const char *out_dir;        /* this process's results directory */
+    const char *verifier_cache; /* verifier cache directory */
+    int shard_i, shard_n;       /* 0 <= shard_i < shard_n; shard_n = 1 runs every run */
+    int jobs;                   /* worker processes (>= 1) */
+    int progress;               /* progress lines on stderr */
+    int test_delay_ms;          /* tests: sleep this long after each prompt */
+    int test_crash_at;          /* tests: SIGKILL itself at the K-th checkpoint (0 = never) */
+} RunnerOpts;
+
+/* Counts of one sweep invocation. */
+typedef struct SweepCounts {
+    int total;   /* runs in the grid */
+    int mine;    /* runs in this shard */
+    int skipped; /* already done */
+    int ran;     /* finished now */
+} SweepCounts;
+
+/* Resolves s (hashes models and data), expands it and runs what is not done yet. */
+int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *c, SpErr *err);
+
+/* Lists the expanded runs (index, hash, method, parameters, shard, done) without running them. */
+int runner_dry_run(SweepSpec *s, const RunnerOpts *o, SpErr *err);
+
+/* Merges the done runs of each shard directory into out_dir (database rows and token logs),
+ * skipping runs out_dir already has. */
+int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *c, SpErr *err);
+
+#endif

@@ -1,0 +1,526 @@
+/* spec.c - parse, check, resolve and expand sweep specifications (see spec.h). */
+#include "spec.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+/* ------------------------------------------------------------------ parameters */
+
+typedef struct ParamInfo {
+    const char *name;
+    double lo, hi;  /* inclusive range */
+    int integer;    /* values must be whole numbers */
+    int lo_open;    /* lo itself is excluded */
+} ParamInfo;
+
+static const ParamInfo kParams[RP_COUNT] = {
+    [RP_LAMBDA] = {"lambda", 0, 1e9, 0, 1},   [RP_TAU] = {"tau", 0, 1, 0, 0},
+    [RP_GAMMA] = {"gamma", 1, 64, 1, 0},      [RP_MAX_RUN] = {"max_run", 0, 1 << 20, 1, 0},
+    [RP_ALPHA] = {"alpha", 0, 1, 0, 0},       [RP_P_MIN] = {"p_min", 0, 1, 0, 0},
+    [RP_ETA_FP] = {"eta_fp", 0, 1, 0, 0},     [RP_ETA_TP] = {"eta_tp", 0, 1, 0, 0},
+};
+
+const char *run_param_name(RunParam p) { return (p >= 0 && p < RP_COUNT) ? kParams[p].name : "?"; }
+
+#define B(p) (1u << (p))
+
+unsigned method_params(DecodeMethod m) {
+    switch (m) {
+    case DM_SD: return B(RP_GAMMA);
+    case DM_SPRINTER: return B(RP_LAMBDA) | B(RP_TAU) | B(RP_MAX_RUN);
+    case DM_BILD: return B(RP_ALPHA);
+    case DM_PMIN: return B(RP_GAMMA) | B(RP_P_MIN);
+    case DM_SPECDECPP: return B(RP_GAMMA) | B(RP_LAMBDA) | B(RP_TAU);
+    case DM_ORACLE_IID: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP);
+    default: return 0;
+    }
+}
+
+int method_needs_verifier(DecodeMethod m) { return m == DM_SPRINTER || m == DM_SPECDECPP; }
+
+static void param_set(DecodeConfig *c, RunParam p, double v) {
+    switch (p) {
+    case RP_LAMBDA: c->lambda = v; break;
+    case RP_TAU: c->tau = v; break;
+    case RP_GAMMA: c->gamma = (int)v; break;
+    case RP_MAX_RUN: c->max_run = (int)v; break;
+    case RP_ALPHA: c->alpha = v; break;
+    case RP_P_MIN: c->p_min = v; break;
+    case RP_ETA_FP: c->eta_fp = v; break;
+    case RP_ETA_TP: c->eta_tp = v; break;
+    default: break;
+    }
+}
+
+static double param_get(const DecodeConfig *c, RunParam p) {
+    switch (p) {
+    case RP_LAMBDA: return c->lambda;
+    case RP_TAU: return c->tau;
+    case RP_GAMMA: return c->gamma;
+    case RP_MAX_RUN: return c->max_run;
+    case RP_ALPHA: return c->alpha;
+    case RP_P_MIN: return c->p_min;
+    case RP_ETA_FP: return c->eta_fp;
+    case RP_ETA_TP: return c->eta_tp;
+    default: return 0;
+    }
+}
+
+uint64_t prompt_seed(uint64_t seed, int prompt_index) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(prompt_index + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ------------------------------------------------------------------ value parsing */
+
+/* Parser state: inih calls handler() once per key (and again for continuation lines). */
+typedef struct Parse {
+    SweepSpec *s;
+    SpErr first;       /* first error, without the "FILE:LINE: " prefix */
+    int failed;
+    char seen[64][48]; /* "section.key" already given, for duplicate detection */
+    int n_seen;
+    char last[48];     /* the previous key, so a continuation line extends a list */
+} Parse;
+
+static int fail(Parse *P, const char *sec, const char *key, const char *fmt, const char *val) {
+    if (!P->failed) {
+        char what[512];
+        snprintf(what, sizeof what, fmt, val);
+        snprintf(P->first.msg, sizeof P->first.msg, "[%s] %s: %s", sec, key, what);
+    }
+    P->failed = 1;
+    return 0; /* inih: error on this line */
+}
+
+static int parse_double(const char *v, double *out) {
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    while (*end == ' ' || *end == '\t') end++;
+    if (end == v || *end || errno || !isfinite(d)) return -1;
+    *out = d;
+    return 0;
+}
+
+static int parse_int(const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long l = strtol(v, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    if (end == v || *end || errno || l < lo || l > hi) return -1;
+    *out = (int)l;
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out) {
+    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) *out = 1;
+    else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) *out = 0;
+    else return -1;
+    return 0;
+}
+
+static int copy_str(char *dst, size_t cap, const char *v) {
+    size_t n = strlen(v);
+    if (n == 0 || n >= cap) return -1;
+    memcpy(dst, v, n + 1);
+    return 0;
+}
+
+/* Splits a list on commas and blanks; calls item() for each token. Returns the number of items or
+ * -1 when item() fails (it has recorded the error). */
+typedef int (*ItemFn)(Parse *P, const char *sec, const char *key, const char *tok, void *ctx);
+static int each_item(Parse *P, const char *sec, const char *key, const char *val, ItemFn item, void *ctx) {
+    char buf[1024];
+    if (strlen(val) >= sizeof buf) return fail(P, sec, key, "%s", "list too long"), -1;
+    strcpy(buf, val);
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save), n++)
+        if (item(P, sec, key, t, ctx)) return -1;
+    return n;
+}
+
+static int item_param(Parse *P, const char *sec, const char *key, const char *tok, void *ctx) {
+    RunParam p = (RunParam)(intptr_t)ctx;
+    const ParamInfo *pi = &kParams[p];
+    SpecList *L = &P->s->grid[p];
+    double d;
+    if (parse_double(tok, &d)) return fail(P, sec, key, "\"%s\" is not a number", tok), -1;
+    if (d < pi->lo || d > pi->hi || (pi->lo_open && d == pi->lo)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%%s is out of range %c%g, %g]", pi->lo_open ? '(' : '[', pi->lo, pi->hi);
+        return fail(P, sec, key, msg, tok), -1;
+    }
+    if (pi->integer && d != floor(d)) return fail(P, sec, key, "%s must be a whole number", tok), -1;
+    if (L->n == SPEC_MAX_LIST) return fail(P, sec, key, "%s", "more than 64 values"), -1;
+    L->v[L->n++] = d;
+    return 0;
+}
+
+static int item_seed(Parse *P, const char *sec, const char *key, const char *tok, void *ctx) {
+    (void)ctx;
+    char *end;
+    errno = 0;
+    unsigned long long u = strtoull(tok, &end, 10);
+    if (end == tok || *end || errno || tok[0] == '-' || u > (unsigned long long)INT64_MAX)
+        return fail(P, sec, key, "\"%s\" is not a seed in [0, 2^63)", tok), -1;
+    if (P->s->n_seeds == SPEC_MAX_LIST) return fail(P, sec, key, "%s", "more than 64 seeds"), -1;
+    P->s->seeds[P->s->n_seeds++] = (uint64_t)u;
+    return 0;
+}
+
+static int item_method(Parse *P, const char *sec, const char *key, const char *tok, void *ctx) {
+    (void)ctx;
+    SweepSpec *s = P->s;
+    DecodeMethod m;
+    if (decode_method_parse(tok, &m) || m == DM_COLLECT)
+        return fail(P, sec, key, "unknown method \"%s\" (ar, draft, sd, sprinter, bild, pmin, specdecpp, oracle-iid)",
+                    tok),
+               -1;
+    for (int i = 0; i < s->n_methods; i++)
+        if (s->methods[i] == m) return 0; /* listed twice: once is enough */
+    s->methods[s->n_methods++] = m;
+    return 0;
+}
+
+static int item_dataset(Parse *P, const char *sec, const char *key, const char *tok, void *ctx) {
+    (void)ctx;
+    SweepSpec *s = P->s;
+    if (s->n_datasets == SPEC_MAX_DATASETS) return fail(P, sec, key, "%s", "more than 8 datasets"), -1;
+    if (copy_str(s->datasets[s->n_datasets], SPEC_PATH, tok)) return fail(P, sec, key, "%s", "path too long"), -1;
+    s->n_datasets++;
+    return 0;
+}
+
+static int list_key(Parse *P, const char *sec, const char *key, const char *val, ItemFn item, void *ctx) {
+    int n = each_item(P, sec, key, val, item, ctx);
+    if (n < 0) return 0;
+    if (n == 0) return fail(P, sec, key, "%s", "empty list");
+    return 1;
+}
+
+static int format_ok(const char *v) {
+    return !strcmp(v, "jsonl") || !strcmp(v, "specbench") || !strcmp(v, "lm1b") || !strcmp(v, "wikisum");
+}
+
+/* ------------------------------------------------------------------ the handler */
+
+static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
+    SweepSpec *s = P->s;
+    double d;
+    int i;
+#define IS(S, K) (!strcmp(sec, S) && !strcmp(key, K))
+    if (IS("sweep", "name")) {
+        if (copy_str(s->name, sizeof s->name, v)) return fail(P, sec, key, "%s", "must be 1-127 characters");
+    } else if (IS("models", "draft")) {
+        if (copy_str(s->draft_dir, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
+    } else if (IS("models", "target")) {
+        if (copy_str(s->target_dir, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
+    } else if (IS("data", "format") || IS("verifier", "format")) {
+        if (!format_ok(v)) return fail(P, sec, key, "\"%s\" is not one of jsonl, specbench, lm1b, wikisum", v);
+        snprintf(!strcmp(sec, "data") ? s->data_format : s->ver_format, 32, "%s", v);
+    } else if (IS("data", "n_prompts")) {
+        if (parse_int(v, 1, 1 << 24, &s->n_prompts)) return fail(P, sec, key, "\"%s\" is not an integer >= 1", v);
+    } else if (IS("data", "offset")) {
+        if (parse_int(v, 0, 1 << 30, &s->prompt_offset)) return fail(P, sec, key, "\"%s\" is not an integer >= 0", v);
+    } else if (IS("decode", "max_new_tokens")) {
+        if (parse_int(v, 1, 1 << 20, &s->max_new)) return fail(P, sec, key, "\"%s\" is not an integer >= 1", v);
+    } else if (IS("decode", "temperature")) {
+        if (parse_double(v, &d) || d < 0 || d > 1e6) return fail(P, sec, key, "\"%s\" is not a number in [0, 1e6]", v);
+        s->sampling.temperature = (float)d;
+    } else if (IS("decode", "top_k")) {
+        if (parse_int(v, 0, 1 << 30, &s->sampling.top_k)) return fail(P, sec, key, "\"%s\" is not an integer >= 0", v);
+    } else if (IS("decode", "top_p")) {
+        if (parse_double(v, &d) || d <= 0 || d > 1) return fail(P, sec, key, "\"%s\" is not a number in (0, 1]", v);
+        s->sampling.top_p = (float)d;
+    } else if (IS("decode", "stop_at_eos") || IS("decode", "audit")) {
+        if (parse_bool(v, !strcmp(key, "audit") ? &s->audit : &s->stop_at_eos))
+            return fail(P, sec, key, "\"%s\" is not a boolean (true/false)", v);
+    } else if (IS("verifier", "data")) {
+        if (copy_str(s->ver_data, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
+    } else if (IS("verifier", "cache_dir")) {
+        if (copy_str(s->ver_cache_dir, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
+    } else if (IS("verifier", "n_prompts")) {
+        if (parse_int(v, 1, 1 << 24, &s->ver_n_prompts)) return fail(P, sec, key, "\"%s\" is not an integer >= 1", v);
+    } else if (IS("verifier", "max_new")) {
+        if (parse_int(v, 1, 1 << 20, &s->ver_max_new)) return fail(P, sec, key, "\"%s\" is not an integer >= 1", v);
+    } else if (IS("verifier", "seed")) {
+        if (parse_int(v, 0, INT32_MAX, &i)) return fail(P, sec, key, "\"%s\" is not an integer in [0, 2^31)", v);
+        s->ver_seed = (uint64_t)i;
+    } else if (IS("verifier", "l2")) {
+        if (parse_double(v, &s->ver_l2) || s->ver_l2 < 0) return fail(P, sec, key, "\"%s\" is not a number >= 0", v);
+    } else if (IS("verifier", "val_fraction")) {
+        if (parse_double(v, &d) || d <= 0 || d >= 1) return fail(P, sec, key, "\"%s\" is not a number in (0, 1)", v);
+        s->ver_val_fraction = d;
+    } else if (IS("verifier", "tau")) {
+        if (parse_double(v, &d) || d < 0 || d > 1) return fail(P, sec, key, "%s is out of range [0, 1]", v);
+        s->ver_tau = d;
+    } else {
+        return -1; /* not a scalar key */
+    }
+#undef IS
+    return 1;
+}
+
+static int list(Parse *P, const char *sec, const char *key, const char *v) {
+    if (!strcmp(sec, "sweep") && !strcmp(key, "methods")) return list_key(P, sec, key, v, item_method, NULL);
+    if (!strcmp(sec, "data") && !strcmp(key, "datasets")) return list_key(P, sec, key, v, item_dataset, NULL);
+    if (!strcmp(sec, "grid") && !strcmp(key, "seeds")) return list_key(P, sec, key, v, item_seed, NULL);
+    if (!strcmp(sec, "grid"))
+        for (int p = 0; p < RP_COUNT; p++)
+            if (!strcmp(key, kParams[p].name)) return list_key(P, sec, key, v, item_param, (void *)(intptr_t)p);
+    return -1;
+}
+
+static int handler(void *user, const char *sec, const char *key, const char *val) {
+    Parse *P = user;
+    char id[48];
+    snprintf(id, sizeof id, "%s.%s", sec, key);
+    int continuation = !strcmp(id, P->last);
+    snprintf(P->last, sizeof P->last, "%s", id);
+    if (!continuation) {
+        for (int i = 0; i < P->n_seen; i++)
+            if (!strcmp(P->seen[i], id)) return fail(P, sec, key, "%s", "given twice");
+        if (P->n_seen < 64) snprintf(P->seen[P->n_seen++], sizeof P->seen[0], "%s", id);
+    }
+    int r = list(P, sec, key, val);
+    if (r >= 0) return r;
+    if (continuation) return fail(P, sec, key, "%s", "given twice");
+    r = scalar(P, sec, key, val);
+    if (r >= 0) return r;
+    static const char *const kSections[] = {"sweep", "models", "data", "decode", "grid", "verifier"};
+    for (size_t i = 0; i < sizeof kSections / sizeof *kSections; i++)
+        if (!strcmp(sec, kSections[i])) return fail(P, sec, key, "%s", "unknown key");
+    return fail(P, sec, key, "%s", "unknown section");
+}
+
+/* ------------------------------------------------------------------ load and check */
+
+static void spec_default(SweepSpec *s) {
+    memset(s, 0, sizeof *s);
+    DecodeConfig d;
+    decode_config_default(&d);
+    s->sampling = d.sampling;
+    s->audit = 1;
+    s->ver_n_prompts = 100;
+    s->ver_max_new = 20;
+    s->ver_l2 = 1e-3; /* as train_spec_default() */
+    s->ver_val_fraction = 0.2;
+    s->ver_tau = 0.5;
+}
+
+static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
+    int only_ar = 1, only_draft = 1;
+    for (int i = 0; i < s->n_methods; i++) {
+        only_ar &= s->methods[i] == DM_AR;
+        only_draft &= s->methods[i] == DM_DRAFT;
+    }
+    if (s->n_methods == 0) return sp_fail(err, "%s: [sweep] methods: missing (e.g. methods = ar, sd, sprinter)", f);
+    if (!s->target_dir[0] && !only_draft) return sp_fail(err, "%s: [models] target: missing", f);
+    if (!s->draft_dir[0] && !only_ar) return sp_fail(err, "%s: [models] draft: missing", f);
+    if (s->n_datasets == 0) return sp_fail(err, "%s: [data] datasets: missing", f);
+    if (s->n_prompts == 0) return sp_fail(err, "%s: [data] n_prompts: missing", f);
+    if (s->max_new == 0) return sp_fail(err, "%s: [decode] max_new_tokens: missing", f);
+    if (spec_needs_verifier(s) && !s->has_verifier)
+        return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier", f);
+    if (s->has_verifier && !s->ver_data[0]) return sp_fail(err, "%s: [verifier] data: missing", f);
+    return 0;
+}
+
+int spec_needs_verifier(const SweepSpec *s) {
+    for (int i = 0; i < s->n_methods; i++)
+        if (method_needs_verifier(s->methods[i])) return 1;
+    return 0;
+}
+
+static int section_seen(const Parse *P, const char *sec) {
+    size_t n = strlen(sec);
+    for (int i = 0; i < P->n_seen; i++)
+        if (!strncmp(P->seen[i], sec, n) && P->seen[i][n] == '.') return 1;
+    return 0;
+}
+
+int spec_load(const char *path, SweepSpec *s, SpErr *err) {
+    spec_default(s);
+    if (copy_str(s->path, sizeof s->path, path)) return sp_fail(err, "spec path empty or too long");
+    FILE *f = fopen(path, "r");
+    if (!f) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    Parse P = {.s = s};
+    int line = ini_parse_file(f, handler, &P);
+    fclose(f);
+    if (line != 0 || P.failed) {
+        if (!P.failed) return sp_fail(err, "%s:%d: syntax error (expected [section] or key = value)", path, line);
+        if (line > 0) return sp_fail(err, "%s:%d: %s", path, line, P.first.msg);
+        return sp_fail(err, "%s: %s", path, P.first.msg);
+    }
+    s->has_verifier = section_seen(&P, "verifier");
+    if (!s->name[0]) {
+        const char *b = strrchr(path, '/');
+        b = b ? b + 1 : path;
+        snprintf(s->name, sizeof s->name, "%.*s", (int)(strcspn(b, ".") ? strcspn(b, ".") : strlen(b)), b);
+    }
+    if (s->n_seeds == 0) s->seeds[s->n_seeds++] = 0;
+    if (check_required(s, path, err)) return -1;
+    return 0;
+}
+
+static int check_model(const char *f, const char *key, const char *dir, char *sha, SpErr *err) {
+    struct stat st;
+    char cfg[SPEC_PATH + 16];
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return sp_fail(err, "%s: [models] %s: %s is not a directory", f, key, dir);
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    if (stat(cfg, &st) != 0) return sp_fail(err, "%s: [models] %s: %s has no config.json", f, key, dir);
+    if (sha256_model_dir(dir, sha, err)) return sp_err_prefix(err, "%s: [models] %s", f, key);
+    return 0;
+}
+
+static int hash_data(const char *f, const char *what, const char *path, char *out, SpErr *err) {
+    if (sha256_file(path, out, err)) return sp_err_prefix(err, "%s: %s", f, what);
+    return 0;
+}
+
+int spec_resolve(SweepSpec *s, SpErr *err) {
+    const char *f = s->path;
+    if (sha256_file(f, s->sha256, err)) return -1;
+    if (s->draft_dir[0] && check_model(f, "draft", s->draft_dir, s->draft_sha256, err)) return -1;
+    if (s->target_dir[0] && check_model(f, "target", s->target_dir, s->target_sha256, err)) return -1;
+    for (int i = 0; i < s->n_datasets; i++)
+        if (hash_data(f, "[data] datasets", s->datasets[i], s->data_sha256[i], err)) return -1;
+    if (!s->has_verifier) return 0;
+    if (hash_data(f, "[verifier] data", s->ver_data, s->ver_data_sha256, err)) return -1;
+    /* the verifier trains on the first ver_n_prompts prompts: they must not be evaluated on */
+    for (int i = 0; i < s->n_datasets && spec_needs_verifier(s); i++)
+        if (!strcmp(s->data_sha256[i], s->ver_data_sha256) && s->prompt_offset < s->ver_n_prompts)
+            return sp_fail(err, "%s: [data] offset: %d overlaps the verifier's training prompts 0..%d of %s (need >= %d)",
+                           f, s->prompt_offset, s->ver_n_prompts - 1, s->datasets[i], s->ver_n_prompts);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ expansion */
+
+static void canon_add(char *buf, size_t cap, size_t *k, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void canon_add(char *buf, size_t cap, size_t *k, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *k, *k < cap ? cap - *k : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) *k += (size_t)n;
+}
+
+static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
+    const DecodeConfig *c = &r->dc;
+    char *b = r->canon;
+    size_t cap = sizeof r->canon, k = 0;
+    canon_add(b, cap, &k, "sprinter-run 1\nmethod %s\n", decode_method_name(c->method));
+    if (c->method != DM_AR) canon_add(b, cap, &k, "draft_sha256 %s\n", s->draft_sha256);
+    if (c->method != DM_DRAFT) canon_add(b, cap, &k, "target_sha256 %s\n", s->target_sha256);
+    canon_add(b, cap, &k, "dataset_sha256 %s\ndata_format %s\nprompt_offset %d\nn_prompts %d\n", s->data_sha256[r->dataset],
+              s->data_format[0] ? s->data_format : "auto", s->prompt_offset, s->n_prompts);
+    canon_add(b, cap, &k, "max_new %d\ntemperature %.9g\ntop_k %d\ntop_p %.9g\nstop_at_eos %d\naudit %d\nseed %llu\n",
+              c->max_new, (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
+              c->stop_at_eos, c->audit, (unsigned long long)r->seed);
+    for (int p = 0; p < RP_COUNT; p++)
+        if (r->applies & B(p)) canon_add(b, cap, &k, "%s %.17g\n", kParams[p].name, param_get(c, (RunParam)p));
+    if (method_needs_verifier(c->method))
+        canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
+                  s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
+                  (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
+    if (k >= cap) return sp_fail(err, "%s: run configuration text too long", s->path);
+    sha256_str(b, k, r->hash);
+    return 0;
+}
+
+typedef struct Expand {
+    const SweepSpec *s;
+    RunConfig *runs;
+    int n, cap;
+    SpErr *err;
+} Expand;
+
+static int add_run(Expand *E, const RunConfig *r) {
+    for (int i = 0; i < E->n; i++)
+        if (!strcmp(E->runs[i].hash, r->hash)) return 0; /* same configuration listed twice */
+    if (E->n == E->cap) {
+        int nc = E->cap ? E->cap * 2 : 64;
+        RunConfig *nr = realloc(E->runs, (size_t)nc * sizeof *nr);
+        if (!nr) return sp_fail(E->err, "out of memory expanding the grid");
+        E->runs = nr;
+        E->cap = nc;
+    }
+    E->runs[E->n] = *r;
+    E->runs[E->n].index = E->n;
+    E->n++;
+    return 0;
+}
+
+/* Recursively assigns parameter p and the ones after it. */
+static int expand_params(Expand *E, RunConfig *r, int p) {
+    if (p == RP_COUNT) {
+        if (decode_config_check(&r->dc, E->err)) return sp_err_prefix(E->err, "%s", E->s->path);
+        if (make_canon(E->s, r, E->err)) return -1;
+        return add_run(E, r);
+    }
+    const SpecList *L = &E->s->grid[p];
+    if (!(r->applies & B(p)) || L->n == 0) return expand_params(E, r, p + 1);
+    for (int i = 0; i < L->n; i++) {
+        param_set(&r->dc, (RunParam)p, L->v[i]);
+        if (expand_params(E, r, p + 1)) return -1;
+    }
+    return 0;
+}
+
+int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err) {
+    Expand E = {s, NULL, 0, 0, err};
+    *runs = NULL;
+    *n = 0;
+    for (int m = 0; m < s->n_methods; m++)
+        for (int d = 0; d < s->n_datasets; d++)
+            for (int k = 0; k < s->n_seeds; k++) {
+                RunConfig *r = calloc(1, sizeof *r);
+                if (!r) {
+                    free(E.runs);
+                    return sp_fail(err, "out of memory");
+                }
+                decode_config_default(&r->dc);
+                r->dc.method = s->methods[m];
+                r->dc.sampling = s->sampling;
+                r->dc.max_new = s->max_new;
+                r->dc.stop_at_eos = s->stop_at_eos;
+                r->dc.audit = s->audit;
+                r->dataset = d;
+                r->seed = s->seeds[k];
+                r->applies = method_params(s->methods[m]);
+                int rc = expand_params(&E, r, 0);
+                free(r);
+                if (rc) {
+                    free(E.runs);
+                    return -1;
+                }
+            }
+    *runs = E.runs;
+    *n = E.n;
+    return 0;
+}
+
+int run_in_shard(const RunConfig *r, int shard_i, int shard_n) { return shard_n <= 1 || r->index % shard_n == shard_i; }
+
+void run_params_label(const RunConfig *r, char *buf, int cap) {
+    int k = 0;
+    buf[0] = '\0';
+    for (int p = 0; p < RP_COUNT && k < cap; p++)
+        if (r->applies & B(p)) {
+            int w = snprintf(buf + k, (size_t)(cap - k), "%s%s=%g", k ? " " : "", kParams[p].name, param_get(&r->dc, (RunParam)p));
+            if (w > 0) k += w;
+        }
+}

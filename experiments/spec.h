@@ -1,0 +1,113 @@
+/* spec.h - sweep specifications (experiments/*.ini) and their expansion into runs.
+ *
+ * An INI file (parsed with inih) names the models, the evaluation data, the decoding settings, the
+ * methods and a grid of method parameters. spec_load() parses and range-checks it without touching
+ * any other file; spec_resolve() checks that the model directories and datasets exist and hashes
+ * them; spec_expand() turns the grid into runs. Layout (every key is optional unless marked):
+ *
+ *   [sweep]    name; methods (required: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid)
+ *   [models]   draft, target (directories; required: target, and draft unless only ar is run)
+ *   [data]     datasets (required; list of files, each a grid value), format (jsonl, specbench,
+ *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index)
+ *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit
+ *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp
+ *   [verifier] needed by sprinter and specdecpp: data, format, n_prompts, max_new, seed, l2,
+ *              val_fraction, tau (only for the reported training metrics), cache_dir
+ *
+ * Lists are comma- or space-separated. A grid parameter multiplies only the runs of methods it
+ * applies to (tau does not multiply sd; gamma does not multiply sprinter); the others get the
+ * engine's default and are stored as NULL. Each run is named by the SHA-256 of a canonical text
+ * of everything that determines its output (model and data content hashes, not paths), so the
+ * same configuration has the same name in every sweep, shard and machine. Relative paths are
+ * relative to the working directory. A SweepSpec owns nothing on the heap; a RunConfig array
+ * from spec_expand() is malloc'd (caller frees). Not thread-safe; no global state.
+ */
+#ifndef SP_SPEC_H
+#define SP_SPEC_H
+
+#include <stdint.h>
+
+#include "decoding.h"
+#include "error.h"
+#include "hashutil.h"
+
+#define SPEC_MAX_LIST 64
+#define SPEC_MAX_DATASETS 8
+#define SPEC_PATH 1024
+
+/* The grid parameters besides the seed. */
+typedef enum { RP_LAMBDA = 0, RP_TAU, RP_GAMMA, RP_MAX_RUN, RP_ALPHA, RP_P_MIN, RP_ETA_FP, RP_ETA_TP, RP_COUNT } RunParam;
+
+/* INI key of a parameter ("lambda", "tau", ...). */
+const char *run_param_name(RunParam p);
+/* Bit mask (1u << RunParam) of the parameters a method uses. */
+unsigned method_params(DecodeMethod m);
+/* The method needs a trained verifier (sprinter, specdecpp). */
+int method_needs_verifier(DecodeMethod m);
+
+typedef struct SpecList {
+    double v[SPEC_MAX_LIST];
+    int n; /* 0 = not given: the engine default is used */
+} SpecList;
+
+typedef struct SweepSpec {
+    char path[SPEC_PATH];
+    char sha256[SP_SHA256_HEX]; /* of the INI file's bytes */
+    char name[128];
+    char draft_dir[SPEC_PATH], target_dir[SPEC_PATH];
+    char datasets[SPEC_MAX_DATASETS][SPEC_PATH];
+    int n_datasets;
+    char data_format[32]; /* "" = infer from the file name */
+    int n_prompts, prompt_offset;
+    int max_new;
+    SamplerParams sampling;
+    int stop_at_eos, audit;
+    DecodeMethod methods[DM_COUNT];
+    int n_methods;
+    SpecList grid[RP_COUNT];
+    uint64_t seeds[SPEC_MAX_LIST];
+    int n_seeds;
+    /* [verifier] */
+    int has_verifier;
+    char ver_data[SPEC_PATH], ver_format[32], ver_cache_dir[SPEC_PATH];
+    int ver_n_prompts, ver_max_new;
+    uint64_t ver_seed;
+    double ver_l2, ver_val_fraction, ver_tau;
+    /* filled by spec_resolve() */
+    char draft_sha256[SP_SHA256_HEX], target_sha256[SP_SHA256_HEX];
+    char data_sha256[SPEC_MAX_DATASETS][SP_SHA256_HEX], ver_data_sha256[SP_SHA256_HEX];
+} SweepSpec;
+
+/* Parses and checks path. Errors are one line: "FILE:LINE: [section] key: what was expected" or
+ * "FILE: [section] key: ..." for a missing key. */
+int spec_load(const char *path, SweepSpec *s, SpErr *err);
+/* Checks that the model directories and data files exist and hashes them (and the INI file). */
+int spec_resolve(SweepSpec *s, SpErr *err);
+/* Does the spec use a method that needs a verifier? */
+int spec_needs_verifier(const SweepSpec *s);
+
+typedef struct RunConfig {
+    int index;        /* position in the full expanded grid (the same in every shard) */
+    int dataset;      /* index into spec->datasets */
+    uint64_t seed;    /* run seed; prompt i draws from prompt_seed(seed, i) */
+    unsigned applies; /* method_params(method) */
+    DecodeConfig dc;  /* what decoder_run gets */
+    char canon[2048]; /* canonical text: "key value" lines, what hash is the SHA-256 of */
+    char hash[SP_SHA256_HEX];
+} RunConfig;
+
+/* Expands the grid of a resolved spec in a fixed order (method, dataset, seed, then the
+ * parameters in RunParam order), drops duplicate hashes, numbers the runs 0..n-1. */
+int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err);
+
+/* Deterministic sharding: run r belongs to shard i of n (0 <= i < n) iff r->index % n == i. */
+int run_in_shard(const RunConfig *r, int shard_i, int shard_n);
+
+/* The RNG seed of prompt index i of a run with seed `seed` (splitmix64 mix): independent of the
+ * order of work, --jobs and sharding. */
+uint64_t prompt_seed(uint64_t seed, int prompt_index);
+
+/* "lambda=1.2 tau=0.5" for the parameters that apply (for tables); buf of cap bytes. */
+void run_params_label(const RunConfig *r, char *buf, int cap);
+
+#endif
