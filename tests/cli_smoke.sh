@@ -44,5 +44,27 @@ for arch in gpt2 gpt-neo llama; do
   expect "$arch: max-new beyond context refused" '[[ $rc -ne 0 && $err == *context* ]]'
 done
 
+# decode: incompatible inputs and out-of-range parameters are refused with a clear message
+G=$W/gpt2; L=$W/llama
+/usr/bin/python3 -c "
+import sys; sys.path.insert(0, '$(dirname "$0")/oracle')
+import numpy as np, stio
+stio.write('$W/v16.safetensors', {'weight': np.zeros(16, np.float32), 'bias': np.zeros(1, np.float32)},
+           metadata={'format': 'sprinter-verifier', 'version': '1', 'lambda': '1.0'})
+"
+err=$("$S" decode --draft "$G" --target "$L" --prompt-ids 1,2 --method sd 2>&1); rc=$?
+expect "decode: vocab mismatch refused" '[[ $rc -ne 0 && $err == *vocab_size* ]]'
+err=$("$S" decode --draft "$G" --target "$G" --verifier "$W/v16.safetensors" --prompt-ids 1,2 --method sprinter 2>&1); rc=$?
+expect "decode: verifier dimension != draft hidden size refused" '[[ $rc -ne 0 && $err == *"d = 16"* && $err == *32* ]]'
+for bad in "--lambda 0" "--lambda -1" "--tau 1.5" "--tau -0.1" "--gamma 0"; do
+  err=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 $bad 2>&1); rc=$?
+  opt=${bad%% *}
+  expect "decode $bad refused naming $opt" '[[ $rc -eq 2 && $err == *"$opt"* ]]'
+done
+err=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 --method sprinter 2>&1); rc=$?
+expect "decode: sprinter without a verifier refused" '[[ $rc -ne 0 && $err == *verifier* ]]'
+out=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 --method ar,sd,draft --max-new 10 2>&1); rc=$?
+expect "decode: table with one row per method" '[[ $rc -eq 0 && $(grep -cE "^(ar|sd|draft) " <<< "$out") -eq 3 ]]'
+
 echo "cli_smoke: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
