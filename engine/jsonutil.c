@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 char *sp_read_file(const char *path, size_t max_bytes, size_t *len, SpErr *err) {
     FILE *f = fopen(path, "rb");
@@ -146,5 +147,22 @@ int sp_json_str(const cJSON *obj, const char *file, const char *key, int def_ok,
 int sp_path_join(char *buf, size_t cap, const char *dir, const char *name, SpErr *err) {
     int k = snprintf(buf, cap, "%s/%s", dir, name);
     if (k < 0 || (size_t)k >= cap) return sp_fail(err, "%s/%s: path too long", dir, name);
+    return 0;
+}
+
+int sp_mkdir_p(const char *path, SpErr *err) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) return sp_fail(err, "%s: bad directory path", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create directory: %s", buf, strerror(errno));
+        buf[i] = c;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", path);
     return 0;
 }

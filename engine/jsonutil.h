@@ -25,6 +25,9 @@ int sp_json_bool(const cJSON *obj, const char *file, const char *key, int def_ok
 int sp_json_str(const cJSON *obj, const char *file, const char *key, int def_ok, const char **out,
                 SpErr *err);
 
+/* mkdir -p: creates path and any missing parents (mode 0755); existing directories are fine. */
+int sp_mkdir_p(const char *path, SpErr *err);
+
 /* path = dir + "/" + name into buf; error if too long. */
 int sp_path_join(char *buf, size_t cap, const char *dir, const char *name, SpErr *err);
 

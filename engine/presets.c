@@ -206,10 +206,7 @@ int init_random_model(const cJSON *config, DType dtype, uint64_t seed, const cha
     FillCtx ctx = {0};
     int n = 0, rc = -1;
     char path[4096];
-    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
-        sp_fail(err, "%s: cannot create directory: %s", out_dir, strerror(errno));
-        goto done;
-    }
+    if (sp_mkdir_p(out_dir, err)) goto done;
     if (model_tensor_specs(&cfg, &specs, &n, err)) goto done;
     ws = calloc((size_t)n, sizeof *ws);
     size_t largest = 0;

@@ -15,6 +15,7 @@
 #include "dataset.h"
 #include "decoding.h"
 #include "h5util.h"
+#include "jsonutil.h"
 #include "hashutil.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -505,7 +506,7 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
     k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu", t->l2, t->val_fraction, t->tau,
                   (unsigned long long)t->seed);
     sha256_str(desc, strlen(desc), vkey);
-    if (mkdir(cache_dir, 0755) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create: %s", cache_dir, strerror(errno));
+    if (sp_mkdir_p(cache_dir, err)) return -1;
     char collect_path[4096];
     snprintf(collect_path, sizeof collect_path, "%s/collect-%.16s.h5", cache_dir, ckey);
     int n = snprintf(out_path, cap, "%s/verifier-%.16s.safetensors", cache_dir, vkey);

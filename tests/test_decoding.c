@@ -26,6 +26,7 @@
 
 #include "decoding.h"
 #include "h5util.h"
+#include "jsonutil.h"
 #include "presets.h"
 #include "verifier_train.h"
 
@@ -362,7 +363,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     char dd[1024], td[1024];
-    mkdir(argv[1], 0755);
+    SpErr merr;
+    if (sp_mkdir_p(argv[1], &merr)) {
+        fprintf(stderr, "%s\n", merr.msg);
+        return 1;
+    }
     snprintf(dd, sizeof dd, "%s/draft", argv[1]);
     snprintf(td, sizeof td, "%s/target", argv[1]);
     /* peaky random models (larger init) so p and q differ clearly */

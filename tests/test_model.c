@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "kernels.h"
+#include "jsonutil.h"
 #include "model.h"
 #include "presets.h"
 #include "safetensors.h"
@@ -143,7 +144,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *work = argv[1];
-    mkdir(work, 0755);
+    SpErr merr;
+    if (sp_mkdir_p(work, &merr)) {
+        fprintf(stderr, "%s\n", merr.msg);
+        return 1;
+    }
     test_widen();
     const char *archs[] = {"gpt2", "gpt-neo", "llama"};
     const DType dts[] = {DT_F32, DT_F16, DT_BF16};

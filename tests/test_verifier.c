@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "h5util.h"
+#include "jsonutil.h"
 #include "presets.h"
 #include "sampling.h"
 #include "verifier.h"
@@ -211,7 +212,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_verifier WORKDIR TOKENIZER_FIXTURE_DIR\n");
         return 2;
     }
-    mkdir(argv[1], 0755);
+    SpErr merr;
+    if (sp_mkdir_p(argv[1], &merr)) {
+        fprintf(stderr, "%s\n", merr.msg);
+        return 1;
+    }
     test_auc();
     test_planted(argv[1]);
     test_collect(argv[1], argv[2]);
