@@ -1,0 +1,127 @@
+/* test_stats.c - analysis/stats and analysis/theory against independent answers:
+ *  - Wilson and Clopper-Pearson intervals vs published values (k = 8, n = 10, 95%);
+ *  - ACF of a simulated AR(1) recovers phi; Ljung-Box and the runs test accept i.i.d. Bernoulli
+ *    sequences (several seeds, alpha = 0.001) and reject a two-state Markov chain with the same
+ *    marginal rate but persistence (the correlated-verifier case the analysis must catch);
+ *  - Thm 3.3: closed form == sum of tails; a Monte Carlo simulation of the model agrees within
+ *    5 standard errors; a formula shifted by +0.1 is rejected by the same comparison.
+ * usage: test_stats */
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "stats.h"
+#include "theory.h"
+
+static int g_pass, g_fail;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+    ok ? g_pass++ : g_fail++;
+    printf("%s: ", ok ? "ok  " : "FAIL");
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static void test_intervals(void) {
+    Interval w = wilson_interval(8, 10, 0.95), cp = clopper_pearson_interval(8, 10, 0.95);
+    /* published values: Wilson [0.4902, 0.9433]; Clopper-Pearson [0.4439, 0.9748] */
+    check(fabs(w.lo - 0.4902) < 5e-4 && fabs(w.hi - 0.9433) < 5e-4, "Wilson(8/10) = [%.4f, %.4f]", w.lo, w.hi);
+    check(fabs(cp.lo - 0.4439) < 5e-4 && fabs(cp.hi - 0.9748) < 5e-4, "Clopper-Pearson(8/10) = [%.4f, %.4f]", cp.lo, cp.hi);
+    Interval z = clopper_pearson_interval(0, 20, 0.95);
+    check(z.lo == 0 && fabs(z.hi - 0.1684) < 5e-4, "Clopper-Pearson(0/20) = [%.4f, %.4f]", z.lo, z.hi);
+}
+
+/* x_t: i.i.d. Bernoulli(rate) if stay < 0, else a two-state chain that keeps its state with
+ * probability stay and otherwise redraws from Bernoulli(rate) (stationary marginal = rate). */
+static void sequence(gsl_rng *r, double rate, double stay, size_t n, int8_t *b, double *x) {
+    int8_t s = gsl_rng_uniform(r) < rate;
+    for (size_t t = 0; t < n; t++) {
+        if (stay < 0 || gsl_rng_uniform(r) >= stay) s = gsl_rng_uniform(r) < rate;
+        b[t] = s;
+        x[t] = s;
+    }
+}
+
+static void test_iid_tests(void) {
+    enum { N = 4000, H = 20 };
+    static int8_t b[N];
+    static double x[N], r[H];
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+    for (unsigned long seed = 1; seed <= 3; seed++) {
+        gsl_rng_set(g, seed);
+        sequence(g, 0.3, -1, N, b, x);
+        acf(x, N, H, r);
+        TestResult lb = ljung_box(r, N, H), rt = runs_test(b, N);
+        check(lb.p_value > 0.001 && rt.p_value > 0.001, "i.i.d. seed %lu: Ljung-Box p %.3f, runs p %.3f (accept)", seed,
+              lb.p_value, rt.p_value);
+        sequence(g, 0.3, 0.5, N, b, x);
+        acf(x, N, H, r);
+        lb = ljung_box(r, N, H), rt = runs_test(b, N);
+        check(lb.p_value < 1e-6 && rt.p_value < 1e-6, "Markov (stay 0.5) seed %lu: Ljung-Box p %.2e, runs p %.2e (reject)",
+              seed, lb.p_value, rt.p_value);
+        check(fabs(r[0] - 0.5) < 0.05, "Markov lag-1 autocorrelation %.3f ~ 0.5", r[0]);
+    }
+    /* AR(1), phi = 0.6 */
+    double prev = 0;
+    for (size_t t = 0; t < N; t++) {
+        prev = 0.6 * prev + (gsl_rng_uniform(g) - 0.5);
+        x[t] = prev;
+    }
+    acf(x, N, H, r);
+    check(fabs(r[0] - 0.6) < 0.05 && fabs(r[1] - 0.36) < 0.06, "AR(1) phi=0.6: r1 %.3f, r2 %.3f", r[0], r[1]);
+    gsl_rng_free(g);
+}
+
+/* Simulates N under the Thm 3.3 model; returns the sample mean and its standard error. */
+static void simulate_n(gsl_rng *g, double tp, double fp, int r, int cap, int reps, double *mean, double *se) {
+    double s = 0, s2 = 0;
+    for (int i = 0; i < reps; i++) {
+        int n = 0;
+        while (cap <= 0 || n < cap) {
+            double rate = n < r ? tp : fp;
+            if (gsl_rng_uniform(g) >= rate) break;
+            n++;
+        }
+        s += n;
+        s2 += (double)n * n;
+    }
+    *mean = s / reps;
+    *se = sqrt((s2 / reps - *mean * *mean) / reps);
+}
+
+static void test_thm33(void) {
+    const double tps[] = {0.9, 0.7, 0.95}, fps[] = {0.3, 0.6, 0.86};
+    const int rs[] = {3, 8, 0};
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(g, 99);
+    for (int i = 0; i < 3; i++) {
+        double closed = thm33_expected_n(tps[i], fps[i], rs[i], 0), sum = 0;
+        for (int k = 1; k < 4000; k++) sum += thm33_tail(tps[i], fps[i], rs[i], k);
+        check(fabs(closed - sum) < 1e-9, "Thm 3.3 closed form %.6f == sum of tails %.6f", closed, sum);
+        /* paper's expression, verbatim */
+        double paper = (tps[i] - pow(tps[i], rs[i])) / (1 - tps[i]) + pow(tps[i], rs[i]) / (1 - fps[i]);
+        check(fabs(closed - paper) < 1e-12, "Thm 3.3 == the paper's expression (%.6f)", paper);
+        double mean, se;
+        simulate_n(g, tps[i], fps[i], rs[i], 0, 1000000, &mean, &se);
+        check(fabs(mean - closed) < 5 * se, "simulated E[N] %.4f +- %.4f vs formula %.4f", mean, se, closed);
+        check(fabs(mean - (closed + 0.1)) > 5 * se, "formula shifted by +0.1 (%.4f) is rejected", closed + 0.1);
+        simulate_n(g, tps[i], fps[i], rs[i], 5, 200000, &mean, &se);
+        double capped = thm33_expected_n(tps[i], fps[i], rs[i], 5);
+        check(fabs(mean - capped) < 5 * se, "capped at 5: simulated %.4f vs formula %.4f", mean, capped);
+    }
+    gsl_rng_free(g);
+}
+
+int main(void) {
+    test_intervals();
+    test_iid_tests();
+    test_thm33();
+    printf("stats: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
