@@ -11,6 +11,9 @@ int cmd_init_random(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_summary(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
 int cmd_train_verifier(int argc, char **argv);
 

@@ -19,6 +19,9 @@ static const Command kCommands[] = {
     {"logits", cmd_logits, "print or write the logits (and hidden states) for token ids"},
     {"init-random", cmd_init_random, "write a Hugging Face model directory with random weights"},
     {"info", cmd_info, "print a model's configuration, parameter count and weight bytes"},
+    {"sweep", cmd_sweep, "run an experiment grid (experiments/*.ini) into results/ (SQLite + HDF5), resumable"},
+    {"merge", cmd_merge, "merge the results directories of sweep shards"},
+    {"summary", cmd_summary, "print the per-method table of a results directory"},
     {"perplexity", cmd_perplexity, "perplexity of a model on a text file (one document per line)"},
 };
 #define N_COMMANDS (int)(sizeof kCommands / sizeof kCommands[0])

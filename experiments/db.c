@@ -456,7 +456,7 @@ static void fmt_ratio(char *buf, size_t cap, double num, double den, const char 
 }
 
 static void label_from(sqlite3_stmt *st, char *buf, size_t cap) {
-    static const char *const names[] = {"gamma", "tau", "lambda", "max_run", "alpha", "p_min", "eta_fp", "eta_tp"};
+    static const char *const names[] = {"lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp"};
     size_t k = 0;
     buf[0] = '\0';
     for (int j = 0; j < 8; j++) {
@@ -467,11 +467,11 @@ static void label_from(sqlite3_stmt *st, char *buf, size_t cap) {
 }
 
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
-    const char *group = by_method ? "r.method" : "r.method, r.dataset, r.gamma, r.tau, r.lambda, r.max_run, r.alpha, "
+    const char *group = by_method ? "r.method" : "r.method, r.dataset, r.lambda, r.tau, r.gamma, r.max_run, r.alpha, "
                                                  "r.p_min, r.eta_fp, r.eta_tp";
     char sql[2048];
     snprintf(sql, sizeof sql,
-             "SELECT r.method, MIN(r.dataset), r.gamma, r.tau, r.lambda, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp,"
+             "SELECT r.method, MIN(r.dataset), r.lambda, r.tau, r.gamma, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp,"
              " COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total), SUM(p.target_calls), SUM(p.accepted),"
              " SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp), SUM(p.t_audit),"
              " (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done')"
@@ -519,8 +519,8 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
 }
 
 int db_summary(Db *db, FILE *out, int by_method, SpErr *err) {
-    SumRow *rows;
-    int n, n_ds;
+    SumRow *rows = NULL;
+    int n = 0, n_ds = 1;
     if (summary_rows(db, by_method, &rows, &n, &n_ds, err)) {
         free(rows);
         return -1;

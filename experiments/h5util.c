@@ -49,7 +49,10 @@ int h5t_create(H5Table *t, const char *path, const H5ColSpec *cols, int n_cols, 
     t->file = -1;
     snprintf(t->path, sizeof t->path, "%s", path);
     snprintf(t->tmp, sizeof t->tmp, "%s.tmp", path);
-    t->file = H5Fcreate(t->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    H5Pset_obj_track_times(fcpl, 0); /* the root group too */
+    t->file = H5Fcreate(t->tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    H5Pclose(fcpl);
     if (t->file < 0) return sp_fail(err, "%s: cannot create HDF5 file", t->tmp);
     t->n_cols = n_cols;
     t->dsets = calloc((size_t)n_cols, sizeof *t->dsets);
@@ -66,6 +69,7 @@ int h5t_create(H5Table *t, const char *path, const H5ColSpec *cols, int n_cols, 
         hid_t sp = H5Screate_simple(rank, dims, maxd);
         hid_t pl = H5Pcreate(H5P_DATASET_CREATE);
         H5Pset_chunk(pl, rank, chunk);
+        H5Pset_obj_track_times(pl, 0); /* no timestamps: same content, same bytes */
         H5Pset_shuffle(pl);
         H5Pset_deflate(pl, 4);
         t->dsets[c] = H5Dcreate2(t->file, cols[c].name, file_type(cols[c].type), sp, H5P_DEFAULT, pl, H5P_DEFAULT);

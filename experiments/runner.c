@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -55,25 +56,57 @@ static int mkdirs(const char *path, SpErr *err) {
     return 0;
 }
 
-/* First line of `git -C dir rev-parse HEAD` (+ "-dirty" when tracked files differ), or "unknown". */
-static void git_commit(const char *spec_path, char *out, size_t cap) {
-    char dir[4096], cmd[8300], line[128] = "";
-    snprintf(dir, sizeof dir, "%s", spec_path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    snprintf(out, cap, "unknown");
-    if (strchr(dir, '\'')) return;
+/* `git -C dir rev-parse HEAD` (+ "-dirty" when tracked files differ from it); 0 or -1. */
+static int git_commit_in(const char *dir, char *out, size_t cap) {
+    char cmd[8300], line[128] = "";
+    if (strchr(dir, '\'')) return -1;
     snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", dir);
     FILE *p = popen(cmd, "r");
-    if (!p) return;
+    if (!p) return -1;
     int ok = fgets(line, sizeof line, p) != NULL;
-    if (pclose(p) != 0 || !ok) return;
+    if (pclose(p) != 0 || !ok) return -1;
     line[strcspn(line, "\r\n")] = '\0';
-    if (strlen(line) != 40) return;
+    if (strlen(line) != 40) return -1;
     snprintf(cmd, sizeof cmd, "git -C '%s' diff --quiet HEAD -- 2>/dev/null", dir);
     int dirty = system(cmd) != 0;
     snprintf(out, cap, "%s%s", line, dirty ? "-dirty" : "");
+    return 0;
+}
+
+/* The commit of the source tree: tried from the spec's directory, then the executable's, then the
+ * working directory; "unknown" outside a git checkout. */
+static void git_commit(const char *spec_path, char *out, size_t cap) {
+    char dirs[3][4096];
+    snprintf(dirs[0], sizeof dirs[0], "%s", spec_path);
+    char *slash = strrchr(dirs[0], '/');
+    if (slash) *slash = '\0';
+    else snprintf(dirs[0], sizeof dirs[0], ".");
+    ssize_t n = readlink("/proc/self/exe", dirs[1], sizeof dirs[1] - 1);
+    dirs[1][n > 0 ? n : 0] = '\0';
+    if ((slash = strrchr(dirs[1], '/'))) *slash = '\0';
+    snprintf(dirs[2], sizeof dirs[2], ".");
+    for (int i = 0; i < 3; i++)
+        if (dirs[i][0] && git_commit_in(dirs[i], out, cap) == 0) return;
+    snprintf(out, cap, "unknown");
+}
+
+/* Replaces invalid UTF-8 in s (in place, never longer) by '?', so the text column stays readable
+ * by every SQLite client. */
+static void utf8_sanitize(char *s) {
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        int ok = n > 0;
+        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
+        if (ok && n == 2) ok = *p >= 0xC2;                               /* overlong */
+        if (ok && n == 3) ok = !(*p == 0xE0 && p[1] < 0xA0) && !(*p == 0xED && p[1] >= 0xA0);
+        if (ok && n == 4) ok = !(*p == 0xF0 && p[1] < 0x90) && *p <= 0xF4 && !(*p == 0xF4 && p[1] >= 0x90);
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
 }
 
 /* ------------------------------------------------------------------ progress */
@@ -104,7 +137,7 @@ static void progress_print(Progress *p, int final, const char *what) {
                 (long long)p->tokens, rate, eta, final ? "\n" : "");
     else if (final || what)
         fprintf(stderr, "sweep: %d/%d runs  %lld tokens  %.1f tok/s  ETA %s%s%s\n", p->done, p->total,
-                (long long)p->tokens, rate, eta, what ? "  " : "", what ? what : "");
+                (long long)p->tokens, rate, eta, what && *what ? "  " : "", what ? what : "");
     fflush(stderr);
 }
 
@@ -136,6 +169,7 @@ typedef struct Ctx {
     int n_vers;
     char git[64], host[256], db_path[4200];
     Db *db;
+    int lock_fd; /* -1 or the locked OUT/.sweep.lock */
     Progress prog;
     int checkpoints;
 } Ctx;
@@ -316,7 +350,9 @@ static int decode_prompts(Ctx *c, const RunConfig *r, Decoder *dec, TokenLog *lo
         if (rc) return sp_err_prefix(err, "run %.12s (%s) prompt %d", r->hash, decode_method_name(r->dc.method), row->prompt_index);
         fill_row(row, r, &out);
         size_t len;
-        if (tokenizer_decode(c->tok, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL))
+        if (tokenizer_decode(c->tok, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL) == 0)
+            utf8_sanitize(row->output_text);
+        else
             row->output_text = NULL;
         rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);
         c->prog.tokens += out.n_tokens;
@@ -351,7 +387,8 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
         sp_fail(err, "out of memory");
         goto done;
     }
-    if (tokenlog_create(&log, abs, r->hash, s->sha256, decode_method_name(r->dc.method), r->canon, s->n_prompts, err) ||
+    TokenLogMeta lm = {r->hash, decode_method_name(r->dc.method), r->canon, s->name, s->sha256, s->n_prompts};
+    if (tokenlog_create(&log, abs, &lm, err) ||
         decode_prompts(c, r, dec, &log, rows, err) || tokenlog_commit(&log, err))
         goto done;
     checkpoint(c);
@@ -394,6 +431,7 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
     db_close(c->db); /* an SQLite connection must not cross fork() */
     c->db = NULL;
     fflush(NULL);
+    pid_t parent = getpid();
     int n = 0;
     for (int w = 0; w < jobs; w++) {
         pid_t pid = fork();
@@ -403,6 +441,7 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
         }
         if (pid == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed sweep takes its workers with it */
+            if (getppid() != parent) _exit(1); /* it died before prctl took effect */
             SpErr e = {{0}};
             int k = 0, rc = 1;
             c->prog.enabled = 0;
@@ -461,8 +500,22 @@ static void ctx_free(Ctx *c) {
     model_free(c->draft);
     model_free(c->target);
     db_close(c->db);
+    if (c->lock_fd >= 0) close(c->lock_fd);
     free(c->pending);
     free(c->runs);
+}
+
+/* One sweep per results directory at a time: an flock on OUT/.sweep.lock, released by the kernel
+ * when the process (and the workers sharing the descriptor) ends, however it ends. */
+static int lock_dir(Ctx *c, SpErr *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.sweep.lock", c->o->out_dir);
+    if ((c->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+        return sp_fail(err, "--out: %s: cannot create: %s", path, strerror(errno));
+    if (flock(c->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return sp_fail(err, "--out: %s: another sweep is writing this directory (use --jobs, or --shard with its own "
+                            "directory)", c->o->out_dir);
+    return 0;
 }
 
 /* Expands the grid and opens the output directory and database. */
@@ -474,7 +527,7 @@ static int prepare(Ctx *c, SpErr *err) {
     snprintf(tokens, sizeof tokens, "%s/tokens", o->out_dir);
     snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", o->out_dir);
     if (mkdirs(o->out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
-    if (!(c->db = db_open(c->db_path, err))) return -1;
+    if (lock_dir(c, err) || !(c->db = db_open(c->db_path, err))) return -1;
     return 0;
 }
 
@@ -515,7 +568,7 @@ static int load_inputs(Ctx *c, SpErr *err) {
 }
 
 int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err) {
-    Ctx c = {.s = s, .o = o};
+    Ctx c = {.s = s, .o = o, .lock_fd = -1};
     memset(cnt, 0, sizeof *cnt);
     int rc = -1;
     if (prepare(&c, err) || find_pending(&c, cnt, err)) goto done;

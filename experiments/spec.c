@@ -350,11 +350,30 @@ static int section_seen(const Parse *P, const char *sec) {
     return 0;
 }
 
+/* inih reads at most INI_MAX_LINE - 3 characters a line and would call the rest a syntax error. */
+static int check_line_lengths(FILE *f, const char *path, SpErr *err) {
+    int line = 1, len = 0;
+    for (int ch; (ch = fgetc(f)) != EOF;) {
+        if (ch == '\n') {
+            line++, len = 0;
+        } else if (++len > INI_MAX_LINE - 3) {
+            return sp_fail(err, "%s:%d: line longer than %d characters (continue a list on indented lines)", path,
+                           line, INI_MAX_LINE - 3);
+        }
+    }
+    rewind(f);
+    return 0;
+}
+
 int spec_load(const char *path, SweepSpec *s, SpErr *err) {
     spec_default(s);
     if (copy_str(s->path, sizeof s->path, path)) return sp_fail(err, "spec path empty or too long");
     FILE *f = fopen(path, "r");
     if (!f) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    if (check_line_lengths(f, path, err)) {
+        fclose(f);
+        return -1;
+    }
     Parse P = {.s = s};
     int line = ini_parse_file(f, handler, &P);
     fclose(f);

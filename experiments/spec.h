@@ -1,4 +1,4 @@
-/* spec.h - sweep specifications (experiments/*.ini) and their expansion into runs.
+/* spec.h - sweep specifications (experiments/NAME.ini) and their expansion into runs.
  *
  * An INI file (parsed with inih) names the models, the evaluation data, the decoding settings, the
  * methods and a grid of method parameters. spec_load() parses and range-checks it without touching

@@ -32,16 +32,16 @@ int64_t tokenlog_run_id(const char *run_hash) {
     return (int64_t)strtoll(h, NULL, 16);
 }
 
-int tokenlog_create(TokenLog *l, const char *path, const char *run_hash, const char *spec_sha256, const char *method,
-                    const char *config, int n_prompts, SpErr *err) {
+int tokenlog_create(TokenLog *l, const char *path, const TokenLogMeta *m, SpErr *err) {
     memset(l, 0, sizeof *l);
     if (h5t_create(&l->t, path, kCols, TOKENLOG_N_COLS, 4096, err)) return -1;
     l->open = 1;
-    l->run_id = tokenlog_run_id(run_hash);
+    l->run_id = tokenlog_run_id(m->run_hash);
     if (h5t_attr_str(&l->t, "format", "sprinter-tokens", err) || h5t_attr_i64(&l->t, "version", TOKENLOG_VERSION, err) ||
-        h5t_attr_str(&l->t, "run_hash", run_hash, err) || h5t_attr_str(&l->t, "spec_sha256", spec_sha256, err) ||
-        h5t_attr_str(&l->t, "method", method, err) || h5t_attr_str(&l->t, "config", config, err) ||
-        h5t_attr_i64(&l->t, "n_prompts", n_prompts, err) || h5t_attr_str(&l->t, "kinds", kKinds, err)) {
+        h5t_attr_str(&l->t, "run_hash", m->run_hash, err) || h5t_attr_str(&l->t, "method", m->method, err) ||
+        h5t_attr_str(&l->t, "config", m->config, err) || h5t_attr_str(&l->t, "spec_name", m->spec_name, err) ||
+        h5t_attr_str(&l->t, "spec_sha256", m->spec_sha256, err) || h5t_attr_i64(&l->t, "n_prompts", m->n_prompts, err) ||
+        h5t_attr_str(&l->t, "kinds", kKinds, err)) {
         tokenlog_abort(l);
         return -1;
     }

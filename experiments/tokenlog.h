@@ -19,8 +19,9 @@
  *   kind          i8   EventKind: 0 target_sample, 1 draft_sample, 2 verifier_accept,
  *                      3 sd_accept, 4 sd_resample, 5 bonus
  *
- * Root attributes: format "sprinter-tokens", version 1, run_hash, spec_sha256, method, config (the
- * run's canonical configuration text), n_prompts, kinds (the legend above).
+ * Root attributes: format "sprinter-tokens", version 1, run_hash, method, config (the run's
+ * canonical configuration text, what run_hash hashes), spec_name, spec_sha256, n_prompts, kinds
+ * (the legend above).
  * Not thread-safe (HDF5 serial build); one TokenLog per process at a time.
  */
 #ifndef SP_TOKENLOG_H
@@ -44,9 +45,15 @@ typedef struct TokenLog {
 /* run_id from a run hash (64 hex digits). */
 int64_t tokenlog_run_id(const char *run_hash);
 
+/* What the root attributes say about the run (strings borrowed). */
+typedef struct TokenLogMeta {
+    const char *run_hash, *method, *config; /* config: the run's canonical configuration text */
+    const char *spec_name, *spec_sha256;
+    int n_prompts;
+} TokenLogMeta;
+
 /* Creates path.tmp with the columns and attributes above. */
-int tokenlog_create(TokenLog *l, const char *path, const char *run_hash, const char *spec_sha256, const char *method,
-                    const char *config, int n_prompts, SpErr *err);
+int tokenlog_create(TokenLog *l, const char *path, const TokenLogMeta *m, SpErr *err);
 /* Appends the n events of one prompt. */
 int tokenlog_append(TokenLog *l, int32_t prompt_index, const TokenEvent *ev, int n, SpErr *err);
 /* Closes and renames path.tmp -> path. */

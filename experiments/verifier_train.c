@@ -18,16 +18,10 @@
 #include "jsonutil.h"
 #include "hashutil.h"
 #include "model.h"
+#include "spec.h"
 #include "tokenizer.h"
 #include "verifier.h"
 
-/* Per-prompt RNG seed: independent streams for (seed, prompt) whatever the order of work. */
-static uint64_t prompt_seed(uint64_t seed, int prompt) {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(prompt + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* ------------------------------------------------------------------ collect */
 

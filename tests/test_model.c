@@ -129,7 +129,7 @@ static void test_widen(void) {
     float got[8];
     widen(h, DT_F16, 0, 8, got);
     int ok = 1;
-    for (int i = 0; i < 8; i++) ok &= got[i] == want[i] && signbit(got[i]) == signbit(want[i]);
+    for (int i = 0; i < 8; i++) ok &= got[i] == want[i] && !!signbit(got[i]) == !!signbit(want[i]);
     check(ok, "f16 widening of exact values");
     /* bf16: 0x3f80 = 1, 0xc0a0 = -5, 0x3eab = 0.333984375 */
     const uint16_t b[] = {0x3f80, 0xc0a0, 0x3eab};

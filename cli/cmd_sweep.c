@@ -1,0 +1,241 @@
+/* cmd_sweep.c - `sprinter sweep`, `sprinter merge`, `sprinter summary`: run a grid of decoding
+ * experiments from an INI spec into a results directory (SQLite + per-token HDF5 logs), merge the
+ * directories of shards, and print the per-method summary table. */
+#include <cblas.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "db.h"
+#include "runner.h"
+#include "spec.h"
+
+static const char kSweepHelp[] =
+    "usage: sprinter sweep SPEC.ini [--out DIR] [--shard I/N] [--jobs K] [options]\n"
+    "Expands the spec's grid into runs (each named by the SHA-256 of its configuration), runs those\n"
+    "not yet done and prints the summary table. Rerunning resumes: finished runs are skipped and\n"
+    "unfinished ones redone. See experiments/default.ini for the spec format, results/README.md for\n"
+    "the output.\n"
+    "  --out DIR          results directory (default results/NAME, NAME from [sweep] name or the file)\n"
+    "  --shard I/N        run only the runs with index % N == I (0 <= I < N), into DIR/shard-I; merge the\n"
+    "                     shards with `sprinter merge DIR/shard-*`\n"
+    "  --jobs K           K worker processes, each with its own decoder (default 1); results do not\n"
+    "                     depend on K\n"
+    "  --threads N        OpenBLAS threads per process (default 1)\n"
+    "  --verifier-cache DIR   verifier cache (default [verifier] cache_dir, else DIR/verifiers)\n"
+    "  --dry-run          list the runs (index, hash, shard, done) and exit\n"
+    "  --quiet            no progress on stderr\n"
+    "  --test-delay-ms MS     testing: sleep MS after each prompt\n"
+    "  --test-crash-at K      testing: SIGKILL itself at the K-th checkpoint (run start, each\n"
+    "                     prompt, token log renamed, run committed)\n";
+
+typedef struct SweepArgs {
+    const char *spec, *out, *ver_cache;
+    long shard_i, shard_n, jobs, threads, delay_ms, crash_at;
+    int dry_run, quiet;
+} SweepArgs;
+
+static int parse_shard(const char *s, long *i, long *n) {
+    char *end;
+    *i = strtol(s, &end, 10);
+    if (end == s || *end != '/') return -1;
+    const char *b = end + 1;
+    *n = strtol(b, &end, 10);
+    if (end == b || *end || *n < 1 || *n > 100000 || *i < 0 || *i >= *n) return -1;
+    return 0;
+}
+
+static int parse_sweep(int argc, char **argv, SweepArgs *a) {
+    const char *cmd = "sweep";
+    static const struct option opts[] = {
+        {"out", required_argument, 0, 'o'},        {"shard", required_argument, 0, 's'},
+        {"jobs", required_argument, 0, 'j'},       {"threads", required_argument, 0, 't'},
+        {"verifier-cache", required_argument, 0, 'v'}, {"dry-run", no_argument, 0, 'n'},
+        {"quiet", no_argument, 0, 'q'},            {"test-delay-ms", required_argument, 0, 'D'},
+        {"test-crash-at", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'o': a->out = optarg; break;
+        case 's':
+            if (parse_shard(optarg, &a->shard_i, &a->shard_n)) {
+                fprintf(stderr, "sprinter sweep: --shard: \"%s\" is not I/N with 0 <= I < N\n", optarg);
+                return 2;
+            }
+            break;
+        case 'j': if (arg_long(cmd, "jobs", optarg, 1, 256, &a->jobs)) return 2; break;
+        case 't': if (arg_long(cmd, "threads", optarg, 1, 1024, &a->threads)) return 2; break;
+        case 'v': a->ver_cache = optarg; break;
+        case 'n': a->dry_run = 1; break;
+        case 'q': a->quiet = 1; break;
+        case 'D': if (arg_long(cmd, "test-delay-ms", optarg, 0, 600000, &a->delay_ms)) return 2; break;
+        case 'C': if (arg_long(cmd, "test-crash-at", optarg, 0, 1L << 30, &a->crash_at)) return 2; break;
+        case 'h': fputs(kSweepHelp, stdout); return 1;
+        default: fprintf(stderr, "sprinter sweep: unknown or incomplete option (see sprinter sweep --help)\n"); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "sprinter sweep: need exactly one SPEC.ini (see sprinter sweep --help)\n");
+        return 2;
+    }
+    a->spec = argv[optind];
+    return 0;
+}
+
+static int print_summary(const char *dir, int by_method, SpErr *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runs.sqlite", dir);
+    Db *db = db_open(path, err);
+    if (!db) return -1;
+    int rc = db_summary(db, stdout, by_method, err);
+    db_close(db);
+    return rc;
+}
+
+int cmd_sweep(int argc, char **argv) {
+    SweepArgs a = {.shard_n = 1, .jobs = 1, .threads = 1};
+    int prc = parse_sweep(argc, argv, &a);
+    if (prc) return prc == 1 ? 0 : prc;
+    openblas_set_num_threads((int)a.threads);
+    SpErr err = {{0}};
+    SweepSpec *s = calloc(1, sizeof *s);
+    if (!s) {
+        fprintf(stderr, "sprinter sweep: out of memory\n");
+        return 1;
+    }
+    int rc = 2;
+    if (spec_load(a.spec, s, &err)) goto done;
+    char base[4096], out[4200], cache[4200];
+    if (a.out) snprintf(base, sizeof base, "%s", a.out);
+    else snprintf(base, sizeof base, "results/%s", s->name);
+    if (a.shard_n > 1) snprintf(out, sizeof out, "%s/shard-%ld", base, a.shard_i);
+    else snprintf(out, sizeof out, "%s", base);
+    if (a.ver_cache) snprintf(cache, sizeof cache, "%s", a.ver_cache);
+    else if (s->ver_cache_dir[0]) snprintf(cache, sizeof cache, "%s", s->ver_cache_dir);
+    else snprintf(cache, sizeof cache, "%s/verifiers", base);
+    RunnerOpts o = {out, cache, (int)a.shard_i, (int)a.shard_n, (int)a.jobs, !a.quiet, (int)a.delay_ms, (int)a.crash_at};
+    if (a.dry_run) {
+        rc = runner_dry_run(s, &o, &err) ? 2 : 0;
+        goto done;
+    }
+    SweepCounts c;
+    if (runner_sweep(s, &o, &c, &err)) {
+        rc = 1;
+        goto done;
+    }
+    if (!a.quiet)
+        fprintf(stderr, "sweep: %d runs in the grid, %d in this shard: %d already done, %d run now -> %s\n", c.total,
+                c.mine, c.skipped, c.ran, out);
+    rc = print_summary(out, 0, &err) ? 1 : 0;
+done:
+    if (rc && err.msg[0]) fprintf(stderr, "sprinter sweep: %s\n", err.msg);
+    free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ merge */
+
+static const char kMergeHelp[] =
+    "usage: sprinter merge [--out DIR] SHARD_DIR...\n"
+    "Merges the finished runs of shard results directories (database rows and token logs) into DIR\n"
+    "(default: the directory above the first shard). A run already in DIR, or in an earlier shard,\n"
+    "is not added twice; unfinished runs are left out. Prints the summary table.\n"
+    "  --out DIR          merged results directory\n"
+    "  --quiet            print only the one-line report\n";
+
+int cmd_merge(int argc, char **argv) {
+    static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"quiet", no_argument, 0, 'q'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *out = NULL;
+    int quiet = 0;
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(kMergeHelp, stdout); return 0;
+        default: fprintf(stderr, "sprinter merge: unknown or incomplete option (see sprinter merge --help)\n"); return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "sprinter merge: need at least one SHARD_DIR (see sprinter merge --help)\n");
+        return 2;
+    }
+    char dflt[4096];
+    if (!out) {
+        snprintf(dflt, sizeof dflt, "%s", argv[optind]);
+        size_t n = strlen(dflt);
+        while (n > 1 && dflt[n - 1] == '/') dflt[--n] = '\0';
+        char *slash = strrchr(dflt, '/');
+        if (slash == dflt) slash[1] = '\0';
+        else if (slash) *slash = '\0';
+        else snprintf(dflt, sizeof dflt, ".");
+        out = dflt;
+    }
+    SpErr err = {{0}};
+    MergeCounts mc;
+    if (runner_merge(out, argv + optind, argc - optind, &mc, &err)) {
+        fprintf(stderr, "sprinter merge: %s\n", err.msg);
+        return 1;
+    }
+    printf("merged %d runs from %d directories into %s/runs.sqlite (%d duplicates skipped, %d unfinished left out)\n",
+           mc.runs_added, argc - optind, out, mc.duplicates, mc.unfinished);
+    if (!quiet && print_summary(out, 0, &err)) {
+        fprintf(stderr, "sprinter merge: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ summary */
+
+static const char kSummaryHelp[] =
+    "usage: sprinter summary RESULTS_DIR [--by method|config]\n"
+    "Prints, from RESULTS_DIR/runs.sqlite, one row per method and parameter setting (default) or per\n"
+    "method, summed over seeds and prompts of finished runs: runs, tokens, tokens/s (audit excluded),\n"
+    "speed-up over ar, target calls per token, mean accepted run (draft tokens emitted per target\n"
+    "call), eta_FP = P(accept | q/p > lambda), eta_TP = P(accept | q/p <= lambda) from the audit,\n"
+    "and the audit's own seconds (never part of tok/s).\n";
+
+int cmd_summary(int argc, char **argv) {
+    static const struct option opts[] = {{"by", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int by_method = 0;
+    optind = 1;
+    for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (ch) {
+        case 'b':
+            if (!strcmp(optarg, "method")) by_method = 1;
+            else if (!strcmp(optarg, "config")) by_method = 0;
+            else {
+                fprintf(stderr, "sprinter summary: --by: \"%s\" is not method or config\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': fputs(kSummaryHelp, stdout); return 0;
+        default: fprintf(stderr, "sprinter summary: unknown or incomplete option (see sprinter summary --help)\n"); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "sprinter summary: need exactly one RESULTS_DIR (see sprinter summary --help)\n");
+        return 2;
+    }
+    const char *dir = argv[optind];
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runs.sqlite", dir);
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, "sprinter summary: %s: no results database (run sprinter sweep first)\n", path);
+        return 1;
+    }
+    SpErr err = {{0}};
+    if (print_summary(dir, by_method, &err)) {
+        fprintf(stderr, "sprinter summary: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The sweep CLI surface: --help of sweep/merge/summary; bad specs (unknown key, empty grid, missing
+# model directory, tau out of range, unwritable --out, too few prompts, verifier/eval overlap) fail
+# with one line on stderr naming the file and the field, a non-zero exit, and no run started; the
+# shipped specs (experiments/default.ini, paper.ini) parse and expand to the expected grids.
+# usage: test_sweep_cli.sh SPRINTER SOURCE_DIR WORKDIR
+set -uo pipefail
+S=$1
+SRC=$2
+W=$3
+rm -rf "$W" && mkdir -p "$W"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+expect() { if eval "$2"; then ok; else bad "$1"; fi; }
+
+for c in sweep merge summary; do
+  out=$("$S" "$c" --help 2>&1); rc=$?
+  expect "$c --help exits 0 and prints usage" '[[ $rc -eq 0 && $out == *usage* ]]'
+done
+"$S" sweep >/dev/null 2>&1; rc=$?
+expect "sweep without a spec exits 2" '[[ $rc -eq 2 ]]'
+err=$("$S" sweep x.ini --shard 3/3 2>&1); rc=$?
+expect "--shard 3/3 is refused" '[[ $rc -eq 2 && $err == *--shard* ]]'
+
+/usr/bin/python3 -c "
+import sys; sys.path.insert(0, '$SRC/tests')
+import sweep_fixture as fx
+fx.make_models('$S', '$W')
+fx.write_spec('$W', name='good', methods='ar, sd, sprinter', n_prompts=2, max_new=4)
+" || bad "fixture"
+GOOD=$W/good.ini
+
+# Each bad spec: edit of good.ini (sed expression), what the error must mention.
+check_bad() {
+  local name=$1 sedexpr=$2 want=$3 extra=${4:-}
+  sed -e "$sedexpr" "$GOOD" > "$W/$name.ini"
+  local out=$W/out-$name
+  err=$("$S" sweep "$W/$name.ini" --out "$out" --quiet $extra 2>&1 >/dev/null); rc=$?
+  lines=$(printf '%s\n' "$err" | grep -c .)
+  expect "$name: non-zero exit ($rc)" '[[ $rc -ne 0 ]]'
+  expect "$name: one line on stderr (got $lines: $err)" '[[ $lines -eq 1 ]]'
+  expect "$name: error names the file and \"$want\" (got: $err)" '[[ $err == *"$name.ini"* && $err == *"$want"* ]]'
+  n_h5=$(ls "$out"/tokens/*.h5 2>/dev/null | wc -l)
+  n_runs=0
+  [[ -f $out/runs.sqlite ]] && n_runs=$(sqlite3 "$out/runs.sqlite" "select count(*) from runs" 2>/dev/null || echo 0)
+  expect "$name: no run started ($n_h5 logs, $n_runs rows)" '[[ $n_h5 -eq 0 && $n_runs -eq 0 ]]'
+}
+check_bad unknown_key 's/^\[grid\]/[grid]\nwarp = 9/' "[grid] warp: unknown key"
+check_bad empty_grid 's/^tau = .*/tau =/' "[grid] tau: empty list"
+check_bad tau_range 's/^tau = .*/tau = 0.5, 1.2/' "[grid] tau: 1.2 is out of range [0, 1]"
+check_bad no_model_dir "s|^draft = .*|draft = $W/no-such-model|" "[models] draft: $W/no-such-model is not a directory"
+check_bad no_config "s|^draft = .*|draft = $W|" "[models] draft: $W has no config.json"
+check_bad few_prompts 's/^n_prompts = 2/n_prompts = 30/' "[data] n_prompts: "
+check_bad overlap 's/^offset = 20/offset = 5/' "[data] offset: 5 overlaps the verifier's training prompts"
+check_bad no_dataset "s|^datasets = .*|datasets = $W/nope.jsonl|" "[data] datasets"
+touch "$W/a-file"
+sed -e 's/^name = good/name = unwritable/' "$GOOD" > "$W/unwritable.ini"
+err=$("$S" sweep "$W/unwritable.ini" --out "$W/a-file/results" --quiet 2>&1 >/dev/null); rc=$?
+lines=$(printf '%s\n' "$err" | grep -c .)
+expect "unwritable --out: non-zero exit, one line naming --out (got: $err)" \
+  '[[ $rc -ne 0 && $lines -eq 1 && $err == *--out* && $err == *a-file* ]]'
+
+# A good sweep: table at the end, summary from the database, dry run, resume skips everything.
+out=$("$S" sweep "$GOOD" --out "$W/res" --verifier-cache "$W/vcache" 2>"$W/sweep.err"); rc=$?
+expect "good sweep exits 0 ($(tail -1 "$W/sweep.err"))" '[[ $rc -eq 0 ]]'
+expect "sweep prints the summary table" '[[ $out == *tok/s* && $out == *calls/tok* && $out == *eta_FP* && $out == *sprinter* ]]'
+expect "progress lines go to stderr" 'grep -q "sweep: 12/12 runs" "$W/sweep.err"'
+s=$("$S" summary "$W/res"); rc=$?
+expect "summary prints the same table" '[[ $rc -eq 0 && $s == "$out" ]]'
+s=$("$S" summary "$W/res" --by method); rc=$?
+expect "summary --by method has one row per method" '[[ $rc -eq 0 && $(printf "%s\n" "$s" | grep -c "^sprinter") -eq 1 ]]'
+err=$("$S" summary "$W/nothing" 2>&1); rc=$?
+expect "summary of a missing directory fails in one line" '[[ $rc -ne 0 && $err == *runs.sqlite* ]]'
+"$S" sweep "$GOOD" --out "$W/res" --verifier-cache "$W/vcache" >/dev/null 2>"$W/again.err"; rc=$?
+expect "rerun skips the 12 finished runs" '[[ $rc -eq 0 ]] && grep -q "12 already done, 0 run now" "$W/again.err"'
+d=$("$S" sweep "$GOOD" --out "$W/res" --dry-run --shard 1/3); rc=$?
+expect "dry run lists 12 runs, 4 in shard 1/3" '[[ $rc -eq 0 && $d == *"12 runs, 4 in this shard"* ]]'
+n_ar=$(sqlite3 "$W/res/runs.sqlite" "select count(*) from runs where method='ar' and tau is null and gamma is null")
+n_pr=$(sqlite3 "$W/res/runs.sqlite" "select count(*) from prompts where audited is not null and output_text is not null")
+expect "parameters that do not apply are NULL ($n_ar ar runs)" '[[ $n_ar -eq 2 ]]'
+expect "sprinter prompt rows carry audited eta and text ($n_pr)" '[[ $n_pr -eq 16 ]]'
+# One sweep per directory at a time: a second one is refused while the first runs.
+"$S" sweep "$GOOD" --out "$W/locked" --verifier-cache "$W/vcache" --quiet --test-delay-ms 300 >/dev/null 2>&1 &
+first=$!
+for _ in $(seq 50); do [[ -f $W/locked/runs.sqlite ]] && break; sleep 0.1; done
+err=$("$S" sweep "$GOOD" --out "$W/locked" --verifier-cache "$W/vcache" --quiet 2>&1 >/dev/null); rc=$?
+expect "a second sweep into a busy directory is refused (got: $err)" '[[ $rc -ne 0 && $err == *"another sweep"* ]]'
+kill -KILL "$first" 2>/dev/null; wait "$first" 2>/dev/null
+"$S" sweep "$GOOD" --out "$W/locked" --verifier-cache "$W/vcache" --quiet >/dev/null 2>&1; rc=$?
+expect "after the first is killed the directory is free again" '[[ $rc -eq 0 ]]'
+err=$("$S" merge "$W/a-file" 2>&1); rc=$?
+expect "merge of a non-directory fails in one line" '[[ $rc -ne 0 && $(printf "%s\n" "$err" | grep -c .) -eq 1 ]]'
+
+# The shipped specs parse and expand to their grids (models and data swapped for the fixture's).
+ship() {
+  sed -e "s|^draft = .*|draft = $W/draft|" -e "s|^target = .*|target = $W/target|" \
+      -e "s|^datasets = .*|datasets = $W/data.jsonl|" -e "s|^data = .*|data = $W/data.jsonl|" \
+      -e "s|^offset = .*|offset = 5|" -e "s|^n_prompts = .*|n_prompts = 1|" "$SRC/experiments/$1.ini" > "$W/ship-$1.ini"
+  "$S" sweep "$W/ship-$1.ini" --out "$W/ship-$1" --dry-run 2>&1 | tail -1
+}
+d=$(ship default)
+expect "experiments/default.ini expands ($d)" '[[ $d =~ ^[0-9]+\ runs ]]'
+p=$(ship paper)
+expect "experiments/paper.ini expands ($p)" '[[ $p =~ ^[0-9]+\ runs ]]'
+expect "paper grid: 4 lambdas x 5 taus x 2 caps of sprinter present" \
+  '[[ $("$S" sweep "$W/ship-paper.ini" --out "$W/ship-paper" --dry-run | grep -c " sprinter lambda=") -eq $((40 * $(grep -E "^seeds" "$SRC/experiments/paper.ini" | tr "," "\n" | wc -l))) ]]'
+
+echo "sweep_cli: $pass passed, $fail failed"
+[[ $fail -eq 0 ]]

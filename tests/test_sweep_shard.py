@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Results do not depend on how the work is split.
+
+- 3 shards (--shard I/3) partition the runs, and `sprinter merge` of their directories equals one
+  unsharded sweep (sweep_dump identical: run hashes, prompt rows, token logs); merging again adds
+  nothing.
+- --jobs 2 (two worker processes) equals --jobs 1; killing a --jobs 2 sweep with SIGKILL takes its
+  workers down too, and the resumed sweep still equals the reference.
+Deterministic (fixed seeds); no false-failure rate beyond a machine too slow for the timeouts.
+"""
+import argparse
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_fixture as fx  # noqa: E402
+
+
+def run(cmd, timeout=300):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+def hashes(out):
+    con = sqlite3.connect(os.path.join(out, "runs.sqlite"))
+    h = {r for (r,) in con.execute("SELECT run_hash FROM runs WHERE status='done'")}
+    con.close()
+    return h
+
+
+def procs_with(needle):
+    """Pids whose command line contains needle (read-only scan of /proc, for the orphan check)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if needle.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sprinter", required=True)
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    work = fx.make_models(args.sprinter, args.work)
+    spec = fx.write_spec(work, methods="ar, draft, sd, sprinter, oracle-iid, pmin, bild")
+    cache = os.path.join(work, "verifiers")
+    t = fx.Checks("sweep_shard")
+
+    def sweep(out, *extra):
+        return run([args.sprinter, "sweep", spec, "--out", out, "--quiet", "--verifier-cache", cache] + list(extra))
+
+    ref = os.path.join(work, "ref")
+    p = sweep(ref)
+    t.check(p.returncode == 0, "unsharded sweep exits 0 (%s)" % p.stderr.strip()[-300:])
+    rc, ref_dump, err = fx.dump(args.dump, ref)
+    t.check(rc == 0, "reference directory is consistent (%s)" % err.strip()[:300])
+    all_runs = hashes(ref)
+
+    base = os.path.join(work, "sharded")
+    parts = []
+    for i in range(3):
+        p = sweep(base, "--shard", "%d/3" % i)
+        t.check(p.returncode == 0, "shard %d/3 exits 0 (%s)" % (i, p.stderr.strip()[-300:]))
+        parts.append(hashes(os.path.join(base, "shard-%d" % i)))
+    t.check(all(parts) and set().union(*parts) == all_runs and sum(len(x) for x in parts) == len(all_runs),
+            "3 shards partition the %d runs (%s)" % (len(all_runs), [len(x) for x in parts]))
+
+    shard_dirs = [os.path.join(base, "shard-%d" % i) for i in range(3)]
+    m = run([args.sprinter, "merge", "--quiet"] + shard_dirs)
+    t.check(m.returncode == 0 and ("merged %d runs" % len(all_runs)) in m.stdout,
+            "merge adds every run once (%s%s)" % (m.stdout.strip(), m.stderr.strip()))
+    rc, got, err = fx.dump(args.dump, base)
+    t.check(rc == 0, "merged directory is consistent (%s)" % err.strip()[:300])
+    t.check(got == ref_dump, "3 merged shards equal one unsharded sweep: " +
+            ("same" if got == ref_dump else fx.first_difference(ref_dump, got)))
+    m = run([args.sprinter, "merge", "--out", base, "--quiet"] + shard_dirs)
+    rc, again, _ = fx.dump(args.dump, base)
+    t.check(m.returncode == 0 and "merged 0 runs" in m.stdout and ("%d duplicates" % len(all_runs)) in m.stdout
+            and again == ref_dump, "merging again adds nothing (%s)" % m.stdout.strip())
+
+    j2 = os.path.join(work, "jobs2")
+    p = sweep(j2, "--jobs", "2")
+    t.check(p.returncode == 0, "--jobs 2 exits 0 (%s)" % p.stderr.strip()[-300:])
+    rc, got, err = fx.dump(args.dump, j2)
+    t.check(rc == 0 and got == ref_dump, "--jobs 2 equals --jobs 1: " +
+            ("same" if got == ref_dump else err[:200] + fx.first_difference(ref_dump, got)))
+
+    j2k = os.path.join(work, "jobs2-killed")
+    proc = subprocess.Popen([args.sprinter, "sweep", spec, "--out", j2k, "--quiet", "--verifier-cache", cache,
+                             "--jobs", "2", "--test-delay-ms", "30"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(0.6)
+    proc.send_signal(signal.SIGKILL)
+    rc = proc.wait(timeout=60)
+    t.check(rc == -signal.SIGKILL, "the --jobs 2 sweep was killed mid-way (rc %d)" % rc)
+    left = []
+    for _ in range(50):
+        left = procs_with(j2k)
+        if not left:
+            break
+        time.sleep(0.1)
+    t.check(not left, "its worker processes died with it (left: %s)" % left)
+    p = sweep(j2k, "--jobs", "2")
+    rc, got, err = fx.dump(args.dump, j2k)
+    t.check(p.returncode == 0 and rc == 0 and got == ref_dump, "resumed --jobs 2 sweep equals the reference: " +
+            ("same" if got == ref_dump else err[:200] + fx.first_difference(ref_dump, got)))
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()
