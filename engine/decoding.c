@@ -34,7 +34,7 @@ struct Decoder {
 };
 
 static const char *const kNames[DM_COUNT] = {"ar", "draft", "sd", "sprinter", "bild", "pmin", "specdecpp", "oracle-iid",
-                                             "collect"};
+                                             "collect", "oracle-markov"};
 
 const char *decode_method_name(DecodeMethod m) { return (m >= 0 && m < DM_COUNT) ? kNames[m] : "?"; }
 
@@ -74,6 +74,7 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
     if (!(c->alpha >= 0 && c->alpha <= 1)) return sp_fail(err, "alpha = %g must be in [0, 1]", c->alpha);
     if (!(c->p_min >= 0 && c->p_min <= 1)) return sp_fail(err, "p_min = %g must be in [0, 1]", c->p_min);
     if (c->max_run < 0) return sp_fail(err, "max_run = %d must be >= 0", c->max_run);
+    if (!(c->oracle_stay >= 0 && c->oracle_stay < 1)) return sp_fail(err, "oracle_stay = %g must be in [0, 1)", c->oracle_stay);
     return 0;
 }
 
@@ -407,6 +408,7 @@ static int run_sprinter(Run *R) {
     Decoder *d = R->d;
     const DecodeConfig *cfg = R->cfg;
     int V = d->V, run = 0, have_q = 0, cur = 0;
+    int8_t last_decision[2] = {-1, -1}; /* oracle-markov: previous decision per true label */
     const float *L, *H;
     while (!R->done) {
         int n = R->n;
@@ -426,7 +428,8 @@ static int run_sprinter(Run *R) {
         TokenEvent e = blank_event();
         e.draft_token = x;
         e.q = q[x];
-        int need_p = cfg->audit || cfg->method == DM_ORACLE_IID;
+        int oracle = cfg->method == DM_ORACLE_IID || cfg->method == DM_ORACLE_MARKOV;
+        int need_p = cfg->audit || oracle;
         if (need_p) {
             if (audit_p(R, n)) return -1;
             e.p = d->pa[x];
@@ -440,9 +443,14 @@ static int run_sprinter(Run *R) {
             R->out->stats.verifier_evals++;
             R->out->stats.flops_verifier += 2.0 * d->ver->d;
             e.decision = (int8_t)(e.score >= cfg->tau);
-        } else if (cfg->method == DM_ORACLE_IID) {
+        } else if (oracle) {
             double rate = e.label == 1 ? cfg->eta_tp : cfg->eta_fp;
-            e.decision = (int8_t)(gsl_rng_uniform(R->rng) < rate);
+            int8_t *last = &last_decision[e.label == 1];
+            if (cfg->method == DM_ORACLE_MARKOV && *last >= 0 && gsl_rng_uniform(R->rng) < cfg->oracle_stay)
+                e.decision = *last;
+            else
+                e.decision = (int8_t)(gsl_rng_uniform(R->rng) < rate);
+            *last = e.decision;
         } else { /* collect: the target decides every token */
             e.decision = 0;
         }

@@ -19,6 +19,11 @@
  *   oracle-iid  SPRINTER with a synthetic verifier that knows the true label (q(x)/p(x) <= lambda,
  *               from the target) and accepts with prob eta_TP if acceptable, eta_FP if not, i.i.d.:
  *               the model Theorems 3.1-3.4 assume. Its peeks at p are audit cost, not target calls.
+ *   oracle-markov  the same oracle, but each label class's decisions form a Markov chain: with
+ *               prob oracle_stay the decision repeats the previous decision made on a token of
+ *               the same class, else it is a fresh Bernoulli(eta). The marginal rates stay
+ *               eta_TP / eta_FP; the errors are correlated (lag-1 autocorrelation ~ oracle_stay
+ *               within a class), violating the theorems' i.i.d. assumption.
  *
  * Every emitted token gets a TokenEvent; per-run counters go to DecodeStats. The decoder owns
  * sessions for the draft, the target and an audit copy of the target (used to learn p(x) for
@@ -45,6 +50,7 @@ typedef enum {
     DM_SPECDECPP,
     DM_ORACLE_IID,
     DM_COLLECT, /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */
+    DM_ORACLE_MARKOV, /* oracle with correlated errors (see oracle_stay) */
     DM_COUNT
 } DecodeMethod;
 
@@ -59,7 +65,8 @@ typedef struct DecodeConfig {
     double tau;             /* sprinter / specdecpp: verifier threshold */
     int max_run;            /* sprinter / oracle-iid: cap on consecutive verifier accepts, 0 = none */
     double lambda;          /* label threshold for oracle-iid and the audit: acceptable iff q/p <= lambda */
-    double eta_fp, eta_tp;  /* oracle-iid rates */
+    double eta_fp, eta_tp;  /* oracle-iid / oracle-markov rates */
+    double oracle_stay;     /* oracle-markov: probability of repeating the class's last decision */
     double alpha;           /* bild */
     double p_min;           /* pmin */
     int stop_at_eos;        /* stop after emitting the target's eos id */

@@ -196,6 +196,21 @@ static void test_laws(Fixture *f, const Verifier *ver, int full) {
         check(pv0 < 0.001, "negative control: oracle-iid eta_FP=%.1f draws are rejected against p (p-value %.2e)", fps[k], pv0);
     }
 
+    /* oracle-markov: the first decision of a run is a fresh draw, so the first token's law is the
+     * i.i.d. one; the correlation only shows across tokens (tested in test_bookkeeping) */
+    if (full) {
+        for (int v = 0; v < V_TINY; v++) law[v] = (1 - 0.3) * f->p[v] + 0.3 * f->q[v];
+        decode_config_default(&cfg);
+        cfg.method = DM_ORACLE_MARKOV;
+        cfg.eta_fp = 0.3;
+        cfg.eta_tp = 0.8;
+        cfg.oracle_stay = 0.7;
+        if (first_token_hist(f, &cfg, 57, counts) == 0) {
+            double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+            check(pv > 0.001, "oracle-markov lambda=1: first token ~ (1-eta_FP) p + eta_FP q (p-value %.4f)", pv);
+        }
+    }
+
     /* oracle-iid at lambda = 2: the exact law by label */
     decode_config_default(&cfg);
     cfg.method = DM_ORACLE_IID;
@@ -357,6 +372,44 @@ static int learned_verifier(Fixture *f, const char *work, Verifier *out) {
     return 0;
 }
 
+/* oracle-markov keeps its marginal rates but correlates consecutive decisions within a class;
+ * oracle-iid does not. Measured on the decision sequence of unacceptable tokens over many runs. */
+static void test_markov(Fixture *f) {
+    SpErr err = {{0}};
+    gsl_rng *rng = sampler_rng_new(21);
+    for (int markov = 0; markov < 2; markov++) {
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.method = markov ? DM_ORACLE_MARKOV : DM_ORACLE_IID;
+        cfg.eta_fp = 0.4;
+        cfg.eta_tp = 0.9;
+        cfg.oracle_stay = 0.8;
+        cfg.max_new = 48;
+        long n = 0, acc = 0, pairs = 0, same = 0;
+        for (int i = 0; i < 150; i++) {
+            int32_t prompt[2] = {(int32_t)(i % V_TINY), (int32_t)((i * 11 + 7) % V_TINY)};
+            DecodeOutput o;
+            if (decoder_run(f->dec, &cfg, prompt, 2, rng, &o, &err)) break;
+            int prev = -1;
+            for (int k = 0; k < o.n_events; k++) {
+                const TokenEvent *e = &o.events[k];
+                if (e->label != 0 || e->decision < 0) continue;
+                n++, acc += e->decision;
+                if (prev >= 0) pairs++, same += e->decision == prev;
+                prev = e->decision;
+            }
+            decode_output_free(&o);
+        }
+        double rate = (double)acc / (double)n, agree = (double)same / (double)pairs;
+        /* i.i.d.: P(same) = r^2 + (1-r)^2 = 0.52 at r = 0.4; Markov(0.8): 0.8 + 0.2 * 0.52 = 0.904 */
+        double want = markov ? 0.8 + 0.2 * 0.52 : 0.52;
+        check(fabs(rate - 0.4) < 0.04 && fabs(agree - want) < 0.05,
+              "%s: eta_FP measured %.3f (set 0.4); consecutive-decision agreement %.3f (expected %.3f, %ld pairs)",
+              decode_method_name(cfg.method), rate, agree, want, pairs);
+    }
+    gsl_rng_free(rng);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_decoding WORKDIR\n");
@@ -395,6 +448,7 @@ int main(int argc, char **argv) {
     test_laws(&f, &ver, 0);
     test_greedy(&f);
     test_bookkeeping(&f);
+    test_markov(&f);
     decoder_free(f.dec);
     model_free(f.draft);
     model_free(f.target);
