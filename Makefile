@@ -27,3 +27,6 @@ test: deps-test
 
 clean:
 	rm -rf build build-test
+
+# corpus, datasets, tokenizer and the default draft/target pair (make corpus / datasets / tokenizer / models)
+include data/models.mk

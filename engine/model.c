@@ -462,6 +462,38 @@ static void embed(Session *s, const int32_t *tok, int n, int p0) {
     }
 }
 
+/* Decode and short verification batches: a BLAS call per head costs more than the arithmetic,
+ * so loop directly, and only over the visible keys [lo, pos]. Same math as the sgemm path. */
+#define ATTN_DIRECT_MAX_ROWS 8
+
+static void attention_direct(Session *s, const float *q, int ldq, int n, int p0, int window, float scale,
+                             const float *K, const float *V) {
+    const ModelConfig *c = &s->m->cfg;
+    int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
+    float *sc = s->scores; /* [T] */
+    for (int i = 0; i < n; i++) {
+        int pos = p0 + i, lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0, m = pos - lo + 1;
+        for (int h = 0; h < H; h++) {
+            const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
+            const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
+            for (int j = 0; j < m; j++) {
+                const float *kj = Kg + (size_t)(lo + j) * kvd;
+                float dot = 0;
+                for (int t = 0; t < hd; t++) dot += qh[t] * kj[t];
+                sc[j] = dot * scale;
+            }
+            softmax_inplace(sc, m);
+            float *out = s->att + (size_t)i * H * hd + (size_t)h * hd;
+            memset(out, 0, (size_t)hd * sizeof *out);
+            for (int j = 0; j < m; j++) {
+                const float *vj = Vg + (size_t)(lo + j) * kvd;
+                float w = sc[j];
+                for (int t = 0; t < hd; t++) out[t] += w * vj[t];
+            }
+        }
+    }
+}
+
 /* Causal (optionally windowed) multi-head attention for queries at p0..p0+n-1 over the cache.
  * q: [n, ldq] with head h at columns h*hd; K, V: [max_ctx, kvd] of this layer; out att [n, H*hd]. */
 static void attention(Session *s, int layer, const float *q, int ldq, int n, int p0) {
@@ -472,6 +504,10 @@ static void attention(Session *s, int layer, const float *q, int ldq, int n, int
     if (c->arch != ARCH_GPTNEO) scale = 1.0f / sqrtf((float)hd);
     if (c->arch == ARCH_GPT2 && c->scale_attn_by_layer) scale /= (float)(layer + 1);
     const float *K = s->kc + (size_t)layer * s->max_ctx * kvd, *V = s->vc + (size_t)layer * s->max_ctx * kvd;
+    if (n <= ATTN_DIRECT_MAX_ROWS) {
+        attention_direct(s, q, ldq, n, p0, window, scale, K, V);
+        return;
+    }
     for (int h = 0; h < H; h++) {
         int g = h / group;
         /* scores[n, T] = scale * Q_h[n, hd] K_g[T, hd]^T */
