@@ -1,0 +1,42 @@
+# data/models.mk - the default draft/target pipeline, included from the root Makefile.
+#   make corpus     Debian packages -> data/corpus/out/{train,valid,test}.{txt,jsonl} + MANIFEST.json
+#   make corpus-verify   check the cached .debs and corpus outputs against data/corpus/MANIFEST.json
+#   make datasets   test split -> data/datasets/{encyclopedic,sentences}.jsonl
+#   make tokenizer  train split -> data/models/tokenizer/{vocab.json,merges.txt,tokenizer.json}
+#   make tokenizer-check  round trip + (if build/sprinter exists) C-vs-Python token ids
+#   make models     retrain draft + target from scratch (~60-75 min on one thread), write
+#                   data/models/MANIFEST.json (incl. test perplexities)
+# Each step builds the outputs of the earlier steps it needs when they are missing; running a
+# step again reproduces the same files (fixed seeds, deterministic ordering).
+DATA_PY ?= /usr/bin/python3
+DATA_SPRINTER ?= build/sprinter
+DATA_CORPUS_OUT := data/corpus/out/train.txt data/corpus/out/valid.txt data/corpus/out/test.txt \
+                   data/corpus/out/test.jsonl
+DATA_TOKENIZER := data/models/tokenizer/vocab.json data/models/tokenizer/merges.txt
+
+.PHONY: corpus corpus-verify datasets tokenizer tokenizer-check models
+
+corpus:
+	$(DATA_PY) data/corpus/build_corpus.py
+
+corpus-verify:
+	$(DATA_PY) data/corpus/build_corpus.py --verify
+
+$(DATA_CORPUS_OUT) &:
+	$(DATA_PY) data/corpus/build_corpus.py
+
+datasets: data/corpus/out/test.jsonl
+	$(DATA_PY) data/datasets/build_datasets.py
+
+tokenizer: data/corpus/out/train.txt
+	$(DATA_PY) data/tokenizer/train_tokenizer.py --vocab-size 2048
+	$(DATA_PY) data/tokenizer/check_tokenizer.py
+
+tokenizer-check: $(DATA_TOKENIZER) data/corpus/out/test.txt
+	$(DATA_PY) data/tokenizer/check_tokenizer.py $(if $(wildcard $(DATA_SPRINTER)),--sprinter $(DATA_SPRINTER))
+
+$(DATA_TOKENIZER) &: | data/corpus/out/train.txt
+	$(DATA_PY) data/tokenizer/train_tokenizer.py --vocab-size 2048
+
+models: $(DATA_TOKENIZER) data/corpus/out/train.txt data/corpus/out/valid.txt data/corpus/out/test.txt
+	sh data/train/train_models.sh
