@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "commands.h"
@@ -28,7 +29,7 @@ static const char kDecodeHelp[] =
     "  --temperature T --top-k K --top-p P --seed S   sampling (defaults 1, 0, 1, 0)\n"
     "  --audit            also compute p(x) for every verifier decision (eta_FP, eta_TP)\n"
     "  --stop-at-eos      stop at the end-of-sequence token\n"
-    "  --threads N        OpenBLAS threads\n"
+    "  --threads N        OpenBLAS threads (default: 1 when the larger model is under 32 MB, else all cores)\n"
     "Per method prints: tokens/s (audit excluded), target calls, tokens per target call, mean\n"
     "accepted run (draft tokens emitted per target call), and with --audit eta_FP / eta_TP.\n";
 
@@ -119,7 +120,6 @@ int cmd_decode(int argc, char **argv) {
     decode_config_default(&base);
     int prc = parse(argc, argv, &o, &base);
     if (prc) return prc == 1 ? 0 : prc;
-    if (o.threads) openblas_set_num_threads((int)o.threads);
     SpErr err = {{0}};
     int rc = 1;
     Model *dm = NULL, *tm = NULL;
@@ -146,6 +146,9 @@ int cmd_decode(int argc, char **argv) {
         if (!(tok = tokenizer_load_dir(o.target ? o.target : o.draft, &err))) goto done;
     }
     const ModelConfig *mc = model_config(tm ? tm : dm);
+    int64_t biggest = tm ? model_weight_bytes(tm) : model_weight_bytes(dm);
+    if (dm && model_weight_bytes(dm) > biggest) biggest = model_weight_bytes(dm);
+    openblas_set_num_threads(o.threads ? (int)o.threads : suggest_threads(biggest, (int)sysconf(_SC_NPROCESSORS_ONLN)));
     if (o.prompt) {
         if (tokenizer_encode(tok, o.prompt, strlen(o.prompt), mc->arch == ARCH_LLAMA, &ids, &n, &err)) goto done;
     } else if (arg_ids("decode", "prompt-ids", o.prompt_ids, 1 << 20, &ids, &n)) {

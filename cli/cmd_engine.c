@@ -66,7 +66,7 @@ static const char kGenerateHelp[] =
     "  --top-p P          nucleus sampling mass, 1 = off (default 1)\n"
     "  --seed S           RNG seed (default 0)\n"
     "  --ignore-eos       keep generating after the end-of-sequence token\n"
-    "  --threads N        OpenBLAS threads (default: OpenBLAS's own choice)\n"
+    "  --threads N        OpenBLAS threads (default: 1 for models under 32 MB, else all cores)\n"
     "Prints the continuation on stdout and timing on stderr.\n";
 
 int cmd_generate(int argc, char **argv) {
@@ -105,7 +105,6 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "sprinter generate: need --model and exactly one of --prompt, --prompt-ids\n");
         return 2;
     }
-    if (threads) openblas_set_num_threads((int)threads);
     SpErr err = {{0}};
     int rc = 1;
     Model *m = NULL;
@@ -122,6 +121,8 @@ int cmd_generate(int argc, char **argv) {
         goto done;
     }
     const ModelConfig *c = model_config(m);
+    openblas_set_num_threads(threads ? (int)threads
+                                     : suggest_threads(model_weight_bytes(m), (int)sysconf(_SC_NPROCESSORS_ONLN)));
     if (prompt || tok_dir) {
         tok = tokenizer_load_dir(tok_dir ? tok_dir : model_dir, &err);
         if (!tok) goto done;

@@ -335,6 +335,10 @@ const ModelConfig *model_config(const Model *m) { return &m->cfg; }
 int64_t model_n_params(const Model *m) { return m->n_params; }
 int64_t model_weight_bytes(const Model *m) { return m->weight_bytes; }
 
+int suggest_threads(int64_t weight_bytes, int n_cores) {
+    return weight_bytes < SMALL_MODEL_BYTES || n_cores < 1 ? 1 : n_cores;
+}
+
 /* ------------------------------------------------------------------ session */
 
 struct Session {
