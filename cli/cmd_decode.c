@@ -29,6 +29,7 @@ static const char kDecodeHelp[] =
     "  --temperature T --top-k K --top-p P --seed S   sampling (defaults 1, 0, 1, 0)\n"
     "  --audit            also compute p(x) for every verifier decision (eta_FP, eta_TP)\n"
     "  --stop-at-eos      stop at the end-of-sequence token\n"
+    "  --json             after each method's row, one JSON line with every DecodeStats field\n"
     "  --threads N        OpenBLAS threads (default: 1 when the larger model is under 32 MB, else all cores)\n"
     "Per method prints: tokens/s (audit excluded), target calls, tokens per target call, mean\n"
     "accepted run (draft tokens emitted per target call), and with --audit eta_FP / eta_TP.\n";
@@ -38,6 +39,7 @@ typedef struct Opts {
     long threads;
     uint64_t seed;
     int print_text;
+    int json;
 } Opts;
 
 static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
@@ -54,7 +56,8 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"top-k", required_argument, 0, 'k'},     {"top-p", required_argument, 0, 'u'},
         {"seed", required_argument, 0, 's'},      {"audit", no_argument, 0, 'A'},
         {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
-        {"text", no_argument, 0, 'x'},            {"help", no_argument, 0, 'h'},
+        {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     double f;
     long l;
@@ -84,6 +87,7 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'E': c->stop_at_eos = 1; break;
         case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, &o->threads)) return 2; break;
         case 'x': o->print_text = 1; break;
+        case 'J': o->json = 1; break;
         case 'h': fputs(kDecodeHelp, stdout); return 1;
         default: fprintf(stderr, "sprinter decode: unknown or incomplete option (see sprinter decode --help)\n"); return 2;
         }
@@ -93,6 +97,21 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         return 2;
     }
     return 0;
+}
+
+/* One JSON object with every counter (times in seconds, FLOPs at 2 * params per position). */
+static void report_json(const DecodeConfig *c, const DecodeOutput *o) {
+    const DecodeStats *s = &o->stats;
+    printf("{\"method\": \"%s\", \"tokens\": %lld, \"draft_forwards\": %lld, \"draft_tokens\": %lld, "
+           "\"target_forwards\": %lld, \"target_tokens\": %lld, \"audit_forwards\": %lld, \"audit_tokens\": %lld, "
+           "\"verifier_evals\": %lld, \"drafted\": %lld, \"accepted\": %lld, \"t_total\": %.9g, \"t_draft\": %.9g, "
+           "\"t_target\": %.9g, \"t_verifier\": %.9g, \"t_audit\": %.9g, \"flops_draft\": %.9g, "
+           "\"flops_target\": %.9g, \"flops_verifier\": %.9g}\n",
+           decode_method_name(c->method), (long long)s->tokens, (long long)s->draft_forwards, (long long)s->draft_tokens,
+           (long long)s->target_forwards, (long long)s->target_tokens, (long long)s->audit_forwards,
+           (long long)s->audit_tokens, (long long)s->verifier_evals, (long long)s->drafted, (long long)s->accepted,
+           s->t_total, s->t_draft, s->t_target, s->t_verifier, s->t_audit, s->flops_draft, s->flops_target,
+           s->flops_verifier);
 }
 
 static void report(const DecodeConfig *c, const DecodeOutput *o) {
@@ -189,6 +208,7 @@ int cmd_decode(int argc, char **argv) {
             goto done;
         }
         report(&c, &out);
+        if (o.json) report_json(&c, &out);
         if (o.print_text && tok) {
             char *text;
             size_t len;
