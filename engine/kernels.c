@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+#include <omp.h>
 #if defined(__F16C__) && defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -67,9 +68,90 @@ static void add_bias(float *y, int n, int out, int ldy, const float *bias) {
     }
 }
 
-/* f32 weights: one BLAS call. */
-static void linear_f32(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
+/* dot(a, b) over n floats with 8 independent partial sums, so the compiler vectorises it
+ * without reassociating a single running sum. */
+static inline float dot8(const float *a, const float *b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Few rows (speculative verification): BLAS sgemm packs the whole weight matrix for a handful of
+ * rows, costing 3-5x a matrix-vector product. Here every weight element is read from memory
+ * once, in storage order, and used for all n rows; the weight rows are split across OpenMP
+ * threads (contiguous streams).
+ *   out-major W[out, in]: y[r, o] = x[r, :] . W[o, :]        (threads own output columns)
+ *   in-major  W[in, out]: y[r, :] = sum_i x[r, i] W[i, :]     (threads own input rows and
+ *                         accumulate partial sums in acc[T, n, out], then reduce) */
+#define LIN_FEW_ROWS 8
+#define LIN_PAR_MIN ((size_t)1 << 18) /* below this many weights one thread is faster */
+
+/* y[r, o] for o in [o0, o1): out-major rows of W dotted with every x row. */
+static void few_out_major(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, int o0, int o1) {
+    for (int o = o0; o < o1; o++) {
+        const float *w = (const float *)L->w + (size_t)o * L->in;
+        for (int r = 0; r < n; r++) y[(size_t)r * ldy + o] = dot8(x + (size_t)r * ldx, w, L->in);
+    }
+}
+
+/* a[r, :] = sum_{i in [i0, i1)} x[r, i] W[i, :] for in-major W (a is [n, out], overwritten). */
+static void few_in_major(const LinearW *L, const float *x, int n, int ldx, float *a, int i0, int i1) {
+    int out = L->out;
+    memset(a, 0, (size_t)n * (size_t)out * sizeof *a);
+    for (int i = i0; i < i1; i++) {
+        const float *w = (const float *)L->w + (size_t)i * out;
+        for (int r = 0; r < n; r++) {
+            float xi = x[(size_t)r * ldx + i], *ar = a + (size_t)r * out;
+            for (int c = 0; c < out; c++) ar[c] += xi * w[c];
+        }
+    }
+}
+
+static int linear_few_rows(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *acc,
+                           size_t acc_elems) {
+    int in = L->in, out = L->out;
+    int T = (size_t)in * (size_t)out >= LIN_PAR_MIN ? omp_get_max_threads() : 1;
+    size_t part = (size_t)n * (size_t)out;
+    if (!L->out_major && part * (size_t)(T > 1 ? T : 1) > acc_elems) return -1; /* caller falls back to BLAS */
+    if (T <= 1) { /* no parallel region at all: small matrices (the default pair) */
+        if (L->out_major) {
+            few_out_major(L, x, n, ldx, y, ldy, 0, out);
+        } else {
+            few_in_major(L, x, n, ldx, acc, 0, in);
+            for (int r = 0; r < n; r++) memcpy(y + (size_t)r * ldy, acc + (size_t)r * out, (size_t)out * sizeof *y);
+        }
+        return 0;
+    }
+#pragma omp parallel num_threads(T)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        if (L->out_major) {
+            few_out_major(L, x, n, ldx, y, ldy, (int)((long)out * t / nt), (int)((long)out * (t + 1) / nt));
+        } else {
+            few_in_major(L, x, n, ldx, acc + part * (size_t)t, (int)((long)in * t / nt), (int)((long)in * (t + 1) / nt));
+#pragma omp barrier
+            /* reduce: thread t sums columns [c0, c1) over every thread's partial */
+            int c0 = (int)((long)out * t / nt), c1 = (int)((long)out * (t + 1) / nt);
+            for (int r = 0; r < n; r++)
+                for (int c = c0; c < c1; c++) {
+                    float s = 0;
+                    for (int u = 0; u < nt; u++) s += acc[part * (size_t)u + (size_t)r * out + c];
+                    y[(size_t)r * ldy + c] = s;
+                }
+        }
+    }
+    return 0;
+}
+
+/* f32 weights: one BLAS call (sgemv for one row, sgemm for many), or linear_few_rows. */
+static void linear_f32(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile,
+                       size_t tile_elems) {
     const float *W = L->w;
+    if (n > 1 && n <= LIN_FEW_ROWS && linear_few_rows(L, x, n, ldx, y, ldy, tile, tile_elems) == 0) return;
     if (n == 1 && ldy >= L->out) {
         if (L->out_major) /* y[out] = W[out,in] x */
             cblas_sgemv(CblasRowMajor, CblasNoTrans, L->out, L->in, 1.0f, W, L->in, x, 1, 0.0f, y, 1);
@@ -95,7 +177,11 @@ static void linear_tiled(const LinearW *L, const float *x, int n, int ldx, float
     for (int r0 = 0; r0 < n_rows; r0 += rows_per) {
         int rt = n_rows - r0 < rows_per ? n_rows - r0 : rows_per;
         widen(L->w, L->dtype, (size_t)r0 * row_len, (size_t)rt * row_len, tile);
-        if (L->out_major)
+        if (n == 1 && L->out_major) /* y[r0:r0+rt] = tile[rt, in] x */
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, rt, L->in, 1.0f, tile, L->in, x, 1, 0.0f, y + r0, 1);
+        else if (n == 1) /* y += tile[rt, out]^T x[r0:r0+rt] */
+            cblas_sgemv(CblasRowMajor, CblasTrans, rt, L->out, 1.0f, tile, L->out, x + r0, 1, r0 == 0 ? 0.0f : 1.0f, y, 1);
+        else if (L->out_major)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rt, L->in, 1.0f, x, ldx, tile, L->in, 0.0f, y + r0,
                         ldy);
         else
@@ -106,7 +192,7 @@ static void linear_tiled(const LinearW *L, const float *x, int n, int ldx, float
 
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
     if (L->dtype == DT_F32)
-        linear_f32(L, x, n, ldx, y, ldy);
+        linear_f32(L, x, n, ldx, y, ldy, tile, tile_elems);
     else
         linear_tiled(L, x, n, ldx, y, ldy, tile, tile_elems);
     add_bias(y, n, L->out, ldy, L->bias);
