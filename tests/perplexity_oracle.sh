@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# C perplexity (`sprinter perplexity`) vs the PyTorch implementation (data/train/perplexity.py,
+# its own GPT-2 and its own Python BPE encoder) on the committed models, with text built from the
+# committed evaluation sets (prompt + reference = one document per line). Required agreement:
+# relative difference of perplexity <= 0.5% (issue 3's bar); the measured difference is printed.
+# usage: perplexity_oracle.sh SPRINTER SRCDIR WORKDIR
+set -uo pipefail
+S=$1; SRC=$2; W=$3
+mkdir -p "$W"
+/usr/bin/python3 -c "
+import json, sys
+with open('$W/docs.txt', 'w') as out:
+    for name in ('encyclopedic', 'sentences'):
+        for i, line in enumerate(open('$SRC/data/datasets/' + name + '.jsonl')):
+            if i >= 150: break
+            o = json.loads(line)
+            out.write((o['prompt'] + o['reference']).replace('\n', ' ') + '\n')
+"
+pass=0; fail=0
+for m in draft target; do
+  M=$SRC/data/models/$m
+  if [[ ! -f $M/model.safetensors ]]; then echo "FAIL: $M missing"; fail=$((fail+1)); continue; fi
+  c=$("$S" perplexity --model "$M" --data "$W/docs.txt") || { echo "FAIL: sprinter perplexity $m"; fail=$((fail+1)); continue; }
+  t=$(/usr/bin/python3 "$SRC/data/train/perplexity.py" --model "$M" --data "$W/docs.txt" --threads 1 | tail -1)
+  verdict=$(/usr/bin/python3 -c "
+import json; c=json.loads('$c'); t=json.loads('$t')
+rel=abs(c['ppl']-t['ppl'])/t['ppl']
+ok = c['tokens']==t['tokens'] and rel <= 0.005
+print(('ok' if ok else 'FAIL'), 'C ppl %.6f, PyTorch ppl %.6f, tokens %d/%d, relative diff %.2e' % (c['ppl'], t['ppl'], c['tokens'], t['tokens'], rel))")
+  echo "$m: $verdict"
+  [[ $verdict == ok* ]] && pass=$((pass+1)) || fail=$((fail+1))
+done
+echo "perplexity_oracle: $pass passed, $fail failed"
+[[ $fail -eq 0 ]]
