@@ -1,5 +1,5 @@
 # The README's two commands. Both install what they need (Debian packages), build and run.
-#   make demo   release build, a demo model, generation
+#   make demo   release build, then the default pair through sweep, scoring and analysis
 #   make test   sanitizer build (ASan + UBSan) and the whole CTest suite
 JOBS ?= $(shell nproc)
 

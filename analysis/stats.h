@@ -42,4 +42,49 @@ TestResult runs_test(const int8_t *x, size_t n);
 /* Total variation distance 1/2 sum |a - b| over V entries. */
 double tv_distance(const double *a, const double *b, int V);
 
+/* ---- tests of fit and homogeneity ---- */
+
+/* Pearson chi-square goodness of fit of observed counts obs[0..k) to expected counts exp[0..k)
+ * (same total). Neighbouring cells are pooled left to right until every pooled cell expects at
+ * least min_expected (the last pooled cell joins its left neighbour if it falls short). df =
+ * cells - 1 - n_params (at least 1). p = NaN when fewer than 2 cells remain. */
+TestResult chisq_gof(const double *obs, const double *exp, int k, double min_expected, int n_params);
+
+/* Chi-square test that k groups share one success probability: succ[i] of n[i]. Groups with n = 0
+ * are skipped; df = (groups used) - 1. p = NaN with fewer than 2 groups or no variation possible
+ * (all successes or none). */
+TestResult chisq_homogeneity(const int64_t *succ, const int64_t *n, int k);
+/* The same statistic with a Monte Carlo p-value that stays valid with small expected counts: tables
+ * with the observed margins (group sizes, total successes) drawn from their multivariate
+ * hypergeometric law under homogeneity (seeded RNG), p = (1 + #{chi2* >= chi2}) / (reps + 1). */
+TestResult chisq_homogeneity_mc(const int64_t *succ, const int64_t *n, int k, int reps, unsigned long seed);
+
+/* ---- survival of a discrete time under right censoring ---- */
+
+/* Kaplan-Meier for a count T >= 0 observed as t[i] with event[i] = 1 (T = t[i]) or 0 (censored:
+ * T >= t[i], status at t[i] unknown), observation i counted weight[i] times (weight NULL: once).
+ * S[k] = P(T >= k) for k = 0..kmax (S[0] = 1); times above kmax count as kmax. Where no observation
+ * is at risk any more S stays flat (the estimate is undefined beyond the data). Allocates. */
+void km_discrete(const int *t, const int8_t *event, const double *weight, size_t n, int kmax, double *S);
+
+/* ---- classifier curves ---- */
+
+/* Area under the ROC curve of score s for labels y in {0, 1} (entries with y < 0 or NaN s are
+ * skipped), as the Mann-Whitney probability P(s_pos > s_neg) + P(tie)/2. *n_pos, *n_neg get the
+ * counts used (may be NULL). NaN when a class is empty. Allocates a sorted copy. */
+double auc_scores(const float *s, const int8_t *y, size_t n, int64_t *n_pos, int64_t *n_neg);
+/* The ROC curve: thresholds at every distinct score, from above the largest (0, 0) down to (1, 1).
+ * fpr/tpr are malloc'd arrays of *m points (caller frees). Returns -1 when a class is empty or
+ * allocation fails. */
+int roc_curve(const float *s, const int8_t *y, size_t n, double **fpr, double **tpr, int *m);
+/* Hanley-McNeil standard error of an AUC estimated from n_pos positives and n_neg negatives. */
+double auc_se(double auc, int64_t n_pos, int64_t n_neg);
+
+/* ---- small helpers ---- */
+double mean_of(const double *x, size_t n);
+/* Sample standard deviation (n - 1); 0 when n < 2. */
+double sd_of(const double *x, size_t n);
+/* Two-sided standard normal quantile for confidence conf (1.959964 for 0.95). */
+double z_of_conf(double conf);
+
 #endif

@@ -27,3 +27,43 @@ double thm33_expected_n_mix(double eta_tp, double eta_fp, const double *weight, 
     }
     return w > 0 ? s / w : NAN;
 }
+
+void thm33_chain_tail(double eta_tp, double eta_fp, const LabelChain *c, int kmax, double *S) {
+    S[0] = 1;
+    if (kmax < 1) return;
+    double f1 = c->pi1 * eta_tp, f0 = (1 - c->pi1) * eta_fp; /* P(D_1..D_k = 1, L_k = l) */
+    S[1] = f1 + f0;
+    for (int k = 2; k <= kmax; k++) {
+        double n1 = (f1 * c->t11 + f0 * c->t01) * eta_tp;
+        double n0 = (f1 * (1 - c->t11) + f0 * (1 - c->t01)) * eta_fp;
+        f1 = n1, f0 = n0;
+        S[k] = f1 + f0;
+    }
+}
+
+void thm33_mix_tail(double eta_tp, double eta_fp, const double *weight, int max_r, int kmax, double *S) {
+    double w = 0;
+    for (int r = 0; r <= max_r; r++) w += weight[r] > 0 ? weight[r] : 0;
+    for (int k = 0; k <= kmax; k++) {
+        double s = 0;
+        for (int r = 0; r <= max_r; r++)
+            if (weight[r] > 0) s += weight[r] * thm33_tail(eta_tp, eta_fp, r, k);
+        S[k] = w > 0 ? s / w : NAN;
+    }
+}
+
+double tail_capped_mean(const double *S, int cap) {
+    double s = 0;
+    for (int k = 1; k <= cap; k++) s += S[k];
+    return s;
+}
+
+double thm34_block_steps(const double *S, int kmax, int max_run, int left) {
+    if (left > kmax) left = kmax;
+    if (max_run > 0 && max_run < left) return tail_capped_mean(S, max_run) + 1;
+    return tail_capped_mean(S, left) + (1 - S[left]);
+}
+
+double thm34_latency(double e_n, double c_draft, double c_verifier, double c_target) {
+    return ((e_n + 1) * (c_draft + c_verifier) + c_target) / (e_n + 1);
+}

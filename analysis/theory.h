@@ -21,4 +21,39 @@ double thm33_expected_n(double eta_tp, double eta_fp, int r, int cap);
 /* E[N] averaged over an empirical distribution of r: weight[r] for r = 0..max_r. */
 double thm33_expected_n_mix(double eta_tp, double eta_fp, const double *weight, int max_r, int cap);
 
+/* ---- label processes beyond the paper's model ----
+ * The tokens a draft proposes within one block (between two target calls) carry labels
+ * L_1, L_2, ... (1 acceptable, 0 not). The theorems' verifier accepts token j with probability
+ * eta_TP or eta_FP by L_j, independently of everything else; then P(N >= k) = E[prod_{j<=k} eta_{L_j}].
+ * The paper's label model is "L = 1^r 0 0 0 ...". The harness also uses a two-state Markov chain
+ * for L, estimated from audited labels: */
+typedef struct LabelChain {
+    double pi1; /* P(L_1 = 1): the block's first drafted token is acceptable */
+    double t11; /* P(L_{j+1} = 1 | L_j = 1) */
+    double t01; /* P(L_{j+1} = 1 | L_j = 0); the paper's model has t01 = 0 */
+} LabelChain;
+
+/* S[k] = P(N >= k) for k = 0..kmax under an i.i.d. verifier on chain-c labels (S[0] = 1). */
+void thm33_chain_tail(double eta_tp, double eta_fp, const LabelChain *c, int kmax, double *S);
+/* S[k] = P(N >= k) for k = 0..kmax under the paper's model with r ~ weight[0..max_r] (normalised
+ * here; all zero gives NaN). */
+void thm33_mix_tail(double eta_tp, double eta_fp, const double *weight, int max_r, int kmax, double *S);
+/* E[min(N, cap)] = sum_{k=1..cap} S[k] for a tail S[0..cap]. */
+double tail_capped_mean(const double *S, int cap);
+
+/* ---- Thm 3.4 (the harness's reading; the paper's text is not available here) ----
+ * Stopping time T = draft steps (verifier decisions) per target call = N + 1: the N accepted
+ * tokens and the one the verifier rejects (or the one after max_run accepts), which the target
+ * then decides. With caps, a block that starts with `left` tokens still to generate has
+ *   T = min(N, max_run) + 1                       when 0 < max_run < left,
+ *   T = min(N, left) + [N < left]                 otherwise (the run may end the generation).
+ * S must reach index min(left, kmax); left > kmax is treated as left = kmax. */
+double thm34_block_steps(const double *S, int kmax, int max_run, int left);
+/* Expected latency per emitted token of the uncapped process (renewal-reward): every block costs
+ * E[T] = E[N] + 1 draft forwards and verifier evaluations and one target call and emits
+ * E[N] + 1 tokens (the target's accept or resample ends it):
+ *   latency = ((E[N] + 1)(c_draft + c_verifier) + c_target) / (E[N] + 1),
+ * with c_* the measured seconds per draft forward, verifier evaluation and target call. */
+double thm34_latency(double e_n, double c_draft, double c_verifier, double c_target);
+
 #endif

@@ -16,5 +16,11 @@ int cmd_merge(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
 int cmd_train_verifier(int argc, char **argv);
+/* score + dtv (experiments/score.h, experiments/dtv.h) */
+int cmd_score(int argc, char **argv);
+int cmd_dtv(int argc, char **argv);
+
+/* analysis report (analysis/report.h) */
+int cmd_analyze(int argc, char **argv);
 
 #endif

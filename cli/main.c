@@ -22,6 +22,9 @@ static const Command kCommands[] = {
     {"sweep", cmd_sweep, "run an experiment grid (experiments/*.ini) into results/ (SQLite + HDF5), resumable"},
     {"merge", cmd_merge, "merge the results directories of sweep shards"},
     {"summary", cmd_summary, "print the per-method table of a results directory"},
+    {"score", cmd_score, "target log-likelihood and text of every sweep output (results/X/runs.sqlite: outputs)"},
+    {"dtv", cmd_dtv, "exact per-prefix d_TV(p, p_SPRINTER) vs Theorem 3.1, oracle, sampling estimate (HDF5)"},
+    {"analyze", cmd_analyze, "report of a results directory: theorem checks, i.i.d. tests, quality, paper tables, plots"},
     {"perplexity", cmd_perplexity, "perplexity of a model on a text file (one document per line)"},
 };
 #define N_COMMANDS (int)(sizeof kCommands / sizeof kCommands[0])

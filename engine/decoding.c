@@ -194,6 +194,14 @@ static int lane_advance(Run *R, Lane *L, int upto, int n_tail, const float **log
     *calls += 1;
     *toks += c;
     *flops += 2.0 * L->params * c;
+    /* A NaN/Inf weight surfaces here: name the model and the position (the sampler could not). */
+    int V = model_config(L->m)->vocab_size;
+    for (size_t i = 0; i < (size_t)n_tail * (size_t)V; i++)
+        if (!isfinite((*logits)[i]))
+            return sp_fail(R->err, "%s model: logits at position %d contain %s at index %d",
+                           L == &R->d->draft ? "draft" : L == &R->d->target ? "target" : "target (audit)",
+                           upto - n_tail + (int)(i / (size_t)V),
+                           isnan((*logits)[i]) ? "NaN" : (*logits)[i] > 0 ? "+Inf" : "-Inf", (int)(i % (size_t)V));
     return 0;
 }
 

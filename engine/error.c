@@ -4,12 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Keeps a message on one line: a control character echoed from hostile input (a tensor name or a
+ * JSON string holding "\n") becomes a space. */
+static void one_line(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7F) *s = ' ';
+}
+
 int sp_fail(SpErr *e, const char *fmt, ...) {
     if (!e) return -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    one_line(e->msg);
     return -1;
 }
 
@@ -32,5 +40,6 @@ int sp_err_prefix(SpErr *e, const char *fmt, ...) {
     if (ol > room) ol = room;
     memcpy(e->msg + k + 2, old, ol);
     e->msg[k + 2 + ol] = '\0';
+    one_line(e->msg);
     return -1;
 }

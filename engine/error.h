@@ -14,7 +14,8 @@ typedef struct SpErr {
     char msg[1024];
 } SpErr;
 
-/* Formats the message into e (if e is non-NULL) and returns -1. */
+/* Formats the message into e (if e is non-NULL) and returns -1. Control characters in the result
+ * (say a "\n" echoed from a hostile file) become spaces, so the message stays one line. */
 int sp_fail(SpErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prepends "prefix: " to the current message. Returns -1. */

@@ -90,7 +90,8 @@ static int parse_entry(const cJSON *item, const char *fname, size_t data_size, S
     if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)))
         return sp_fail(err, "%s: tensor %s: data_offsets must be two integers", fname, name);
     double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
-    if (b != (double)(int64_t)b || en != (double)(int64_t)en || b < 0 || en < b || en > (double)data_size)
+    /* range first: casting a double beyond int64_t (1e300) to an integer is undefined */
+    if (!(b >= 0 && en >= b && en <= (double)data_size) || b != (double)(int64_t)b || en != (double)(int64_t)en)
         return sp_fail(err, "%s: tensor %s: data_offsets [%.0f, %.0f] outside the data buffer of %zu bytes",
                        fname, name, b, en, data_size);
     size_t begin = (size_t)b, end = (size_t)en;

@@ -29,7 +29,8 @@ static const char kSchema[] =
     "  verifier_path TEXT, verifier_sha256 TEXT,\n"
     "  config TEXT NOT NULL, spec_name TEXT NOT NULL, spec_path TEXT NOT NULL, spec_sha256 TEXT NOT NULL,\n"
     "  git_commit TEXT NOT NULL, host TEXT, token_log TEXT NOT NULL,\n"
-    "  started_at TEXT NOT NULL, finished_at TEXT);\n"
+    "  started_at TEXT NOT NULL, finished_at TEXT,\n"
+    "  oracle_stay REAL);\n" /* schema v3 */
     "CREATE TABLE IF NOT EXISTS prompts(\n"
     "  run_hash TEXT NOT NULL, prompt_index INTEGER NOT NULL, example_id TEXT,\n"
     "  n_prompt_tokens INTEGER NOT NULL, prompt_truncated INTEGER NOT NULL, rng_seed TEXT NOT NULL,\n"
@@ -53,15 +54,33 @@ static const char kSchema[] =
     "  CAST(SUM(p.target_calls) AS REAL) / SUM(p.tokens) AS target_calls_per_token,\n"
     "  CAST(SUM(p.fp) AS REAL) / SUM(p.audited_neg) AS eta_fp,\n"
     "  CAST(SUM(p.tp) AS REAL) / SUM(p.audited_pos) AS eta_tp\n"
-    "  FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done' GROUP BY r.run_hash;\n";
+    "  FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done' GROUP BY r.run_hash;\n"
+    /* schema v2: written by `sprinter score` (experiments/score.c owns the queries on this table) */
+    "CREATE TABLE IF NOT EXISTS outputs(\n"
+    "  run_hash TEXT NOT NULL, prompt_index INTEGER NOT NULL,\n"
+    "  n_prompt_tokens INTEGER NOT NULL, n_tokens INTEGER NOT NULL, text TEXT,\n"
+    "  target_logprob REAL, target_mean_logprob REAL, target_ppl REAL,\n"
+    "  target_dir TEXT NOT NULL, target_sha256 TEXT NOT NULL, scored_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY(run_hash, prompt_index));\n";
+
+/* The outputs columns, in table order (merge copies them). */
+static const char kOutputCols[] =
+    "run_hash, prompt_index, n_prompt_tokens, n_tokens, text, target_logprob, target_mean_logprob, target_ppl, "
+    "target_dir, target_sha256, scored_at";
 
 /* The runs columns, in table order: the insert and the merge both use this list. */
 static const char kRunCols[] =
     "run_hash, run_index, status, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, "
     "max_new, temperature, top_k, top_p, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, "
     "eta_tp, draft_dir, draft_sha256, target_dir, target_sha256, verifier_path, verifier_sha256, config, spec_name, "
-    "spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at";
-#define N_RUN_COLS 39
+    "spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at, oracle_stay";
+#define N_RUN_COLS 40
+/* The same from a source of schema version < 3 (no oracle_stay column): merge selects NULL. */
+static const char kRunColsV2[] =
+    "run_hash, run_index, status, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, "
+    "max_new, temperature, top_k, top_p, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, "
+    "eta_tp, draft_dir, draft_sha256, target_dir, target_sha256, verifier_path, verifier_sha256, config, spec_name, "
+    "spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at, NULL";
 
 static const char kPromptCols[] =
     "run_hash, prompt_index, example_id, n_prompt_tokens, prompt_truncated, rng_seed, tokens, target_calls, "
@@ -96,6 +115,26 @@ static int scalar_text(Db *db, const char *sql, char *buf, size_t cap, SpErr *er
     return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : fail_sql(db, err, "query");
 }
 
+/* 1 if table `table` of schema `schema` ("main", "src") has column `col`, else 0. */
+static int has_column(Db *db, const char *schema, const char *table, const char *col) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "SELECT 1 FROM pragma_table_info(?1, ?2) WHERE name = ?3", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, schema, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, col, -1, SQLITE_STATIC);
+    int found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* upgrade 2 -> 3 (inside db_open's transaction): runs gains the nullable column oracle_stay. */
+static int upgrade_to_v3(Db *db, SpErr *err) {
+    if (!has_column(db, "main", "runs", "oracle_stay") && exec(db, "ALTER TABLE runs ADD COLUMN oracle_stay REAL", err))
+        return -1;
+    return exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version' AND value = '2'", err);
+}
+
 Db *db_open(const char *path, SpErr *err) {
     Db *db = calloc(1, sizeof *db);
     if (!db) {
@@ -113,18 +152,25 @@ Db *db_open(const char *path, SpErr *err) {
     /* WAL survives in the file; synchronous NORMAL is durable at each checkpoint under WAL. */
     if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err) ||
         exec(db, "BEGIN IMMEDIATE", err) || exec(db, kSchema, err) ||
-        exec(db, "INSERT OR IGNORE INTO meta VALUES('schema_version','1'),('format','sprinter-runs')", err) ||
+        exec(db, "INSERT OR IGNORE INTO meta VALUES('schema_version','3'),('format','sprinter-runs')", err) ||
+        /* upgrade 1 -> 2: kSchema has just added the outputs table */
+        exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version' AND value = '1'", err) ||
+        upgrade_to_v3(db, err) ||
         exec(db, "COMMIT", err) || scalar_text(db, "SELECT value FROM meta WHERE key='schema_version'", ver, sizeof ver, err)) {
+        exec(db, "ROLLBACK", NULL);
         db_close(db);
         return NULL;
     }
     if (atoi(ver) != DB_SCHEMA_VERSION) {
-        sp_fail(err, "%s: meta.schema_version is %s, this sprinter reads version %d", path, ver, DB_SCHEMA_VERSION);
+        sp_fail(err, "%s: meta.schema_version is %s, this sprinter reads versions %d to %d", path, ver, DB_SCHEMA_MIN,
+                DB_SCHEMA_VERSION);
         db_close(db);
         return NULL;
     }
     return db;
 }
+
+struct sqlite3 *db_sqlite(Db *db) { return db->h; }
 
 void db_close(Db *db) {
     if (!db) return;
@@ -166,7 +212,8 @@ static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
 }
 
 static int delete_run(Db *db, const char *hash, SpErr *err) {
-    return exec_hash(db, "DELETE FROM prompts WHERE run_hash = ?", hash, err) ||
+    return exec_hash(db, "DELETE FROM outputs WHERE run_hash = ?", hash, err) ||
+                   exec_hash(db, "DELETE FROM prompts WHERE run_hash = ?", hash, err) ||
                    exec_hash(db, "DELETE FROM runs WHERE run_hash = ?", hash, err)
                ? -1
                : 0;
@@ -197,6 +244,7 @@ static double rc_param(const RunConfig *r, RunParam p) {
     case RP_P_MIN: return c->p_min;
     case RP_ETA_FP: return c->eta_fp;
     case RP_ETA_TP: return c->eta_tp;
+    case RP_ORACLE_STAY: return c->oracle_stay;
     default: return 0;
     }
 }
@@ -250,6 +298,8 @@ static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunM
     sqlite3_bind_text(st, i++, m->token_log, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, i++, m->started_at, -1, SQLITE_STATIC);
     sqlite3_bind_null(st, i++);
+    if (r->applies & (1u << RP_ORACLE_STAY)) sqlite3_bind_double(st, i++, c->oracle_stay);
+    else sqlite3_bind_null(st, i++);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : fail_sql(db, err, "insert into runs");
@@ -360,11 +410,20 @@ static int attach(Db *db, const char *src, SpErr *err) {
     if (rc != SQLITE_DONE) return sp_fail(err, "%s: cannot attach: %s", src, sqlite3_errmsg(db->h));
     char ver[32];
     if (scalar_text(db, "SELECT value FROM src.meta WHERE key='schema_version'", ver, sizeof ver, err) ||
-        atoi(ver) != DB_SCHEMA_VERSION) {
+        atoi(ver) < DB_SCHEMA_MIN || atoi(ver) > DB_SCHEMA_VERSION) {
         exec(db, "DETACH DATABASE src", NULL);
-        return sp_fail(err, "%s: not a sprinter results database of schema version %d", src, DB_SCHEMA_VERSION);
+        return sp_fail(err, "%s: not a sprinter results database of schema version %d to %d", src, DB_SCHEMA_MIN,
+                       DB_SCHEMA_VERSION);
     }
     return 0;
+}
+
+/* 1 if the attached source database has an outputs table (schema v2), else 0. */
+static int src_has_outputs(Db *db) {
+    char name[32];
+    return scalar_text(db, "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name = 'outputs'", name,
+                       sizeof name, NULL) == 0 &&
+           name[0] != '\0';
 }
 
 int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_dup, int *n_unfinished, SpErr *err) {
@@ -409,28 +468,31 @@ int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_
 int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err) {
     if (attach(dst, src_path, err)) return -1;
     char sql_r[2048], sql_p[2048];
-    snprintf(sql_r, sizeof sql_r, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs WHERE run_hash = ?", kRunCols, kRunCols);
+    snprintf(sql_r, sizeof sql_r, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs WHERE run_hash = ?", kRunCols,
+             has_column(dst, "src", "runs", "oracle_stay") ? kRunCols : kRunColsV2);
     snprintf(sql_p, sizeof sql_p, "INSERT INTO main.prompts(%s) SELECT %s FROM src.prompts WHERE run_hash = ?",
              kPromptCols, kPromptCols);
-    sqlite3_stmt *sr = NULL, *sp = NULL;
+    char sql_o[1024];
+    snprintf(sql_o, sizeof sql_o, "INSERT INTO main.outputs(%s) SELECT %s FROM src.outputs WHERE run_hash = ?",
+             kOutputCols, kOutputCols);
+    int n_stmt = src_has_outputs(dst) ? 3 : 2; /* a version-1 source has no outputs */
+    sqlite3_stmt *stmts[3] = {NULL, NULL, NULL};
     int rc = exec(dst, "BEGIN IMMEDIATE", err);
-    if (rc == 0 && (sqlite3_prepare_v2(dst->h, sql_r, -1, &sr, NULL) != SQLITE_OK ||
-                    sqlite3_prepare_v2(dst->h, sql_p, -1, &sp, NULL) != SQLITE_OK))
-        rc = fail_sql(dst, err, "prepare merge");
+    const char *sqls[3] = {sql_r, sql_p, sql_o};
+    for (int j = 0; rc == 0 && j < n_stmt; j++)
+        if (sqlite3_prepare_v2(dst->h, sqls[j], -1, &stmts[j], NULL) != SQLITE_OK) rc = fail_sql(dst, err, "prepare merge");
     for (int i = 0; rc == 0 && i < n; i++) {
         if (delete_run(dst, hashes[i], err)) {
             rc = -1;
             break;
         }
-        sqlite3_stmt *both[2] = {sr, sp};
-        for (int j = 0; rc == 0 && j < 2; j++) {
-            sqlite3_reset(both[j]);
-            sqlite3_bind_text(both[j], 1, hashes[i], -1, SQLITE_STATIC);
-            if (sqlite3_step(both[j]) != SQLITE_DONE) rc = fail_sql(dst, err, "merge rows");
+        for (int j = 0; rc == 0 && j < n_stmt; j++) {
+            sqlite3_reset(stmts[j]);
+            sqlite3_bind_text(stmts[j], 1, hashes[i], -1, SQLITE_STATIC);
+            if (sqlite3_step(stmts[j]) != SQLITE_DONE) rc = fail_sql(dst, err, "merge rows");
         }
     }
-    sqlite3_finalize(sr);
-    sqlite3_finalize(sp);
+    for (int j = 0; j < 3; j++) sqlite3_finalize(stmts[j]);
     if (rc == 0) rc = exec(dst, "COMMIT", err);
     else exec(dst, "ROLLBACK", NULL);
     exec(dst, "DETACH DATABASE src", NULL);
@@ -464,17 +526,19 @@ static void label_from(sqlite3_stmt *st, char *buf, size_t cap) {
         int w = snprintf(buf + k, cap - k, "%s%s=%g", k ? " " : "", names[j], sqlite3_column_double(st, 2 + j));
         if (w > 0 && (size_t)w < cap - k) k += (size_t)w;
     }
+    if (sqlite3_column_type(st, 21) != SQLITE_NULL && k < cap) /* oracle-markov */
+        snprintf(buf + k, cap - k, "%soracle_stay=%g", k ? " " : "", sqlite3_column_double(st, 21));
 }
 
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
     const char *group = by_method ? "r.method" : "r.method, r.dataset, r.lambda, r.tau, r.gamma, r.max_run, r.alpha, "
-                                                 "r.p_min, r.eta_fp, r.eta_tp";
+                                                 "r.p_min, r.eta_fp, r.eta_tp, r.oracle_stay";
     char sql[2048];
     snprintf(sql, sizeof sql,
              "SELECT r.method, MIN(r.dataset), r.lambda, r.tau, r.gamma, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp,"
              " COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total), SUM(p.target_calls), SUM(p.accepted),"
              " SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp), SUM(p.t_audit),"
-             " (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done')"
+             " (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'), r.oracle_stay"
              " FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY %s ORDER BY MIN(r.run_index), %s",
              group, group);

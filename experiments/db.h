@@ -9,6 +9,9 @@
  *                              confusion counts, output text, and NULL quality columns that the
  *                              analysis fills in later
  *   run_totals (view)          per-run sums over prompts
+ *   outputs(run_hash, prompt_index, ...)  schema v2: one row per scored (run, prompt), written by
+ *                              `sprinter score` (experiments/score.h owns its queries): output
+ *                              text and the target model's log-likelihood of the output
  *
  * The file is in WAL mode with a busy timeout, so several processes (--jobs, shards on one
  * filesystem) can write; each finished run is one transaction (db_run_finish). A Db is one
@@ -24,13 +27,26 @@
 #include "error.h"
 #include "spec.h"
 
-#define DB_SCHEMA_VERSION 1
+/* Schema versions: 1 = meta, runs, prompts, run_totals (the sweep runner).
+ *                  2 = 1 + table outputs (sprinter score, experiments/score.c).
+ *                  3 = 2 + runs.oracle_stay (REAL, NULL except for oracle-markov runs).
+ * db_open() upgrades older files in place (it only adds the outputs table and the oracle_stay
+ * column), so every older database stays readable; merge accepts shards of any version in
+ * [DB_SCHEMA_MIN, DB_SCHEMA_VERSION].
+ * A later schema change: bump DB_SCHEMA_VERSION, add the upgrade step to db_open (db.c, "upgrade"),
+ * document it in results/README.md. */
+#define DB_SCHEMA_VERSION 3
+#define DB_SCHEMA_MIN 1
 
 typedef struct Db Db;
 
-/* Opens (creating the schema if the file is new) and checks schema_version. */
+/* Opens (creating the schema if the file is new, upgrading an older version) and checks
+ * schema_version. */
 Db *db_open(const char *path, SpErr *err);
 void db_close(Db *db);
+/* The connection itself, for a module that owns its own table's queries (score.c: outputs).
+ * Borrowed: valid until db_close. */
+struct sqlite3 *db_sqlite(Db *db);
 
 /* Provenance of one run that is not part of its configuration. Strings are borrowed. */
 typedef struct RunMeta {
@@ -56,7 +72,7 @@ typedef struct PromptRow {
 
 /* 1 if the run is marked done, else 0; -1 on error. */
 int db_run_done(Db *db, const char *run_hash, SpErr *err);
-/* Deletes the run's row and its prompt rows (an unfinished run about to be redone). */
+/* Deletes the run's row and its prompt (and outputs) rows (an unfinished run about to be redone). */
 int db_run_reset(Db *db, const char *run_hash, SpErr *err);
 /* One transaction: replaces the run's row with status 'running' and deletes its prompt rows. */
 int db_run_begin(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err);
@@ -73,7 +89,8 @@ typedef struct MergeCounts {
 /* The done run hashes of the database at src_path that dst lacks (as done), malloc'd array of
  * malloc'd strings; *n_dup counts those dst already has. */
 int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_dup, int *n_unfinished, SpErr *err);
-/* One transaction: copies the runs and prompt rows of hashes[0..n) from src_path into dst. */
+/* One transaction: copies the runs and prompt rows (and outputs rows, when the source has the
+ * table) of hashes[0..n) from src_path into dst. */
 int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err);
 
 /* ---- reporting ---- */

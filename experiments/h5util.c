@@ -1,5 +1,6 @@
 #include "h5util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,15 @@ static hid_t file_type(H5ColType t) {
     return H5T_IEEE_F32LE;
 }
 
-static void silence(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+/* Error printing off. Also, before the library's first use, no atexit H5_term_library: libhdf5 1.10
+ * crashes in it (H5F__close_cb) after an H5Fclose that failed on a full disk; every file is closed
+ * explicitly here, so nothing is left for it to flush. */
+static void silence(void) {
+    static int first = 1;
+    if (first) (void)H5dont_atexit(); /* fails harmlessly if something else initialized HDF5 already */
+    first = 0;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
 
 static int str_attr(hid_t obj, const char *name, const char *value) {
     hid_t st = H5Tcopy(H5T_C_S1);
@@ -51,9 +60,14 @@ int h5t_create(H5Table *t, const char *path, const H5ColSpec *cols, int n_cols, 
     snprintf(t->tmp, sizeof t->tmp, "%s.tmp", path);
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_obj_track_times(fcpl, 0); /* the root group too */
+    errno = 0;
     t->file = H5Fcreate(t->tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    int e = errno;
     H5Pclose(fcpl);
-    if (t->file < 0) return sp_fail(err, "%s: cannot create HDF5 file", t->tmp);
+    if (t->file < 0) {
+        unlink(t->tmp); /* H5Fcreate may have created it before failing (a full disk) */
+        return sp_fail(err, "%s: cannot create HDF5 file%s%s", t->tmp, e ? ": " : "", e ? strerror(e) : "");
+    }
     t->n_cols = n_cols;
     t->dsets = calloc((size_t)n_cols, sizeof *t->dsets);
     t->cols = calloc((size_t)n_cols, sizeof *t->cols);
@@ -178,8 +192,18 @@ int h5_read_column(hid_t file, const char *path, const char *name, H5ColType typ
         H5Sget_simple_extent_dims(sp, dims, NULL);
         size_t esz = H5Tget_size(mem_type(type));
         size_t n = (size_t)dims[0] * (size_t)(rank == 2 ? dims[1] : 1);
+        /* Bound the allocation by what the file holds: deflate expands at most ~1032x, so a dataset
+         * claiming more values than that (unwritten chunks read as fill values) is refused rather than
+         * allocated: a 30 kB file cannot make us allocate gigabytes. */
+        double stored = (double)H5Dget_storage_size(d);
+        hid_t ft = H5Dget_type(d);
+        size_t fsz = ft >= 0 ? H5Tget_size(ft) : 1;
+        if (ft >= 0) H5Tclose(ft);
         if (dims[0] > ((hsize_t)1 << 34) || (rank == 2 && dims[1] > ((hsize_t)1 << 20))) {
             rc = sp_fail(err, "%s: dataset %s is implausibly large", path, name);
+        } else if ((double)n * (double)(fsz ? fsz : 1) > 1100.0 * stored + (double)(1 << 20)) {
+            rc = sp_fail(err, "%s: dataset %s claims %llu values but the file stores only %.0f bytes of it", path, name,
+                         (unsigned long long)n, stored);
         } else if (!(*out = malloc(n ? n * esz : 1))) {
             rc = sp_fail(err, "out of memory reading %s", name);
         } else if (n && H5Dread(d, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0) {

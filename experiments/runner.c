@@ -296,7 +296,9 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
 
 /* ------------------------------------------------------------------ one run */
 
-static int method_decides(DecodeMethod m) { return m == DM_SPRINTER || m == DM_SPECDECPP || m == DM_ORACLE_IID; }
+static int method_decides(DecodeMethod m) {
+    return m == DM_SPRINTER || m == DM_SPECDECPP || m == DM_ORACLE_IID || m == DM_ORACLE_MARKOV;
+}
 
 static void fill_row(PromptRow *row, const RunConfig *r, const DecodeOutput *o) {
     row->st = o->stats;

@@ -19,6 +19,7 @@ typedef struct ParamInfo {
     double lo, hi;  /* inclusive range */
     int integer;    /* values must be whole numbers */
     int lo_open;    /* lo itself is excluded */
+    int hi_open;    /* hi itself is excluded */
 } ParamInfo;
 
 static const ParamInfo kParams[RP_COUNT] = {
@@ -26,6 +27,7 @@ static const ParamInfo kParams[RP_COUNT] = {
     [RP_GAMMA] = {"gamma", 1, 64, 1, 0},      [RP_MAX_RUN] = {"max_run", 0, 1 << 20, 1, 0},
     [RP_ALPHA] = {"alpha", 0, 1, 0, 0},       [RP_P_MIN] = {"p_min", 0, 1, 0, 0},
     [RP_ETA_FP] = {"eta_fp", 0, 1, 0, 0},     [RP_ETA_TP] = {"eta_tp", 0, 1, 0, 0},
+    [RP_ORACLE_STAY] = {"oracle_stay", 0, 1, 0, 0, 1},
 };
 
 const char *run_param_name(RunParam p) { return (p >= 0 && p < RP_COUNT) ? kParams[p].name : "?"; }
@@ -40,6 +42,7 @@ unsigned method_params(DecodeMethod m) {
     case DM_PMIN: return B(RP_GAMMA) | B(RP_P_MIN);
     case DM_SPECDECPP: return B(RP_GAMMA) | B(RP_LAMBDA) | B(RP_TAU);
     case DM_ORACLE_IID: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP);
+    case DM_ORACLE_MARKOV: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP) | B(RP_ORACLE_STAY);
     default: return 0;
     }
 }
@@ -56,6 +59,7 @@ static void param_set(DecodeConfig *c, RunParam p, double v) {
     case RP_P_MIN: c->p_min = v; break;
     case RP_ETA_FP: c->eta_fp = v; break;
     case RP_ETA_TP: c->eta_tp = v; break;
+    case RP_ORACLE_STAY: c->oracle_stay = v; break;
     default: break;
     }
 }
@@ -70,6 +74,7 @@ static double param_get(const DecodeConfig *c, RunParam p) {
     case RP_P_MIN: return c->p_min;
     case RP_ETA_FP: return c->eta_fp;
     case RP_ETA_TP: return c->eta_tp;
+    case RP_ORACLE_STAY: return c->oracle_stay;
     default: return 0;
     }
 }
@@ -156,9 +161,10 @@ static int item_param(Parse *P, const char *sec, const char *key, const char *to
     SpecList *L = &P->s->grid[p];
     double d;
     if (parse_double(tok, &d)) return fail(P, sec, key, "\"%s\" is not a number", tok), -1;
-    if (d < pi->lo || d > pi->hi || (pi->lo_open && d == pi->lo)) {
+    if (d < pi->lo || d > pi->hi || (pi->lo_open && d == pi->lo) || (pi->hi_open && d == pi->hi)) {
         char msg[160];
-        snprintf(msg, sizeof msg, "%%s is out of range %c%g, %g]", pi->lo_open ? '(' : '[', pi->lo, pi->hi);
+        snprintf(msg, sizeof msg, "%%s is out of range %c%g, %g%c", pi->lo_open ? '(' : '[', pi->lo, pi->hi,
+                 pi->hi_open ? ')' : ']');
         return fail(P, sec, key, msg, tok), -1;
     }
     if (pi->integer && d != floor(d)) return fail(P, sec, key, "%s must be a whole number", tok), -1;
@@ -184,7 +190,9 @@ static int item_method(Parse *P, const char *sec, const char *key, const char *t
     SweepSpec *s = P->s;
     DecodeMethod m;
     if (decode_method_parse(tok, &m) || m == DM_COLLECT)
-        return fail(P, sec, key, "unknown method \"%s\" (ar, draft, sd, sprinter, bild, pmin, specdecpp, oracle-iid)",
+        return fail(P, sec, key,
+                    "unknown method \"%s\" (ar, draft, sd, sprinter, bild, pmin, specdecpp, oracle-iid, "
+                    "oracle-markov)",
                     tok),
                -1;
     for (int i = 0; i < s->n_methods; i++)

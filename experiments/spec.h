@@ -5,12 +5,14 @@
  * any other file; spec_resolve() checks that the model directories and datasets exist and hashes
  * them; spec_expand() turns the grid into runs. Layout (every key is optional unless marked):
  *
- *   [sweep]    name; methods (required: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid)
+ *   [sweep]    name; methods (required: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid,
+ *              oracle-markov)
  *   [models]   draft, target (directories; required: target, and draft unless only ar is run)
  *   [data]     datasets (required; list of files, each a grid value), format (jsonl, specbench,
  *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index)
  *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit
- *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp
+ *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp,
+ *              oracle_stay (oracle-markov: lambda, max_run, eta_fp, eta_tp, oracle_stay in [0, 1))
  *   [verifier] needed by sprinter and specdecpp: data, format, n_prompts, max_new, seed, l2,
  *              val_fraction, tau (only for the reported training metrics), cache_dir
  *
@@ -36,7 +38,11 @@
 #define SPEC_PATH 1024
 
 /* The grid parameters besides the seed. */
-typedef enum { RP_LAMBDA = 0, RP_TAU, RP_GAMMA, RP_MAX_RUN, RP_ALPHA, RP_P_MIN, RP_ETA_FP, RP_ETA_TP, RP_COUNT } RunParam;
+typedef enum {
+    RP_LAMBDA = 0, RP_TAU, RP_GAMMA, RP_MAX_RUN, RP_ALPHA, RP_P_MIN, RP_ETA_FP, RP_ETA_TP,
+    RP_ORACLE_STAY, /* oracle-markov only */
+    RP_COUNT
+} RunParam;
 
 /* INI key of a parameter ("lambda", "tau", ...). */
 const char *run_param_name(RunParam p);

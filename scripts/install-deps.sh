@@ -6,7 +6,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libgsl-dev libpcre2-dev
-      libhdf5-dev libsqlite3-dev libinih-dev sqlite3 nettle-dev hdf5-tools)
+      libhdf5-dev libsqlite3-dev libinih-dev sqlite3 nettle-dev hdf5-tools gnuplot-nox)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3 python3-torch python3-numpy)
   # Node.js and npm for the tokenizer oracles; keep an existing installation if there is one.

@@ -1,0 +1,413 @@
+/* plots.c - the report's plots: data files (*.dat), gnuplot scripts (*.gp) and their PNG + SVG
+ * renderings, all in report/ (gnuplot runs there, so the scripts name their files relatively). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "report_int.h"
+#include "stats.h"
+
+#define MAX_SERIES 12
+
+static const char *const kPlots[] = {"roc", "en", "pareto", "acf", "position"};
+
+int plot_names(const char *const **names) {
+    *names = kPlots;
+    return (int)(sizeof kPlots / sizeof *kPlots);
+}
+
+/* Writes NAME.gp: the body (gnuplot commands that draw one figure) once for PNG and once for SVG. */
+static int write_script(const Report *R, const char *name, const char *body, SpErr *err) {
+    int h = !strcmp(name, "roc") || !strcmp(name, "pareto") ? 620 : 820; /* room for a key below */
+    char fn[128];
+    snprintf(fn, sizeof fn, "%s.gp", name);
+    FILE *f = report_open(R, fn, err);
+    if (!f) return -1;
+    fprintf(f, "# %s.gp - written by sprinter analyze; run in this directory: gnuplot %s.gp\n"
+               "set datafile missing 'nan'\nset grid\nset key outside right top\n"
+               "set terminal pngcairo size 1000,%d noenhanced font 'sans,10'\nset output '%s.png'\n%s\n"
+               "set terminal svg size 1000,%d noenhanced font 'sans,10'\nset output '%s.svg'\n%s\nunset output\n",
+            name, name, h, name, body, h, name, body);
+    return report_close(f, R, fn, err);
+}
+
+/* A growable string for script bodies. */
+typedef struct Buf {
+    char *s;
+    size_t n;
+    FILE *f;
+} Buf;
+
+static int buf_open(Buf *b) {
+    memset(b, 0, sizeof *b);
+    return (b->f = open_memstream(&b->s, &b->n)) ? 0 : -1;
+}
+
+static const char *buf_close(Buf *b) {
+    fclose(b->f);
+    return b->s ? b->s : "";
+}
+
+static int buf_fail(Buf *b) {
+    buf_close(b);
+    free(b->s);
+    return -1;
+}
+
+static FILE *open_dat(const Report *R, const char *name, SpErr *err) { return report_open(R, name, err); }
+
+/* ------------------------------------------------------------------ ROC per lambda */
+
+static int roc_lambda(const Report *R, double lambda, const char *fn, SpErr *err) {
+    int64_t n = 0;
+    for (int i = 0; i < R->rs.n; i++)
+        if (R->an[i].n_scored && R->an[i].ri->lambda == lambda) n += R->an[i].n_scored;
+    float *s = malloc((size_t)(n ? n : 1) * sizeof *s);
+    int8_t *y = malloc((size_t)(n ? n : 1));
+    if (!s || !y) {
+        free(s), free(y);
+        return sp_fail(err, "out of memory");
+    }
+    int64_t k = 0;
+    for (int i = 0; i < R->rs.n; i++)
+        if (R->an[i].n_scored && R->an[i].ri->lambda == lambda) {
+            memcpy(s + k, R->an[i].scores, (size_t)R->an[i].n_scored * sizeof *s);
+            memcpy(y + k, R->an[i].labels, (size_t)R->an[i].n_scored);
+            k += R->an[i].n_scored;
+        }
+    double *fpr, *tpr;
+    int m;
+    int rc = 0;
+    FILE *f = open_dat(R, fn, err);
+    if (!f) rc = -1;
+    else if (roc_curve(s, y, (size_t)n, &fpr, &tpr, &m) == 0) {
+        int step = m > 2000 ? m / 2000 : 1;
+        fprintf(f, "# fpr tpr (lambda = %g, %lld labelled decisions pooled over runs)\n", lambda, (long long)n);
+        for (int j = 0; j < m; j += step) fprintf(f, "%.6g %.6g\n", fpr[j], tpr[j]);
+        fprintf(f, "%.6g %.6g\n", fpr[m - 1], tpr[m - 1]);
+        free(fpr), free(tpr);
+    } else {
+        fprintf(f, "# one label class is empty: no curve\nnan nan\n");
+    }
+    if (f) rc = report_close(f, R, fn, err);
+    free(s), free(y);
+    return rc;
+}
+
+static int plot_roc(const Report *R, SpErr *err) {
+    double lambdas[MAX_SERIES];
+    int nl = 0;
+    for (int i = 0; i < R->rs.n && nl < MAX_SERIES; i++) {
+        if (!R->an[i].n_scored) continue;
+        int seen = 0;
+        for (int k = 0; k < nl; k++) seen |= lambdas[k] == R->an[i].ri->lambda;
+        if (!seen) lambdas[nl++] = R->an[i].ri->lambda;
+    }
+    Buf b;
+    if (buf_open(&b)) return sp_fail(err, "out of memory");
+    fprintf(b.f, "set title 'ROC of the learned verifier (audit labels q/p <= lambda); points: operating points'\n"
+                 "set xlabel 'false positive rate (eta_FP)'\nset ylabel 'true positive rate (eta_TP)'\n"
+                 "set xrange [0:1]\nset yrange [0:1]\nset size ratio -1\n");
+    if (nl == 0) fprintf(b.f, "set label 1 'not computed: no learned-verifier (sprinter) runs' at graph 0.5,0.5 center\n");
+    fprintf(b.f, "plot x with lines dashtype 2 lc rgb 'gray' title 'chance'");
+    int rc = 0;
+    for (int k = 0; k < nl && rc == 0; k++) {
+        char fn[64];
+        snprintf(fn, sizeof fn, "roc_l%d.dat", k);
+        rc = roc_lambda(R, lambdas[k], fn, err);
+        fprintf(b.f, ", '%s' using 1:2 with lines lw 2 title 'lambda = %g'", fn, lambdas[k]);
+    }
+    FILE *f = rc == 0 ? open_dat(R, "roc_points.dat", err) : NULL;
+    if (rc == 0 && !f) rc = -1;
+    if (f) {
+        fprintf(f, "# eta_fp eta_tp lambda tau (sprinter runs)\n");
+        int any = 0;
+        for (int i = 0; i < R->rs.n; i++) {
+            const RunAn *a = &R->an[i];
+            if (!a->n_scored || !a->nneg || !a->npos) continue;
+            fprintf(f, "%.6g %.6g %g %g\n", (double)a->fp / a->nneg, (double)a->tp / a->npos, a->ri->lambda, a->ri->tau);
+            any = 1;
+        }
+        if (!any) fprintf(f, "nan nan nan nan\n");
+        rc = report_close(f, R, "roc_points.dat", err);
+        if (nl) fprintf(b.f, ", 'roc_points.dat' using 1:2 with points pt 7 ps 1.2 title 'operating points'");
+    }
+    fprintf(b.f, "\n");
+    const char *body = buf_close(&b);
+    if (rc == 0) rc = write_script(R, "roc", body, err);
+    free(b.s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ E[N] over the eta grid */
+
+static void series_key(const RunAn *a, char *buf, size_t cap) {
+    int mr = isnan(a->ri->max_run) ? 0 : (int)a->ri->max_run;
+    if (mr > 0) snprintf(buf, cap, "%s max_run=%d", a->ri->method, mr);
+    else snprintf(buf, cap, "%s", a->ri->method);
+}
+
+static int plot_en(const Report *R, SpErr *err) {
+    char keys[MAX_SERIES][96];
+    int nk = 0, rc = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        if (!R->an[i].has_tc) continue;
+        char k[96];
+        series_key(&R->an[i], k, sizeof k);
+        int seen = 0;
+        for (int j = 0; j < nk; j++) seen |= !strcmp(keys[j], k);
+        if (!seen && nk < MAX_SERIES) snprintf(keys[nk++], sizeof keys[0], "%s", k);
+    }
+    Buf b;
+    if (buf_open(&b)) return sp_fail(err, "out of memory");
+    fprintf(b.f, "set title 'Thm 3.3: E[min(N, c)] measured (95%% bootstrap interval) vs predicted with the measured rates'\n"
+                 "set xlabel 'measured eta_FP'\nset ylabel 'tokens accepted before the target is invoked'\n"
+                 "set key below maxrows 6 font ',9'\n");
+    if (nk == 0) fprintf(b.f, "set label 1 'not computed: no audited verifier runs' at graph 0.5,0.5 center\nset xrange [0:1]\n"
+                              "plot 0 with lines lc rgb 'gray' notitle\n");
+    double z = z_of_conf(0.95);
+    for (int s = 0; s < nk && rc == 0; s++) {
+        char fn[64];
+        snprintf(fn, sizeof fn, "en_%d.dat", s);
+        FILE *f = open_dat(R, fn, err);
+        if (!f) return buf_fail(&b);
+        fprintf(f, "# %s: eta_fp_measured E_measured lo hi E_pred_iid E_pred_paper eta_fp_configured\n", keys[s]);
+        for (int i = 0; i < R->rs.n; i++) {
+            const RunAn *a = &R->an[i];
+            char k[96];
+            if (!a->has_tc) continue;
+            series_key(a, k, sizeof k);
+            if (strcmp(k, keys[s])) continue;
+            const TcResult *t = &a->tc;
+            double m = t->est.meas[TQ_MEAN_N], se = t->se_meas[TQ_MEAN_N];
+            fprintf(f, "%.6g %.6g %.6g %.6g %.6g %.6g %.6g\n", t->est.eta_fp, m, m - z * se, m + z * se,
+                    t->est.pred[TC_IID][TQ_MEAN_N], t->est.pred[TC_PAPER][TQ_MEAN_N], a->ri->eta_fp);
+        }
+        rc = report_close(f, R, fn, err);
+        fprintf(b.f, "%s '%s' using 1:2:3:4 with yerrorbars pt 7 lc %d title '%s measured', "
+                     "'' using 1:5 with points pt 4 ps 1.5 lc %d title '%s predicted (iid)', "
+                     "'' using 1:6 with points pt 2 ps 1.2 lc %d title '%s predicted (paper)'",
+                s ? "," : "plot", fn, s + 1, keys[s], s + 1, keys[s], s + 1, keys[s]);
+    }
+    fprintf(b.f, "\n");
+    const char *body = buf_close(&b);
+    if (rc == 0) rc = write_script(R, "en", body, err);
+    free(b.s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ speed-up vs quality */
+
+static int plot_pareto(const Report *R, SpErr *err) {
+    const char *methods[MAX_SERIES];
+    int nm = 0, rc = 0, any = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        int seen = 0;
+        for (int j = 0; j < nm; j++) seen |= !strcmp(methods[j], R->an[i].ri->method);
+        if (!seen && nm < MAX_SERIES) methods[nm++] = R->an[i].ri->method;
+        any |= !isnan(R->an[i].rouge[2]) && !isnan(R->an[i].speedup_ar);
+    }
+    Buf b;
+    if (buf_open(&b)) return sp_fail(err, "out of memory");
+    fprintf(b.f, "set title 'Speed-up over AR vs quality (ROUGE-L F1), one point per run; line: Pareto front'\n"
+                 "set xlabel 'speed-up over ar (tokens/s ratio)'\nset ylabel 'ROUGE-L F1'\n");
+    if (!any) fprintf(b.f, "set label 1 'not computed: needs ar runs and references' at graph 0.5,0.5 center\n"
+                           "set xrange [0:2]\nplot 0 with lines lc rgb 'gray' notitle\n");
+    for (int s = 0; any && s < nm && rc == 0; s++) {
+        char fn[64];
+        snprintf(fn, sizeof fn, "pareto_%d.dat", s);
+        FILE *f = open_dat(R, fn, err);
+        if (!f) {
+            rc = -1;
+            break;
+        }
+        fprintf(f, "# %s: speedup_vs_ar rougeL setting\n", methods[s]);
+        for (int i = 0; i < R->rs.n; i++)
+            if (!strcmp(R->an[i].ri->method, methods[s]))
+                fprintf(f, "%.6g %.6g \"%s\"\n", R->an[i].speedup_ar, R->an[i].rouge[2], R->an[i].setting);
+        rc = report_close(f, R, fn, err);
+        fprintf(b.f, "%s '%s' using 1:2 with points pt 7 ps 1.3 title '%s'", s ? "," : "plot", fn, methods[s]);
+    }
+    if (any && rc == 0) {
+        /* the front: runs no other run beats on both axes, by increasing speed-up */
+        FILE *f = open_dat(R, "pareto_front.dat", err);
+        if (!f) rc = -1;
+        else {
+            fprintf(f, "# speedup_vs_ar rougeL (non-dominated runs)\n");
+            double last = INFINITY;
+            for (int done = 0; !done;) {
+                int best = -1;
+                for (int i = 0; i < R->rs.n; i++) {
+                    const RunAn *a = &R->an[i];
+                    if (isnan(a->speedup_ar) || isnan(a->rouge[2]) || a->speedup_ar >= last) continue;
+                    if (best < 0 || a->speedup_ar > R->an[best].speedup_ar) best = i;
+                }
+                if (best < 0) break;
+                last = R->an[best].speedup_ar;
+                int dominated = 0;
+                for (int i = 0; i < R->rs.n; i++)
+                    dominated |= !isnan(R->an[i].rouge[2]) && R->an[i].speedup_ar >= last &&
+                                 R->an[i].rouge[2] > R->an[best].rouge[2];
+                if (!dominated) fprintf(f, "%.6g %.6g\n", last, R->an[best].rouge[2]);
+            }
+            rc = report_close(f, R, "pareto_front.dat", err);
+            fprintf(b.f, ", 'pareto_front.dat' using 1:2 with lines lw 2 lc rgb 'black' title 'Pareto front'\n");
+        }
+    }
+    fprintf(b.f, "\n");
+    const char *body = buf_close(&b);
+    if (rc == 0) rc = write_script(R, "pareto", body, err);
+    free(b.s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ ACF and position */
+
+/* Up to MAX_SERIES runs with i.i.d. results, taken in turn from sprinter, oracle-markov and
+ * oracle-iid (the deployed sprinter setting first), so that every method shows. */
+static int pick_iid_runs(const Report *R, int *idx) {
+    static const char *const order[] = {"sprinter", "oracle-markov", "oracle-iid"};
+    int n = 0, next[3] = {0, 0, 0}, progress = 1;
+    for (int i = 0; i < R->rs.n && n < MAX_SERIES; i++)
+        if (R->an[i].has_iid && is_deployed(R, &R->an[i])) idx[n++] = i;
+    while (n < MAX_SERIES && progress) {
+        progress = 0;
+        for (int o = 0; o < 3 && n < MAX_SERIES; o++) {
+            while (next[o] < R->rs.n) {
+                int i = next[o]++;
+                if (R->an[i].has_iid && !strcmp(R->an[i].ri->method, order[o]) && !is_deployed(R, &R->an[i])) {
+                    idx[n++] = i, progress = 1;
+                    break;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static void short_name(const RunAn *a, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s %s", a->ri->method, a->setting);
+}
+
+static int plot_acf(const Report *R, SpErr *err) {
+    int idx[MAX_SERIES], n = pick_iid_runs(R, idx), rc = 0;
+    Buf b;
+    if (buf_open(&b)) return sp_fail(err, "out of memory");
+    double band = 0;
+    for (int k = 0; k < n; k++)
+        if (R->an[idx[k]].iid.h > 0 && R->an[idx[k]].iid.band > band) band = R->an[idx[k]].iid.band;
+    fprintf(b.f, "set title 'ACF of the verifier errors (standardised residuals); dashed: white-noise band of the "
+                 "smallest run (alpha %g)'\nset xlabel 'lag (decisions)'\nset ylabel 'autocorrelation'\n"
+                 "set xrange [0.5:%d.5]\nset key below maxrows 7 font ',9'\n", R->o->alpha, IID_MAX_LAG);
+    if (n == 0) fprintf(b.f, "set label 1 'not computed: no audited verifier runs' at graph 0.5,0.5 center\n");
+    fprintf(b.f, "plot %g with lines dashtype 2 lc rgb 'gray' title 'band', %g with lines dashtype 2 lc rgb 'gray' notitle",
+            band, -band);
+    for (int k = 0; k < n && rc == 0; k++) {
+        const IidResult *t = &R->an[idx[k]].iid;
+        char fn[64], nm[300];
+        snprintf(fn, sizeof fn, "acf_%d.dat", k);
+        FILE *f = open_dat(R, fn, err);
+        if (!f) return buf_fail(&b);
+        short_name(&R->an[idx[k]], nm, sizeof nm);
+        fprintf(f, "# %s: lag acf (n = %lld)\n", nm, (long long)t->n);
+        for (int l = 0; l < t->h; l++) fprintf(f, "%d %.6g\n", l + 1, t->acf[l]);
+        if (t->h == 0) fprintf(f, "nan nan\n");
+        rc = report_close(f, R, fn, err);
+        fprintf(b.f, ", '%s' using 1:2 with linespoints pt 7 ps 0.6 title '%s'", fn, nm);
+    }
+    fprintf(b.f, "\n");
+    const char *body = buf_close(&b);
+    if (rc == 0) rc = write_script(R, "acf", body, err);
+    free(b.s);
+    return rc;
+}
+
+static int plot_position(const Report *R, SpErr *err) {
+    int idx[MAX_SERIES], n = pick_iid_runs(R, idx), rc = 0;
+    Buf b;
+    if (buf_open(&b)) return sp_fail(err, "out of memory");
+    for (int k = 0; k < n && rc == 0; k++) {
+        const IidResult *t = &R->an[idx[k]].iid;
+        char fn[64], nm[300];
+        snprintf(fn, sizeof fn, "position_%d.dat", k);
+        FILE *f = open_dat(R, fn, err);
+        if (!f) return buf_fail(&b);
+        short_name(&R->an[idx[k]], nm, sizeof nm);
+        fprintf(f, "# %s: position eta_tp eta_fp n_acceptable n_unacceptable (position %d = %d and later)\n", nm,
+                IID_POS_BUCKETS, IID_POS_BUCKETS);
+        for (int p = 0; p < IID_POS_BUCKETS; p++)
+            fprintf(f, "%d %.6g %.6g %lld %lld\n", p + 1,
+                    t->pos_n[1][p] ? (double)t->pos_acc[1][p] / (double)t->pos_n[1][p] : NAN,
+                    t->pos_n[0][p] ? (double)t->pos_acc[0][p] / (double)t->pos_n[0][p] : NAN, (long long)t->pos_n[1][p],
+                    (long long)t->pos_n[0][p]);
+        rc = report_close(f, R, fn, err);
+    }
+    const char *panel[2] = {"eta_TP (acceptable tokens)", "eta_FP (unacceptable tokens)"};
+    fprintf(b.f, "set multiplot layout 1,2 title 'Verifier acceptance by position in the run (1 = first draft after a "
+                 "target call)'\nset xlabel 'position in the run'\nset yrange [0:1]\nset xrange [0.5:%d.5]\n"
+                 "set key below font ',8'\n", IID_POS_BUCKETS);
+    for (int c = 0; c < 2; c++) {
+        fprintf(b.f, "set title '%s'\nset ylabel 'acceptance rate'\n", panel[c]);
+        if (n == 0) fprintf(b.f, "set label 1 'not computed' at graph 0.5,0.5 center\nplot 0 with lines lc rgb 'gray' notitle\n");
+        for (int k = 0; k < n; k++) {
+            char nm[300];
+            short_name(&R->an[idx[k]], nm, sizeof nm);
+            fprintf(b.f, "%s 'position_%d.dat' using 1:%d with linespoints pt 7 ps 0.7 title '%s'%s", k ? "," : "plot", k,
+                    c ? 3 : 2, nm, k + 1 == n ? "\n" : "");
+        }
+    }
+    fprintf(b.f, "unset multiplot\n");
+    const char *body = buf_close(&b);
+    if (rc == 0) rc = write_script(R, "position", body, err);
+    free(b.s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ gnuplot */
+
+/* Runs `gnuplot NAME.gp` in the report directory; its output goes to gnuplot.log. */
+static int render(const Report *R, const char *name, SpErr *err) {
+    char script[128], log[4400];
+    snprintf(script, sizeof script, "%s.gp", name);
+    snprintf(log, sizeof log, "%s/gnuplot.log", R->dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return sp_fail(err, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
+        if (chdir(R->dir) != 0) _exit(126);
+        execlp(R->o->gnuplot, R->o->gnuplot, script, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return sp_fail(err, "waitpid: %s", strerror(errno));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return sp_fail(err, "%s/%s: gnuplot failed (exit %d; see %s)", R->dir, script, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                       log);
+    const char *ext[2] = {"png", "svg"};
+    for (int k = 0; k < 2; k++) {
+        char out[4400];
+        struct stat sb;
+        snprintf(out, sizeof out, "%s/%s.%s", R->dir, name, ext[k]);
+        if (stat(out, &sb) != 0 || sb.st_size == 0) return sp_fail(err, "%s: gnuplot wrote no file (see %s)", out, log);
+    }
+    return 0;
+}
+
+int write_plots(Report *R, SpErr *err) {
+    if (plot_roc(R, err) || plot_en(R, err) || plot_pareto(R, err) || plot_acf(R, err) || plot_position(R, err)) return -1;
+    if (!R->o->plots) return 0;
+    char log[4400];
+    snprintf(log, sizeof log, "%s/gnuplot.log", R->dir);
+    unlink(log);
+    for (size_t i = 0; i < sizeof kPlots / sizeof *kPlots; i++)
+        if (render(R, kPlots[i], err)) return -1;
+    return 0;
+}

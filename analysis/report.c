@@ -1,0 +1,527 @@
+/* report.c - `sprinter analyze`: per-run analysis, cross-run comparisons, the checks; the files
+ * are written by report_md.c, tables.c and plots.c (see report.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report_int.h"
+#include "rouge.h"
+#include "stats.h"
+#include "theory.h"
+#include "tokread.h"
+#include "verseq.h"
+
+void report_opts_default(ReportOpts *o) {
+    memset(o, 0, sizeof *o);
+    o->alpha = 0.05;
+    o->bootstrap = 200;
+    o->seed = 1;
+    o->deployed_lambda = 1.2;
+    o->deployed_tau = 0.5;
+    o->tie_margin = 0.05;
+    o->plots = 1;
+    o->gnuplot = "gnuplot";
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+const char *fmt_num(char *buf, size_t cap, double v, const char *fmt) {
+    if (isnan(v)) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, fmt, v);
+    return buf;
+}
+
+FILE *report_open(const Report *R, const char *name, SpErr *err) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", R->dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) sp_fail(err, "%s: cannot create: %s", path, strerror(errno));
+    return f;
+}
+
+int report_close(FILE *f, const Report *R, const char *name, SpErr *err) {
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return sp_fail(err, "%s/%s: write failed", R->dir, name);
+    return 0;
+}
+
+int is_deployed(const Report *R, const RunAn *a) {
+    return !strcmp(a->ri->method, "sprinter") && fabs(a->ri->lambda - R->o->deployed_lambda) < 1e-9 &&
+           fabs(a->ri->tau - R->o->deployed_tau) < 1e-9;
+}
+
+static const char *base(const char *p) {
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+static int mkdir_one(const char *path, SpErr *err) {
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create directory: %s", path, strerror(errno));
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", path);
+    return 0;
+}
+
+static void note(RunAn *a, const char *what) {
+    size_t k = strlen(a->note);
+    snprintf(a->note + k, sizeof a->note - k, "%s%s", k ? "; " : "", what);
+}
+
+/* ------------------------------------------------------------------ one run: token log */
+
+static int is_verifier_method(const char *m) {
+    return !strcmp(m, "sprinter") || !strcmp(m, "oracle-iid") || !strcmp(m, "oracle-markov");
+}
+
+static int keep_tokens(RunAn *a, const TokenRows *t) {
+    a->tok = malloc((size_t)(t->n ? t->n : 1) * sizeof *a->tok);
+    a->tok_prompt = malloc((size_t)(t->n ? t->n : 1) * sizeof *a->tok_prompt);
+    if (!a->tok || !a->tok_prompt) return -1;
+    memcpy(a->tok, t->token, (size_t)t->n * sizeof *a->tok);
+    for (int64_t i = 0; i < t->n; i++) a->tok_prompt[i] = t->prompt_index[i];
+    a->n_tok = t->n;
+    return 0;
+}
+
+/* Operating point and the score / label pairs of the labelled decisions. */
+static int operating_point(RunAn *a, const VerSeq *v) {
+    a->scores = malloc((size_t)(v->n_dec ? v->n_dec : 1) * sizeof *a->scores);
+    a->labels = malloc((size_t)(v->n_dec ? v->n_dec : 1));
+    if (!a->scores || !a->labels) return -1;
+    for (int64_t i = 0; i < v->n_dec; i++) {
+        const VDecision *d = &v->dec[i];
+        if (d->label < 0) continue;
+        a->has_op = 1;
+        if (d->label) a->npos++, a->tp += d->decision;
+        else a->nneg++, a->fp += d->decision;
+        if (!isnan(d->score)) a->scores[a->n_scored] = d->score, a->labels[a->n_scored++] = d->label;
+    }
+    int64_t np = 0, nn = 0;
+    a->auc = a->n_scored ? auc_scores(a->scores, a->labels, (size_t)a->n_scored, &np, &nn) : NAN;
+    a->auc_se = auc_se(a->auc, np, nn);
+    return 0;
+}
+
+/* Thm 3.4's implied latency per token: c_draft + c_verifier + c_target / E[T] (ms). */
+static double implied_latency(const RunInfo *ri, double e_t) {
+    double cd = ri->draft_calls ? ri->t_draft / (double)ri->draft_calls : 0;
+    double cv = ri->verifier_evals ? ri->t_verifier / (double)ri->verifier_evals : 0;
+    double ct = ri->target_calls ? ri->t_target / (double)ri->target_calls : 0;
+    return e_t > 0 ? 1000 * (cd + cv + ct / e_t) : NAN;
+}
+
+static int analyze_verifier(const Report *R, RunAn *a, const TokenRows *t, const char *path, SpErr *err) {
+    const RunInfo *ri = a->ri;
+    VerSeq v;
+    int max_run = isnan(ri->max_run) ? 0 : (int)ri->max_run;
+    if (verseq_build(t, path, ri->max_new, max_run, ri->stop_at_eos, &v, err)) return -1;
+    int rc = 0;
+    if (!ri->audit) /* only target-called decisions have labels then: a biased sample, not used */
+        note(a, "audit off: no operating point, theorem or i.i.d. checks");
+    else if (operating_point(a, &v))
+        rc = sp_fail(err, "out of memory");
+    else if (!a->has_op)
+        note(a, "no labelled decisions: no operating point, theorem or i.i.d. checks");
+    TcOpts to = {R->o->bootstrap, R->o->seed, R->o->shift};
+    SpErr e2 = {{0}};
+    if (rc == 0 && a->has_op) {
+        if (theory_check_run(&v, &to, &a->tc, &e2) == 0) {
+            a->has_tc = 1;
+            a->lat_pred_ms = implied_latency(ri, a->tc.est.pred[TC_IID][TQ_MEAN_T]);
+        } else {
+            char m[600];
+            snprintf(m, sizeof m, "theorem checks: %s", e2.msg);
+            note(a, m);
+        }
+        double etp = (double)a->tp / (double)(a->npos ? a->npos : 1), efp = (double)a->fp / (double)(a->nneg ? a->nneg : 1);
+        if (iid_tests(&v, etp, efp, isnan(ri->lambda) ? 1 : ri->lambda, R->o->alpha, R->o->seed, &a->iid, &e2) == 0)
+            a->has_iid = 1;
+    }
+    verseq_free(&v);
+    return rc;
+}
+
+static int analyze_log(const Report *R, RunAn *a, SpErr *err) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", R->o->results_dir, a->ri->token_log);
+    TokenRows t;
+    if (tokrows_read(path, &t, err)) return -1;
+    int rc = 0;
+    if (t.run_hash[0] && strcmp(t.run_hash, a->ri->hash))
+        rc = sp_fail(err, "%s: attribute run_hash is %.16s..., the database row says %.16s...", path, t.run_hash,
+                     a->ri->hash);
+    if (rc == 0 && keep_tokens(a, &t)) rc = sp_fail(err, "out of memory");
+    if (rc == 0 && a->is_ver) rc = analyze_verifier(R, a, &t, path, err);
+    tokrows_free(&t);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ one run: speed, cost, quality */
+
+static void speed_and_cost(RunAn *a) {
+    const RunInfo *ri = a->ri;
+    double n = (double)ri->tokens;
+    a->ms_per_token = n > 0 ? 1000 * ri->t_total / n : NAN;
+    a->tok_per_call = ri->target_calls > 0 ? n / (double)ri->target_calls : NAN;
+    a->flops_tok[0] = n > 0 ? ri->flops_draft / n : NAN;
+    a->flops_tok[1] = n > 0 ? ri->flops_verifier / n : NAN;
+    a->flops_tok[2] = n > 0 ? ri->flops_target / n : NAN;
+    a->flops_tok[3] = a->flops_tok[0] + a->flops_tok[1] + a->flops_tok[2];
+}
+
+static int quality(const Report *R, RunAn *a, SpErr *err) {
+    const RunInfo *ri = a->ri;
+    double lp = 0, nt = 0;
+    for (int i = 0; i < ri->n_rows; i++) {
+        const PromptInfo *p = &ri->prompts[i];
+        if (p->scored) lp += p->target_logprob, nt += (double)p->scored_tokens;
+        const char *ref =
+            R->o->refs ? R->o->refs(R->o->refs_ctx, ri->dataset, ri->data_format, ri->dataset_sha256, p->prompt_index)
+                       : NULL;
+        if (!ref || !p->output_text) continue;
+        Rouge g;
+        if (rouge_f1(p->output_text, ref, &g, err)) return -1;
+        a->rouge[0] += g.r1, a->rouge[1] += g.r2, a->rouge[2] += g.rl, a->n_rouge++;
+    }
+    for (int k = 0; k < 3; k++) a->rouge[k] = a->n_rouge ? a->rouge[k] / a->n_rouge : NAN;
+    a->has_ppl = nt > 0;
+    a->ppl = nt > 0 ? exp(-lp / nt) : NAN;
+    return 0;
+}
+
+static int analyze_run(Report *R, RunAn *a, SpErr *err) {
+    const RunInfo *ri = a->ri;
+    run_label(ri, a->setting, sizeof a->setting);
+    if (!a->setting[0]) snprintf(a->setting, sizeof a->setting, "-");
+    snprintf(a->dataset, sizeof a->dataset, "%s", base(ri->dataset));
+    a->is_ver = is_verifier_method(ri->method);
+    a->is_oracle = !strncmp(ri->method, "oracle-", 7);
+    a->auc = a->auc_se = a->win_tie = a->lat_pred_ms = a->d_uni = a->d_bi = a->ppl = NAN;
+    speed_and_cost(a);
+    if (analyze_log(R, a, err) || quality(R, a, err)) return sp_err_prefix(err, "run %.12s (%s %s)", ri->hash, ri->method, a->setting);
+    if (R->o->log)
+        fprintf(R->o->log, "analyze: %s %s %s: %lld tokens%s%s\n", ri->method, a->setting, a->dataset, (long long)a->n_tok,
+                a->note[0] ? "; " : "", a->note);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ cross-run comparisons */
+
+/* The verifier's training data by name: the dataset of a run with that content hash. */
+static void name_ver_data(Report *R, RunAn *a) {
+    const char *h = a->ri->verifier_data_sha256;
+    if (!h[0]) return;
+    for (int j = 0; j < R->rs.n; j++)
+        if (!strcmp(R->rs.runs[j].dataset_sha256, h)) {
+            snprintf(a->ver_data, sizeof a->ver_data, "%s", base(R->rs.runs[j].dataset));
+            return;
+        }
+    snprintf(a->ver_data, sizeof a->ver_data, "sha256:%.12s", h);
+}
+
+static double rate(const RunInfo *r) { return r->t_total > 0 ? (double)r->tokens / r->t_total : NAN; }
+
+/* Speed-up over the ar / sd runs on the same data (the mean of their rates). */
+static void speedups(Report *R, RunAn *a) {
+    double s[2] = {0, 0};
+    int n[2] = {0, 0};
+    for (int j = 0; j < R->rs.n; j++) {
+        const RunInfo *o = &R->rs.runs[j];
+        int k = !strcmp(o->method, "ar") ? 0 : !strcmp(o->method, "sd") ? 1 : -1;
+        if (k < 0 || strcmp(o->dataset_sha256, a->ri->dataset_sha256) || isnan(rate(o))) continue;
+        s[k] += rate(o), n[k]++;
+    }
+    a->speedup_ar = n[0] ? rate(a->ri) / (s[0] / n[0]) : NAN;
+    a->speedup_sd = n[1] ? rate(a->ri) / (s[1] / n[1]) : NAN;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Appends the unigram (bigram when bi) keys of a's tokens to keys. */
+static void gram_keys(const RunAn *a, int bi, uint64_t *keys, size_t *n) {
+    for (int64_t i = 0; i < a->n_tok; i++) {
+        if (!bi) keys[(*n)++] = (uint32_t)a->tok[i];
+        else if (i > 0 && a->tok_prompt[i] == a->tok_prompt[i - 1])
+            keys[(*n)++] = ((uint64_t)(uint32_t)a->tok[i - 1] << 32) | (uint32_t)a->tok[i];
+    }
+}
+
+/* d_TV between the empirical laws of two sorted key multisets. */
+static double dtv_sorted(const uint64_t *a, size_t na, const uint64_t *b, size_t nb) {
+    if (!na || !nb) return NAN;
+    double s = 0;
+    size_t i = 0, j = 0;
+    while (i < na || j < nb) {
+        uint64_t k = (j >= nb || (i < na && a[i] <= b[j])) ? a[i] : b[j];
+        double ca = 0, cb = 0;
+        while (i < na && a[i] == k) ca++, i++;
+        while (j < nb && b[j] == k) cb++, j++;
+        s += fabs(ca / (double)na - cb / (double)nb);
+    }
+    return s / 2;
+}
+
+/* Unigram and bigram d_TV of each run's outputs against the pooled ar outputs on the same data. */
+static int drift(Report *R, SpErr *err) {
+    for (int i = 0; i < R->rs.n; i++) {
+        RunAn *a = &R->an[i];
+        size_t n_ref = 0;
+        for (int j = 0; j < R->rs.n; j++)
+            if (!strcmp(R->an[j].ri->method, "ar") && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
+                n_ref += (size_t)R->an[j].n_tok;
+        if (n_ref == 0 || !strcmp(a->ri->method, "ar")) continue;
+        uint64_t *ref = malloc(n_ref * sizeof *ref), *mine = malloc((size_t)(a->n_tok ? a->n_tok : 1) * sizeof *mine);
+        if (!ref || !mine) {
+            free(ref), free(mine);
+            return sp_fail(err, "out of memory");
+        }
+        double d[2];
+        for (int bi = 0; bi < 2; bi++) {
+            size_t nr = 0, nm = 0;
+            for (int j = 0; j < R->rs.n; j++)
+                if (!strcmp(R->an[j].ri->method, "ar") && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
+                    gram_keys(&R->an[j], bi, ref, &nr);
+            gram_keys(a, bi, mine, &nm);
+            qsort(ref, nr, sizeof *ref, cmp_u64);
+            qsort(mine, nm, sizeof *mine, cmp_u64);
+            d[bi] = dtv_sorted(mine, nm, ref, nr);
+        }
+        a->d_uni = d[0], a->d_bi = d[1], a->has_drift = 1;
+        free(ref), free(mine);
+    }
+    return 0;
+}
+
+/* Win-tie rate with the target as judge: the share of prompts where the run's output has a mean
+ * target log-probability per token at least that of the sd run's (same data and seed) minus the
+ * tie margin. */
+static void win_tie(Report *R, RunAn *a) {
+    const RunInfo *ref = NULL;
+    for (int j = 0; j < R->rs.n && !ref; j++) {
+        const RunInfo *o = &R->rs.runs[j];
+        if (!strcmp(o->method, "sd") && !strcmp(o->dataset_sha256, a->ri->dataset_sha256) && o->seed == a->ri->seed)
+            ref = o;
+    }
+    if (!ref || ref == a->ri) return;
+    int wins = 0, n = 0;
+    for (int i = 0; i < a->ri->n_rows; i++) {
+        const PromptInfo *p = &a->ri->prompts[i];
+        for (int k = 0; p->scored && p->scored_tokens > 0 && k < ref->n_rows; k++) {
+            const PromptInfo *q = &ref->prompts[k];
+            if (q->prompt_index != p->prompt_index || !q->scored || q->scored_tokens <= 0) continue;
+            double mp = p->target_logprob / (double)p->scored_tokens, mq = q->target_logprob / (double)q->scored_tokens;
+            wins += mp >= mq - R->o->tie_margin, n++;
+        }
+    }
+    a->n_win_tie = n;
+    a->win_tie = n ? (double)wins / n : NAN;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static Check *add_check(Report *R, int run, const char *name, const char *model, int kind) {
+    if (R->n_ck == R->cap_ck) {
+        int nc = R->cap_ck ? 2 * R->cap_ck : 64;
+        Check *n = realloc(R->ck, (size_t)nc * sizeof *n);
+        if (!n) return NULL;
+        R->ck = n, R->cap_ck = nc;
+    }
+    Check *c = &R->ck[R->n_ck++];
+    memset(c, 0, sizeof *c);
+    c->run = run, c->kind = kind, c->pass = -1;
+    c->p_value = c->lo = c->hi = NAN;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->model, sizeof c->model, "%s", model);
+    return c;
+}
+
+/* The oracle's measured rates against its configured ones. The interval is the bootstrap one over
+ * prompts (a Wilson interval would assume independent decisions, which oracle-markov breaks on
+ * purpose while keeping the marginal rates); without theorem results, Wilson. */
+static int oracle_checks(Report *R, int i) {
+    RunAn *a = &R->an[i];
+    const double conf[2] = {a->ri->eta_fp, a->ri->eta_tp};
+    const int64_t k[2] = {a->fp, a->tp}, n[2] = {a->nneg, a->npos};
+    const char *names[2] = {"eta_FP = configured", "eta_TP = configured"};
+    for (int j = 0; j < 2; j++) {
+        Check *c = add_check(R, i, names[j], a->has_tc ? "oracle" : "oracle-wilson", CK_CI);
+        if (!c) return -1;
+        c->pred = conf[j];
+        c->meas = n[j] ? (double)k[j] / (double)n[j] : NAN;
+        c->se = a->has_tc ? a->tc.se_meas[j ? TQ_ETA_TP : TQ_ETA_FP] : NAN;
+        c->n = n[j];
+    }
+    return 0;
+}
+
+static int theorem_checks(Report *R, int i) {
+    RunAn *a = &R->an[i];
+    const TcResult *t = &a->tc;
+    for (int m = 0; m < TC_MODELS; m++) {
+        for (int q = 0; q < TQ_N; q++) {
+            if (q == TQ_ETA_FP || q == TQ_ETA_TP) continue; /* measured rates: oracle_checks */
+            if (q == TQ_DTV && m != TC_IID) continue;      /* the same prediction under both label models */
+            Check *c = add_check(R, i, tq_name(q), q == TQ_DTV ? "-" : tc_model_name(m), CK_CI);
+            if (!c) return -1;
+            c->pred = t->est.pred[m][q], c->meas = t->est.meas[q], c->se = t->se_diff[m][q];
+            if (q == TQ_DTV && fabs(a->ri->lambda - 1) > 1e-12) c->kind = CK_INFO; /* exact only at lambda = 1 */
+        }
+        Check *g = add_check(R, i, "Thm3.3 law of N (chi-square)", tc_model_name(m), CK_PVALUE);
+        if (!g) return -1;
+        g->meas = t->gof_stat[m], g->pred = t->gof_df[m], g->p_value = t->gof_p[m];
+    }
+    return 0;
+}
+
+/* Thm 3.1 from `sprinter dtv` files: the file whose verifier and tau match a sprinter run. */
+static int dtv_checks(Report *R) {
+    for (int f = 0; f < R->n_dtv; f++) {
+        const DtvFile *d = &R->dtv[f];
+        Check *c = add_check(R, -1, "Thm3.1 exact d_TV (sprinter dtv)", "dtv", CK_CI);
+        if (!c) return -1;
+        c->pred = d->pred_global, c->meas = d->dtv_p_ps, c->se = d->se_diff;
+        if (fabs(d->lambda - 1) > 1e-12) c->kind = CK_INFO;
+    }
+    return 0;
+}
+
+/* Intervals and verdicts once the number of checks is known. */
+static void judge(Report *R) {
+    R->m_tests = 0;
+    for (int i = 0; i < R->n_ck; i++) R->m_tests += R->ck[i].kind != CK_INFO;
+    double a = R->o->alpha / (R->m_tests ? R->m_tests : 1);
+    R->conf_sim = 1 - a;
+    double z = z_of_conf(R->conf_sim);
+    for (int i = 0; i < R->n_ck; i++) {
+        Check *c = &R->ck[i];
+        if (c->kind == CK_PVALUE) {
+            c->pass = isnan(c->p_value) ? -1 : c->p_value >= a;
+        } else if (!strcmp(c->model, "oracle-wilson")) {
+            int64_t n = c->n;
+            Interval w = wilson_interval((int64_t)llround(c->meas * (double)n), n, R->conf_sim);
+            c->lo = w.lo, c->hi = w.hi;
+            c->pass = n ? c->pred >= w.lo && c->pred <= w.hi : -1;
+        } else {
+            c->lo = c->meas - z * c->se, c->hi = c->meas + z * c->se;
+            if (c->kind == CK_CI)
+                c->pass = isnan(c->meas) || isnan(c->pred) || isnan(c->se) ? -1 : c->pred >= c->lo && c->pred <= c->hi;
+        }
+    }
+}
+
+static int build_checks(Report *R, SpErr *err) {
+    for (int i = 0; i < R->rs.n; i++) {
+        RunAn *a = &R->an[i];
+        if (a->is_oracle && a->has_op && oracle_checks(R, i)) return sp_fail(err, "out of memory");
+        if (a->has_tc && theorem_checks(R, i)) return sp_fail(err, "out of memory");
+    }
+    if (dtv_checks(R)) return sp_fail(err, "out of memory");
+    judge(R);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the whole report */
+
+static int gnuplot_present(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    char buf[4200];
+    for (const char *p = path ? path : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
+        if (n && access(buf, X_OK) == 0) return 1;
+        p += n + (p[n] == ':');
+    }
+    return 0;
+}
+
+static void report_free(Report *R) {
+    for (int i = 0; R->an && i < R->rs.n; i++) {
+        RunAn *a = &R->an[i];
+        free(a->tok), free(a->tok_prompt), free(a->scores), free(a->labels);
+        if (a->has_tc) tc_result_free(&a->tc);
+    }
+    free(R->an);
+    free(R->ck);
+    free(R->dtv);
+    runset_free(&R->rs);
+}
+
+static int load(Report *R, SpErr *err) {
+    const ReportOpts *o = R->o;
+    char path[4400];
+    struct stat st;
+    if (stat(o->results_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return sp_fail(err, "%s: not a results directory (run sprinter sweep SPEC --out %s first)", o->results_dir,
+                       o->results_dir);
+    snprintf(path, sizeof path, "%s/runs.sqlite", o->results_dir);
+    if (access(path, R_OK) != 0) return sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", o->results_dir);
+    if (runset_load(path, &R->rs, err)) return -1;
+    if (R->rs.n == 0) return sp_fail(err, "%s: no finished runs (status 'done')", path);
+    snprintf(path, sizeof path, "%s/dtv", o->results_dir);
+    if (dtv_files_read(path, &R->dtv, &R->n_dtv, err)) return -1;
+    snprintf(path, sizeof path, "%s/dtv.h5", o->results_dir);
+    if (access(path, F_OK) == 0) {
+        DtvFile *n = realloc(R->dtv, (size_t)(R->n_dtv + 1) * sizeof *n);
+        if (!n) return sp_fail(err, "out of memory");
+        R->dtv = n;
+        if (dtv_file_read(path, &R->dtv[R->n_dtv], err)) return -1;
+        R->n_dtv++;
+    }
+    return 0;
+}
+
+static int analyze_all(Report *R, SpErr *err) {
+    if (!(R->an = calloc((size_t)R->rs.n, sizeof *R->an))) return sp_fail(err, "out of memory");
+    for (int i = 0; i < R->rs.n; i++) {
+        R->an[i].ri = &R->rs.runs[i];
+        if (analyze_run(R, &R->an[i], err)) return -1;
+        R->has_refs |= R->an[i].n_rouge > 0;
+    }
+    for (int i = 0; i < R->rs.n; i++) {
+        name_ver_data(R, &R->an[i]);
+        speedups(R, &R->an[i]);
+        win_tie(R, &R->an[i]);
+    }
+    return drift(R, err);
+}
+
+static void summarise(const Report *R, ReportSummary *s) {
+    s->runs = R->rs.n;
+    for (int i = 0; i < R->rs.n; i++) {
+        s->verifier_runs += R->an[i].is_ver;
+        s->iid_runs += R->an[i].has_iid;
+        s->iid_rejected += R->an[i].has_iid && R->an[i].iid.rejected;
+    }
+    for (int i = 0; i < R->n_ck; i++)
+        if (R->ck[i].pass >= 0) s->checks++, s->checks_failed += R->ck[i].pass == 0;
+    snprintf(s->index_path, sizeof s->index_path, "%s/index.md", R->dir);
+}
+
+int report_write(const ReportOpts *o, ReportSummary *s, SpErr *err) {
+    Report R = {.o = o};
+    memset(s, 0, sizeof *s);
+    if (o->bootstrap < 2 || !(o->alpha > 0 && o->alpha < 1))
+        return sp_fail(err, "bootstrap = %d must be >= 2 and alpha = %g in (0, 1)", o->bootstrap, o->alpha);
+    if (o->plots && !gnuplot_present(o->gnuplot))
+        return sp_fail(err, "%s: not found in PATH; the plots need gnuplot (Debian package gnuplot-nox, see "
+                            "scripts/install-deps.sh), or pass --no-plots", o->gnuplot);
+    snprintf(R.dir, sizeof R.dir, "%s/report", o->results_dir);
+    int rc = load(&R, err);
+    if (rc == 0) rc = mkdir_one(R.dir, err);
+    if (rc == 0) rc = analyze_all(&R, err);
+    if (rc == 0) rc = build_checks(&R, err);
+    if (rc == 0) rc = write_tsvs(&R, err);
+    if (rc == 0) rc = write_tables(&R, err);
+    if (rc == 0) rc = write_plots(&R, err);
+    if (rc == 0) rc = write_index(&R, err);
+    if (rc == 0) summarise(&R, s);
+    report_free(&R);
+    return rc;
+}

@@ -1,0 +1,94 @@
+/* report_int.h - what report.c, report_md.c, tables.c and plots.c share (not a public API). */
+#ifndef SP_REPORT_INT_H
+#define SP_REPORT_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dtvread.h"
+#include "iidtest.h"
+#include "report.h"
+#include "runsdb.h"
+#include "theorycheck.h"
+
+/* The analysis of one run. */
+typedef struct RunAn {
+    const RunInfo *ri;
+    char setting[256];  /* "lambda=1.2 tau=0.5" or "-" */
+    char dataset[256];  /* basename of the evaluation data */
+    char ver_data[256]; /* basename of the verifier's training data, "" if none */
+    int is_ver;         /* sprinter, oracle-iid, oracle-markov */
+    int is_oracle;
+    char note[512];     /* why a part is missing */
+    /* emitted tokens (drift) */
+    int32_t *tok;
+    int *tok_prompt;
+    int64_t n_tok;
+    /* operating point (audit labels) and ROC (learned verifier) */
+    int has_op;
+    int64_t npos, nneg, tp, fp;
+    float *scores;
+    int8_t *labels;
+    int64_t n_scored;
+    double auc, auc_se;
+    /* theorems, i.i.d. */
+    int has_tc, has_iid;
+    TcResult tc;
+    IidResult iid;
+    double lat_pred_ms; /* Thm 3.4's implied latency per token (model iid) */
+    /* speed, cost, quality, drift */
+    double ms_per_token, tok_per_call, speedup_ar, speedup_sd;
+    double flops_tok[4]; /* draft, verifier, target, total per emitted token */
+    double rouge[3];
+    int n_rouge;
+    double ppl;
+    int has_ppl;
+    double win_tie;
+    int n_win_tie;
+    double d_uni, d_bi;
+    int has_drift;
+} RunAn;
+
+enum { CK_CI = 0, CK_PVALUE = 1, CK_INFO = 2 };
+
+typedef struct Check {
+    int run;
+    char name[64], model[16];
+    int kind;
+    double pred, meas, se; /* se: of measured - predicted (CK_CI) */
+    double lo, hi;         /* the interval the prediction must lie in (CK_CI) */
+    double p_value;        /* CK_PVALUE */
+    int64_t n;             /* oracle rate checks: labelled decisions of the class */
+    int pass;              /* 1, 0, -1 not applicable */
+} Check;
+
+typedef struct Report {
+    const ReportOpts *o;
+    RunSet rs;
+    RunAn *an;
+    char dir[4200];     /* RESULTS/report */
+    Check *ck;
+    int n_ck, cap_ck;
+    int m_tests;        /* checks with a verdict: the Bonferroni count */
+    double conf_sim;    /* 1 - alpha / m_tests */
+    DtvFile *dtv;
+    int n_dtv;
+    int has_refs;
+} Report;
+
+/* report_md.c */
+int write_index(Report *R, SpErr *err);
+int write_tsvs(Report *R, SpErr *err);
+/* tables.c */
+int write_tables(Report *R, SpErr *err);
+/* plots.c: data files and scripts; then gnuplot renders them (when R->o->plots) */
+int write_plots(Report *R, SpErr *err);
+int plot_names(const char *const **names); /* the plots every report has, e.g. "roc" */
+
+/* helpers (report.c) */
+FILE *report_open(const Report *R, const char *name, SpErr *err);
+int report_close(FILE *f, const Report *R, const char *name, SpErr *err);
+const char *fmt_num(char *buf, size_t cap, double v, const char *fmt); /* "-" for NaN */
+int is_deployed(const Report *R, const RunAn *a);
+
+#endif

@@ -1,0 +1,50 @@
+/* runsdb.h - reads the done runs of a results directory (results/X/runs.sqlite, schema versions
+ * 1-3, see results/README.md) for the analysis: each run's configuration, its per-prompt counters
+ * summed, and per prompt the output text and, when `sprinter score` has filled the outputs table,
+ * the target's log-likelihood of the output. Opens the database read-only; owns what it returns. */
+#ifndef SP_RUNSDB_H
+#define SP_RUNSDB_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct PromptInfo {
+    int prompt_index;
+    int64_t tokens, target_calls;
+    double t_total;
+    char *output_text;     /* prompts.output_text, NULL if none */
+    int scored;            /* an outputs row exists (sprinter score) */
+    double target_logprob; /* outputs.target_logprob: sum of ln p_target over the output */
+    int64_t scored_tokens; /* outputs.n_tokens */
+} PromptInfo;
+
+/* One done run. Parameters that do not apply to the method are NaN (NULL in the database). */
+typedef struct RunInfo {
+    char hash[72], method[32], dataset[1024], dataset_sha256[72], data_format[32], token_log[1024];
+    char verifier_data_sha256[72]; /* the verifier's training data (from runs.config), "" if none */
+    int64_t seed;
+    int max_new, n_prompts, prompt_offset, stop_at_eos, audit;
+    double temperature;
+    double gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp, oracle_stay;
+    /* sums over the run's prompts */
+    int64_t tokens, target_calls, target_tokens, draft_calls, draft_tokens, verifier_evals, drafted, accepted;
+    double t_total, t_draft, t_target, t_verifier, t_audit, flops_draft, flops_target, flops_verifier;
+    PromptInfo *prompts; /* ordered by prompt_index */
+    int n_rows;
+} RunInfo;
+
+typedef struct RunSet {
+    RunInfo *runs; /* ordered by run_index */
+    int n;
+    int schema_version;
+    int has_outputs; /* the outputs table exists and has rows for some run */
+} RunSet;
+
+int runset_load(const char *db_path, RunSet *rs, SpErr *err);
+void runset_free(RunSet *rs);
+
+/* A short label of the run's parameters that apply ("lambda=1.2 tau=0.5"). */
+void run_label(const RunInfo *r, char *buf, int cap);
+
+#endif

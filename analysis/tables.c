@@ -1,0 +1,188 @@
+/* tables.c - report/tables.md: the paper's Tables 1-4 regenerated from the runs (rows: data set x
+ * method x setting, means over seeds) and the deployed-point table the paper lacks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_int.h"
+
+enum {
+    Q_R1, Q_R2, Q_RL, Q_PPL, Q_WT, Q_MS, Q_SAR, Q_SSD, Q_TPC, Q_FD, Q_FV, Q_FT, Q_FTOT, Q_FSD, Q_EFP, Q_ETP, Q_AUC,
+    Q_EN_IID, Q_EN_PAPER, Q_EN_MEAS, Q_DTV_PRED, Q_DTV_MEAS, Q_IID_REJ, Q_N
+};
+
+typedef struct Row {
+    char dataset[256], method[32], setting[256], ver_data[256];
+    double lambda, tau;
+    int runs, deployed;
+    double sum[Q_N];
+    int cnt[Q_N];
+} Row;
+
+static void add(Row *r, int q, double v) {
+    if (!isnan(v)) r->sum[q] += v, r->cnt[q]++;
+}
+
+static double val(const Row *r, int q) { return r->cnt[q] ? r->sum[q] / r->cnt[q] : NAN; }
+
+/* The mean FLOPs per token of the sd runs on the same data. */
+static double sd_flops(const Report *R, const RunAn *a) {
+    double s = 0;
+    int n = 0;
+    for (int j = 0; j < R->rs.n; j++)
+        if (!strcmp(R->an[j].ri->method, "sd") && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256) &&
+            !isnan(R->an[j].flops_tok[3]))
+            s += R->an[j].flops_tok[3], n++;
+    return n ? s / n : NAN;
+}
+
+static void fill(const Report *R, Row *r, const RunAn *a) {
+    const double q[] = {a->rouge[0], a->rouge[1], a->rouge[2], a->ppl, a->win_tie, a->ms_per_token, a->speedup_ar,
+                        a->speedup_sd, a->tok_per_call, a->flops_tok[0], a->flops_tok[1], a->flops_tok[2], a->flops_tok[3]};
+    for (int k = 0; k <= Q_FTOT; k++) add(r, k, q[k]);
+    add(r, Q_FSD, a->flops_tok[3] / sd_flops(R, a));
+    if (a->has_op) {
+        add(r, Q_EFP, a->nneg ? (double)a->fp / (double)a->nneg : NAN);
+        add(r, Q_ETP, a->npos ? (double)a->tp / (double)a->npos : NAN);
+    }
+    add(r, Q_AUC, a->auc);
+    if (a->has_tc) {
+        add(r, Q_EN_IID, a->tc.est.pred[TC_IID][TQ_MEAN_N]);
+        add(r, Q_EN_PAPER, a->tc.est.pred[TC_PAPER][TQ_MEAN_N]);
+        add(r, Q_EN_MEAS, a->tc.est.meas[TQ_MEAN_N]);
+        add(r, Q_DTV_PRED, a->tc.est.pred[TC_IID][TQ_DTV]);
+        add(r, Q_DTV_MEAS, a->tc.est.meas[TQ_DTV]);
+    }
+    if (a->has_iid) add(r, Q_IID_REJ, a->iid.rejected);
+}
+
+/* Rows grouped by (data, method, setting, verifier data), in first-seen order. */
+static Row *group(const Report *R, int *n) {
+    Row *rows = calloc((size_t)(R->rs.n ? R->rs.n : 1), sizeof *rows);
+    *n = 0;
+    if (!rows) return NULL;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        Row *r = NULL;
+        for (int k = 0; k < *n && !r; k++)
+            if (!strcmp(rows[k].dataset, a->dataset) && !strcmp(rows[k].method, a->ri->method) &&
+                !strcmp(rows[k].setting, a->setting) && !strcmp(rows[k].ver_data, a->ver_data))
+                r = &rows[k];
+        if (!r) {
+            r = &rows[(*n)++];
+            snprintf(r->dataset, sizeof r->dataset, "%s", a->dataset);
+            snprintf(r->method, sizeof r->method, "%s", a->ri->method);
+            snprintf(r->setting, sizeof r->setting, "%s", a->setting);
+            snprintf(r->ver_data, sizeof r->ver_data, "%s", a->ver_data);
+            r->lambda = a->ri->lambda, r->tau = a->ri->tau, r->deployed = is_deployed(R, a);
+        }
+        r->runs++;
+        fill(R, r, a);
+    }
+    return rows;
+}
+
+static const char *fv(char *buf, const Row *r, int q, const char *fmt) { return fmt_num(buf, 48, val(r, q), fmt); }
+
+static void table_cols(FILE *f, const char *title, const char *note, const char *const *cols, int n) {
+    fprintf(f, "## %s\n\n%s\n\n| Dataset | Method | Setting | runs |", title, note);
+    for (int i = 0; i < n; i++) fprintf(f, " %s |", cols[i]);
+    fprintf(f, "\n|---|---|---|---|");
+    for (int i = 0; i < n; i++) fprintf(f, "---|");
+    fprintf(f, "\n");
+}
+
+static void table_rows(FILE *f, const Row *rows, int n, const int *qs, const char *const *fmts, int nq, int only_ver) {
+    char b[24][48];
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        if (only_ver && strcmp(r->method, "sprinter")) continue;
+        fprintf(f, "| %s | %s%s%s | %s | %d |", r->dataset, r->deployed ? "**" : "", r->method, r->deployed ? "**" : "",
+                r->setting, r->runs);
+        for (int k = 0; k < nq; k++) fprintf(f, " %s |", fv(b[k % 24], r, qs[k], fmts[k]));
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+}
+
+static void table_transfer(FILE *f, const Row *rows, int n) {
+    fprintf(f, "## Table 4: cross-dataset transfer\n\nThe verifier trained on one data set, evaluated on another "
+               "(sprinter runs; in-domain rows for comparison).\n\n| Verifier trained on | Evaluated on | transfer | "
+               "lambda | tau | runs | eta_FP | eta_TP | AUC | ROUGE-L | tokens per target call | speed-up vs SD |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    char b[8][48];
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        if (strcmp(r->method, "sprinter") || !r->ver_data[0]) continue;
+        any = 1;
+        fprintf(f, "| %s | %s | %s | %g | %g | %d | %s | %s | %s | %s | %s | %s |\n", r->ver_data, r->dataset,
+                strcmp(r->ver_data, r->dataset) ? "cross" : "in-domain", r->lambda, r->tau, r->runs,
+                fv(b[0], r, Q_EFP, "%.3f"), fv(b[1], r, Q_ETP, "%.3f"), fv(b[2], r, Q_AUC, "%.3f"),
+                fv(b[3], r, Q_RL, "%.4f"), fv(b[4], r, Q_TPC, "%.2f"), fv(b[5], r, Q_SSD, "%.2fx"));
+    }
+    if (!any) fprintf(f, "| not computed: no sprinter runs | | | | | | | | | | | |\n");
+    fprintf(f, "\n");
+}
+
+static void table_deployed(FILE *f, const Report *R, const Row *rows, int n) {
+    fprintf(f, "## Table 5 (not in the paper): verifier operating point -> theory vs measurement\n\n"
+               "Per sprinter setting (the deployed lambda = %g, tau = %g in bold): the measured operating point, "
+               "E[min(N, c)] (tokens accepted before the target is invoked, per-block caps) predicted by Thm 3.3 "
+               "with the measured rates (`iid`: i.i.d. verifier on the measured label chain; `paper`: the paper's "
+               "label model) and measured, and d_TV(p, p_SPRINTER) averaged over visited prefixes, predicted by "
+               "Thm 3.1 (eta_FP d_TV(p, q)) and measured from the token log. Means over seeds.\n\n"
+               "| lambda | tau | Setting | Dataset | runs | eta_FP | eta_TP | E[N] pred (iid) | E[N] pred (paper) | E[N] "
+               "measured | d_TV pred | d_TV measured | share of runs with i.i.d. rejected |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            R->o->deployed_lambda, R->o->deployed_tau);
+    char b[10][48];
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        if (strcmp(r->method, "sprinter")) continue;
+        any = 1;
+        const char *s = r->deployed ? "**" : "";
+        fprintf(f, "| %s%g%s | %s%g%s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s, r->lambda, s, s, r->tau,
+                s, r->setting, r->dataset, r->runs, fv(b[0], r, Q_EFP, "%.3f"), fv(b[1], r, Q_ETP, "%.3f"), fv(b[2], r, Q_EN_IID, "%.3f"),
+                fv(b[3], r, Q_EN_PAPER, "%.3f"), fv(b[4], r, Q_EN_MEAS, "%.3f"), fv(b[5], r, Q_DTV_PRED, "%.4f"),
+                fv(b[6], r, Q_DTV_MEAS, "%.4f"), r->cnt[Q_IID_REJ] ? fv(b[7], r, Q_IID_REJ, "%.2f") : "-");
+    }
+    if (!any) fprintf(f, "| not computed: no sprinter runs | | | | | | | | | | | | |\n");
+    fprintf(f, "\n");
+}
+
+int write_tables(Report *R, SpErr *err) {
+    int n;
+    Row *rows = group(R, &n);
+    if (!rows) return sp_fail(err, "out of memory");
+    FILE *f = report_open(R, "tables.md", err);
+    if (!f) {
+        free(rows);
+        return -1;
+    }
+    fprintf(f, "# Paper tables, regenerated: %s\n\nRows: data set x method x setting (means over seeds; `runs` = runs "
+               "averaged). The deployed SPRINTER setting is in bold. Definitions: see index.md.\n\n", R->o->results_dir);
+    static const char *const c1[] = {"ROUGE-1", "ROUGE-2", "ROUGE-L", "PPL (target)", "Win-tie vs SD"};
+    static const int q1[] = {Q_R1, Q_R2, Q_RL, Q_PPL, Q_WT};
+    static const char *const f1[] = {"%.4f", "%.4f", "%.4f", "%.2f", "%.3f"};
+    table_cols(f, "Table 1: quality", "ROUGE F1 against the references; target perplexity and the target-as-judge "
+               "win-tie rate against sd (`-`: sprinter score not run).", c1, 5);
+    table_rows(f, rows, n, q1, f1, 5, 0);
+    static const char *const c2[] = {"ms / token", "Speed-up vs AR", "Speed-up vs SD", "Tokens per target call"};
+    static const int q2[] = {Q_MS, Q_SAR, Q_SSD, Q_TPC};
+    static const char *const f2[] = {"%.4f", "%.2fx", "%.2fx", "%.2f"};
+    table_cols(f, "Table 2: latency", "Wall time per emitted token (audit excluded) and emitted tokens per target "
+               "forward call.", c2, 4);
+    table_rows(f, rows, n, q2, f2, 4, 0);
+    static const char *const c3[] = {"Draft", "Verifier", "Target", "Total", "Total vs SD"};
+    static const int q3[] = {Q_FD, Q_FV, Q_FT, Q_FTOT, Q_FSD};
+    static const char *const f3[] = {"%.3g", "%.3g", "%.3g", "%.3g", "%.3fx"};
+    table_cols(f, "Table 3: FLOPs per emitted token", "2 x parameters per processed position (+ 2d per verifier "
+               "evaluation), divided by the tokens emitted.", c3, 5);
+    table_rows(f, rows, n, q3, f3, 5, 0);
+    table_transfer(f, rows, n);
+    table_deployed(f, R, rows, n);
+    free(rows);
+    return report_close(f, R, "tables.md", err);
+}

@@ -1,0 +1,80 @@
+/* theorycheck.h - Theorem 3.1 / 3.3 / 3.4 predictions against measurements for one verifier run
+ * (sprinter, oracle-iid, oracle-markov), from its blocks (verseq.h).
+ *
+ * Measured (blocks cut short by an EOS are left out of the capped quantities):
+ *   eta_FP, eta_TP  accepts / labelled decisions of each class (audit labels)
+ *   TQ_MEAN_N   mean observed N = min(N, c_b) with the block's own cap
+ *               c_b = min(max_run, max_new - tokens emitted before the block)
+ *   TQ_MEAN_T   mean draft steps (verifier decisions) per block: Thm 3.4's stopping time
+ *   TQ_P_N0     fraction of blocks whose first drafted token goes to the target
+ *   TQ_KM       E[min(N, H)] of the uncapped law of N, from a Kaplan-Meier estimate of P(N >= k)
+ *               that treats truncated and max_run-capped blocks as censored (horizon H: max_new - 1,
+ *               or max_run when 0 < max_run < max_new)
+ *   TQ_DTV      Thm 3.1: d_TV(p, p_SPRINTER) averaged over the prefixes the decoder visited,
+ *               estimated without bias by the mean over decisions of decision * max(0, 1 - p/q)
+ *               (E_{x~q}[a(x) (1 - p(x)/q(x))^+] = d_TV(p, p_SPRINTER) at a prefix)
+ * Predicted from the measured eta_FP, eta_TP under two label models (theory.h):
+ *   TC_IID    the i.i.d. verifier on labels from a two-state Markov chain estimated from the
+ *             audited labels (the theorems' assumption about the verifier, not the paper's about
+ *             the labels);
+ *   TC_PAPER  the paper's closed form: the first r drafted tokens acceptable, all later ones not,
+ *             r ~ its Kaplan-Meier distribution (censored where all labels seen are acceptable).
+ * Caps are applied per block to the predictions as well, so truncation is accounted for. Thm 3.1's
+ * prediction is eta_FP * mean (1 - p/q)^+ (the same estimator applied to d_TV(p, q)) under both.
+ * A chi-square goodness-of-fit test compares the counts of min(N, c_b) with each model's expected
+ * counts (cells pooled to >= 5 expected). Uncertainty: a bootstrap over prompts (a prompt's blocks
+ * stay together) that recomputes the whole estimate, predictions included; se_diff is the standard
+ * error of measured - predicted, the statistic of the checks. For TQ_MEAN_T the model variance of
+ * the "a target call ends the block" indicators is added (they vary only in the last block of a
+ * prompt, which the bootstrap sees too rarely).
+ * Needs labels on accepted tokens (audit on); returns an error otherwise. */
+#ifndef SP_THEORYCHECK_H
+#define SP_THEORYCHECK_H
+
+#include "error.h"
+#include "theory.h"
+#include "verseq.h"
+
+enum { TC_IID = 0, TC_PAPER = 1, TC_MODELS = 2 };
+#define TC_MIN_PROMPTS 5 /* fewer prompts: no bootstrap, standard errors NaN (checks without verdict) */
+/* TQ_ETA_FP / TQ_ETA_TP: the measured rates (no model prediction: pred is NaN), with bootstrap
+ * standard errors that stay honest when decisions are correlated. */
+enum { TQ_MEAN_N = 0, TQ_MEAN_T, TQ_P_N0, TQ_KM, TQ_DTV, TQ_ETA_FP, TQ_ETA_TP, TQ_N };
+
+typedef struct RunEst {
+    double npos, nneg, tp, fp; /* labelled decisions (bootstrap-weighted) */
+    double eta_tp, eta_fp;
+    LabelChain chain;
+    double blocks;             /* blocks used for the capped quantities */
+    double dtv_pq;             /* mean (1 - p/q)^+ over decisions: d_TV(p, q) averaged over prefixes */
+    double meas[TQ_N];
+    double pred[TC_MODELS][TQ_N];
+} RunEst;
+
+typedef struct TcOpts {
+    int bootstrap;      /* replicates (>= 2) */
+    unsigned long seed; /* of the bootstrap */
+    double shift;       /* tests only: added to every predicted mean of N and T (TQ_MEAN_N, _T, _KM) */
+} TcOpts;
+
+typedef struct TcResult {
+    RunEst est;
+    double se_meas[TQ_N];             /* bootstrap standard error of the measured value */
+    double se_diff[TC_MODELS][TQ_N];  /* ... of measured - predicted */
+    double en_uncapped[TC_MODELS];    /* predicted E[N] with no cap at all */
+    double gof_stat[TC_MODELS], gof_p[TC_MODELS];
+    int gof_df[TC_MODELS];
+    int horizon, kmax;                /* H; kmax = max_new */
+    double *S[TC_MODELS];             /* [kmax + 1] predicted P(N >= k) */
+    double *S_km;                     /* [kmax + 1] Kaplan-Meier P(N >= k) */
+    double *obs_hist, *exp_hist[TC_MODELS]; /* [kmax + 1] counts of min(N, c_b) */
+    double *r_weight;                 /* [kmax + 1] distribution of r (TC_PAPER) */
+} TcResult;
+
+const char *tq_name(int q);    /* "E[min(N,c)]", ... */
+const char *tc_model_name(int m); /* "iid", "paper" */
+
+int theory_check_run(const VerSeq *v, const TcOpts *o, TcResult *r, SpErr *err);
+void tc_result_free(TcResult *r);
+
+#endif

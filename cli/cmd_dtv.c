@@ -1,0 +1,141 @@
+/* cmd_dtv.c - `sprinter dtv`: exact per-prefix d_TV(p, p_SPRINTER) against Theorem 3.1's
+ * prediction, the oracle verifier, and a sampling estimate (experiments/dtv.h). */
+#include <cblas.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "dtv.h"
+
+static const char kDtvHelp[] =
+    "usage: sprinter dtv --draft DIR --target DIR --verifier FILE --data FILE --n-prefixes N --out FILE.h5\n"
+    "                    [options]\n"
+    "At N prefixes (dataset prompts continued by 0..K tokens sampled from the target) computes the EXACT\n"
+    "law of SPRINTER's next token from p, q and the verifier's decision on every vocabulary token, and\n"
+    "records per prefix d_TV(p, q), d_TV(p, p_SPRINTER), d_TV(q, p_SPRINTER), eta_FP / eta_TP at the\n"
+    "prefix, Theorem 3.1's prediction eta_FP d_TV(p, q) (local and with the global eta_FP), the\n"
+    "oracle verifier's exact d_TV (at lambda and at lambda = 1), and with --samples M a sampling\n"
+    "estimate from M runs of the real decoder (naive, bootstrap bias-corrected, noise floor, chi-square\n"
+    "against the exact law). One HDF5 row per prefix; see experiments/dtv.h and results/README.md.\n"
+    "  --format F         dataset format: jsonl, specbench, lm1b, wikisum (default: inferred)\n"
+    "  --offset I         first prompt index (default 0; keep clear of the verifier's training prompts)\n"
+    "  --max-continue K   continue each prompt by Uniform{0..K} target tokens (default 8)\n"
+    "  --tau T            verifier threshold (default 0.5)\n"
+    "  --lambda L         acceptable iff q/p <= L (default: the verifier's lambda)\n"
+    "  --temperature T --top-k K --top-p P   sampling, applied to p and q (defaults 1, 0, 1)\n"
+    "  --seed S           prefix i draws from prompt_seed(S, i) (default 0)\n"
+    "  --samples M        decoder draws of the first token per prefix (default 0: exact part only). Each\n"
+    "                     draw is a full decoder_run (the prefix prefilled on both models), so this is\n"
+    "                     the expensive part; the unbiased estimate needs only a few hundred draws, the\n"
+    "                     histogram (naive) one is useless unless M >> vocab size\n"
+    "  --bootstrap B      resamples for the bias correction (default 200)\n"
+    "  --oracle-eta-fp F --oracle-eta-tp T   oracle rates (default: the verifier's measured rates)\n"
+    "  --threads N        OpenBLAS threads (default 1)\n"
+    "  --quiet            no per-prefix lines on stderr\n";
+
+static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *threads) {
+    const char *cmd = "dtv";
+    static const struct option opts[] = {
+        {"draft", required_argument, 0, 'd'},        {"target", required_argument, 0, 't'},
+        {"verifier", required_argument, 0, 'v'},     {"data", required_argument, 0, 'D'},
+        {"format", required_argument, 0, 'f'},       {"n-prefixes", required_argument, 0, 'n'},
+        {"offset", required_argument, 0, 'O'},       {"max-continue", required_argument, 0, 'K'},
+        {"tau", required_argument, 0, 'T'},          {"lambda", required_argument, 0, 'l'},
+        {"temperature", required_argument, 0, 'e'},  {"top-k", required_argument, 0, 'k'},
+        {"top-p", required_argument, 0, 'p'},        {"seed", required_argument, 0, 's'},
+        {"samples", required_argument, 0, 'M'},      {"bootstrap", required_argument, 0, 'B'},
+        {"oracle-eta-fp", required_argument, 0, 'F'}, {"oracle-eta-tp", required_argument, 0, 'P'},
+        {"threads", required_argument, 0, 'j'},      {"quiet", no_argument, 0, 'q'},
+        {"out", required_argument, 0, 'o'},          {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    long l;
+    double f;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'd': s->draft_dir = optarg; break;
+        case 't': s->target_dir = optarg; break;
+        case 'v': s->verifier_path = optarg; break;
+        case 'D': s->data_path = optarg; break;
+        case 'f': s->data_format = optarg; break;
+        case 'n': if (arg_long(cmd, "n-prefixes", optarg, 1, 1 << 24, &l)) return 2; s->n_prefixes = (int)l; break;
+        case 'O': if (arg_long(cmd, "offset", optarg, 0, 1 << 30, &l)) return 2; s->offset = (int)l; break;
+        case 'K': if (arg_long(cmd, "max-continue", optarg, 0, 1 << 20, &l)) return 2; s->max_continue = (int)l; break;
+        case 'T': if (arg_float(cmd, "tau", optarg, 0, 1, &s->tau)) return 2; break;
+        case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &s->lambda)) return 2; break;
+        case 'e': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; s->sampling.temperature = (float)f; break;
+        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; s->sampling.top_k = (int)l; break;
+        case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s->sampling.top_p = (float)f; break;
+        case 's': if (arg_u64(cmd, "seed", optarg, &s->seed)) return 2; break;
+        case 'M': if (arg_long(cmd, "samples", optarg, 0, 1L << 30, &l)) return 2; s->samples = (int)l; break;
+        case 'B': if (arg_long(cmd, "bootstrap", optarg, 0, 1 << 20, &l)) return 2; s->bootstrap = (int)l; break;
+        case 'F': if (arg_float(cmd, "oracle-eta-fp", optarg, 0, 1, &s->oracle_eta_fp)) return 2; break;
+        case 'P': if (arg_float(cmd, "oracle-eta-tp", optarg, 0, 1, &s->oracle_eta_tp)) return 2; break;
+        case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, threads)) return 2; break;
+        case 'q': s->progress = 0; break;
+        case 'o': *out = optarg; break;
+        case 'h': fputs(kDtvHelp, stdout); return 1;
+        default: fprintf(stderr, "sprinter dtv: unknown or incomplete option (see sprinter dtv --help)\n"); return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "sprinter dtv: unexpected argument \"%s\" (see sprinter dtv --help)\n", argv[optind]);
+        return 2;
+    }
+    if (!s->draft_dir || !s->target_dir || !s->verifier_path || !s->data_path || !*out) {
+        fprintf(stderr, "sprinter dtv: need --draft, --target, --verifier, --data, --n-prefixes and --out\n");
+        return 2;
+    }
+    return 0;
+}
+
+static void print_summary(const DtvSummary *m, const char *out) {
+    printf("dtv: %d prefixes, vocab %d, lambda %g -> %s\n", m->n, m->V, m->lambda, out);
+    printf("  mean d_TV(p, q)                          %.5f\n", m->mean_dtv_pq);
+    printf("  mean P(verifier accepts the draft token) %.5f\n", m->mean_accept_mass);
+    printf("  global eta_FP / eta_TP (audit weighting) %.4f / %.4f\n", m->eta_fp_global, m->eta_tp_global);
+    printf("  mean d_TV(p, p_SPRINTER), exact          %.5f\n", m->mean_dtv_p_ps);
+    printf("  Thm 3.1 with each prefix's eta_FP        %.5f\n", m->mean_pred_local);
+    printf("  Thm 3.1 with the global eta_FP           %.5f\n", m->mean_pred_global);
+    printf("  mean eta_excess (exact: d_TV = eta_excess d_TV(p,q))  %.4f\n", m->mean_eta_excess);
+    printf("  oracle (eta_FP %.4f, eta_TP %.4f): exact d_TV %.5f at lambda %g, %.5f at lambda 1; "
+           "Thm 3.1 %.5f (max |error| at lambda 1: %.2e)\n",
+           m->oracle_eta_fp, m->oracle_eta_tp, m->mean_oracle_dtv, m->lambda, m->mean_oracle_dtv_l1,
+           m->mean_oracle_pred, m->max_oracle_l1_err);
+    if (!isnan(m->mean_emp_naive)) {
+        printf("  sampled (mean, mean |error| against the exact value):\n");
+        printf("    unbiased E_q[a (1 - p/q)+]  %.5f  %.5f  (max |z| %.2f)\n", m->mean_emp_unbiased,
+               m->mean_abs_err_unbiased, m->max_abs_z_unbiased);
+        printf("    naive d_TV(p, histogram)    %.5f  %.5f  (noise floor %.5f)\n", m->mean_emp_naive,
+               m->mean_abs_err_naive, m->mean_noise_floor);
+        printf("    bootstrap bias-corrected    %.5f  %.5f\n", m->mean_emp_bc, m->mean_abs_err_bc);
+        printf("  first tokens vs the exact law: min chi-square p-value %.4f over %d prefixes\n", m->min_chisq_p, m->n);
+    }
+}
+
+int cmd_dtv(int argc, char **argv) {
+    DtvSpec s;
+    dtv_spec_default(&s);
+    s.progress = 1;
+    s.n_prefixes = 0;
+    const char *out = NULL;
+    long threads = 1;
+    int prc = parse(argc, argv, &s, &out, &threads);
+    if (prc) return prc == 1 ? 0 : prc;
+    if (s.n_prefixes < 1) {
+        fprintf(stderr, "sprinter dtv: need --n-prefixes N (N >= 1)\n");
+        return 2;
+    }
+    openblas_set_num_threads((int)threads);
+    SpErr err = {{0}};
+    DtvSummary m;
+    if (dtv_run(&s, out, &m, &err)) {
+        fprintf(stderr, "sprinter dtv: %s\n", err.msg);
+        return 1;
+    }
+    print_summary(&m, out);
+    return 0;
+}

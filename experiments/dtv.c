@@ -1,0 +1,597 @@
+/* dtv.c - exact per-prefix d_TV of SPRINTER's first-token law, Thm 3.1's prediction, the oracle,
+ * and the sampling estimate (see dtv.h). */
+#include "dtv.h"
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_randist.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "dataset.h"
+#include "decoding.h"
+#include "h5util.h"
+#include "hashutil.h"
+#include "jsonutil.h"
+#include "spec.h"
+#include "tokenizer.h"
+
+void dtv_spec_default(DtvSpec *s) {
+    memset(s, 0, sizeof *s);
+    s->n_prefixes = 100;
+    s->max_continue = 8;
+    s->tau = 0.5;
+    s->lambda = -1;
+    s->sampling = (SamplerParams){1.0f, 0, 1.0f};
+    s->bootstrap = 200;
+    s->oracle_eta_fp = s->oracle_eta_tp = -1;
+}
+
+/* ------------------------------------------------------------------ building blocks */
+
+int dtv_next_probs(Session *s, const SamplerParams *sp, const int32_t *prefix, int n, int V, float *probs,
+                   int32_t *work, SpErr *err) {
+    const float *L;
+    if (session_truncate(s, 0, err) || session_forward_tail(s, prefix, n, 1, &L, NULL, err)) return -1;
+    return sampler_probs(sp, L, V, probs, work, err);
+}
+
+int dtv_verifier_decisions(Session *draft, const Verifier *ver, double tau, int V, double *a, float *scores, SpErr *err) {
+    int n = session_len(draft);
+    for (int32_t v = 0; v < V; v++) {
+        const float *L, *H;
+        if (session_forward_tail(draft, &v, 1, 1, &L, &H, err)) return -1;
+        /* the decoder stores the score as a float and compares that with tau */
+        float sc = (float)verifier_score(ver, H);
+        a[v] = sc >= tau ? 1.0 : 0.0;
+        if (scores) scores[v] = sc;
+        if (session_truncate(draft, n, err)) return -1;
+    }
+    return 0;
+}
+
+void dtv_oracle_decisions(const float *p, const float *q, int V, double lambda, double eta_tp, double eta_fp, double *a) {
+    for (int v = 0; v < V; v++) a[v] = (double)q[v] <= lambda * (double)p[v] ? eta_tp : eta_fp;
+}
+
+static double ratio_or_nan(double num, double den) { return den > 0 ? num / den : NAN; }
+
+void dtv_exact(const float *p, const float *q, const double *a, int V, double lambda, double *law, DtvExact *e) {
+    sprinter_next_token_law(p, q, a, V, law);
+    memset(e, 0, sizeof *e);
+    double q_acc = 0, excess = 0;
+    for (int v = 0; v < V; v++) {
+        double pv = p[v], qv = q[v];
+        e->dtv_pq += fabs(pv - qv);
+        e->dtv_p_ps += fabs(pv - law[v]);
+        e->dtv_q_ps += fabs(qv - law[v]);
+        e->accept_mass += qv * a[v];
+        e->n_accepted += a[v] > 0;
+        if (qv > lambda * pv) e->q_unacc += qv, e->fp_mass += qv * a[v];
+        else q_acc += qv, e->tp_mass += qv * a[v];
+        if (qv > pv) excess += a[v] * (qv - pv);
+    }
+    e->dtv_pq /= 2, e->dtv_p_ps /= 2, e->dtv_q_ps /= 2;
+    e->eta_fp = ratio_or_nan(e->fp_mass, e->q_unacc);
+    e->eta_tp = ratio_or_nan(e->tp_mass, q_acc);
+    e->eta_excess = ratio_or_nan(excess, e->dtv_pq);
+}
+
+double dtv_chisq_pvalue(const long *counts, const double *law, int V, long n) {
+    double stat = 0, exp_acc = 0;
+    long obs_acc = 0;
+    int df = -1;
+    for (int v = 0; v < V; v++) {
+        exp_acc += law[v] * (double)n;
+        obs_acc += counts[v];
+        if (exp_acc >= 5 || v == V - 1) {
+            if (exp_acc > 0) {
+                stat += ((double)obs_acc - exp_acc) * ((double)obs_acc - exp_acc) / exp_acc;
+                df++;
+            } else if (obs_acc > 0) {
+                return 0.0; /* draws where the law has no mass */
+            }
+            exp_acc = 0;
+            obs_acc = 0;
+        }
+    }
+    return df < 1 ? 1.0 : gsl_cdf_chisq_Q(stat, df);
+}
+
+/* ------------------------------------------------------------------ the output table */
+
+enum { I_PREFIX, I_PROMPT, I_NPREFIX, I_NCONT, I_NACC, N_ICOLS };
+enum {
+    D_DTV_PQ, D_DTV_P_PS, D_DTV_Q_PS, D_ACCEPT_MASS, D_Q_UNACC, D_FP_MASS, D_TP_MASS, D_ETA_FP, D_ETA_TP,
+    D_ETA_EXCESS, D_PRED_LOCAL, D_PRED_GLOBAL, D_ORACLE_DTV, D_ORACLE_PRED, D_ORACLE_DTV_L1, D_EMP_ACCEPT,
+    D_EMP_NAIVE, D_EMP_BC, D_EMP_FLOOR, D_EMP_CHISQ, D_EMP_UNB, D_EMP_UNB_SE, N_DCOLS
+};
+#define N_COLS (N_ICOLS + N_DCOLS)
+
+static const H5ColSpec kCols[N_COLS] = {
+    {"prefix_index", H5C_I32, 1, NULL, "row number; the prefix's RNG is prompt_seed(seed, prefix_index)"},
+    {"prompt_index", H5C_I32, 1, NULL, "index of the prompt in the dataset file"},
+    {"n_prefix", H5C_I32, 1, "tokens", "prefix length: prompt (kept last tokens) + continuation"},
+    {"n_continued", H5C_I32, 1, "tokens", "tokens sampled from the target after the prompt"},
+    {"n_accepted", H5C_I32, 1, "tokens", "vocabulary tokens v the verifier accepts at this prefix (a(v) = 1)"},
+    {"dtv_pq", H5C_F64, 1, NULL, "d_TV(p, q): target vs draft next-token law"},
+    {"dtv_p_ps", H5C_F64, 1, NULL, "exact d_TV(p, p_SPRINTER) of the first token"},
+    {"dtv_q_ps", H5C_F64, 1, NULL, "exact d_TV(q, p_SPRINTER)"},
+    {"accept_mass", H5C_F64, 1, "probability", "sum_v q(v) a(v): P(verifier accepts the drafted token)"},
+    {"q_unacc", H5C_F64, 1, "probability", "sum of q over unacceptable tokens (q(v) > lambda p(v))"},
+    {"fp_mass", H5C_F64, 1, "probability", "sum of q a over unacceptable tokens"},
+    {"tp_mass", H5C_F64, 1, "probability", "sum of q a over acceptable tokens"},
+    {"eta_fp", H5C_F64, 1, NULL, "eta_FP at this prefix: fp_mass / q_unacc (NaN if q_unacc = 0)"},
+    {"eta_tp", H5C_F64, 1, NULL, "eta_TP at this prefix: tp_mass / (1 - q_unacc)"},
+    {"eta_excess", H5C_F64, 1, NULL,
+     "sum_{q>p} a (q - p) / d_TV(p, q); d_TV(p, p_SPRINTER) = eta_excess d_TV(p, q) exactly"},
+    {"pred_local", H5C_F64, 1, NULL, "Thm 3.1 prediction with this prefix's eta_FP: eta_fp * dtv_pq"},
+    {"pred_global", H5C_F64, 1, NULL, "Thm 3.1 prediction with the global eta_FP (attribute eta_fp_global) * dtv_pq"},
+    {"oracle_dtv", H5C_F64, 1, NULL, "exact d_TV(p, p_oracle) at lambda, oracle rates oracle_eta_fp / oracle_eta_tp"},
+    {"oracle_pred", H5C_F64, 1, NULL, "Thm 3.1 for the oracle: oracle_eta_fp * dtv_pq"},
+    {"oracle_dtv_l1", H5C_F64, 1, NULL, "exact d_TV(p, p_oracle) at lambda = 1 (equals oracle_pred: Thm 3.1)"},
+    {"emp_accept", H5C_F64, 1, "probability", "share of the M decoder draws whose token the verifier accepted"},
+    {"emp_dtv_naive", H5C_F64, 1, NULL, "plug-in d_TV(p, empirical law of M first tokens) (biased upward)"},
+    {"emp_dtv_bc", H5C_F64, 1, NULL, "bootstrap bias-corrected: max(0, 2 naive - mean_b d_TV(p, resample_b))"},
+    {"emp_noise_floor", H5C_F64, 1, NULL, "mean_b d_TV(p, empirical law of M draws from p): naive's reading at 0"},
+    {"emp_chisq_p", H5C_F64, 1, NULL, "chi-square p-value of the M first tokens against the exact law"},
+    {"emp_dtv_unbiased", H5C_F64, 1, NULL,
+     "mean over the M draws of decision * max(0, 1 - p(x)/q(x)) at the drafted token x: unbiased for dtv_p_ps"},
+    {"emp_dtv_unbiased_se", H5C_F64, 1, NULL, "standard error of emp_dtv_unbiased (sample sd / sqrt(M))"},
+};
+
+static const char kDefinitions[] =
+    "p, q: target / draft next-token law at the prefix (sampling settings applied); a(v) = "
+    "[verifier score of the draft hidden state of prefix+v >= tau]; p_SPRINTER = "
+    "sprinter_next_token_law(p, q, a); unacceptable: q(v) > lambda p(v); eta_fp_global = sum_i fp_mass_i / "
+    "sum_i q_unacc_i (each prefix weighted by its probability of drafting an unacceptable token: the rate the "
+    "audit measures); identity: dtv_p_ps = eta_excess * dtv_pq for every a and lambda; oracle: a(v) = "
+    "oracle_eta_tp if acceptable else oracle_eta_fp; emp_*: M draws of the first token with decoder_run "
+    "(sprinter, max_new 1, audit off), bootstrap with B multinomial resamples; emp_dtv_unbiased uses the identity "
+    "dtv_p_ps = E_{x~q}[a(x) max(0, 1 - p(x)/q(x))] on the drafted tokens x and the decoder's decisions";
+
+/* ------------------------------------------------------------------ state */
+
+typedef struct Ctx {
+    const DtvSpec *s;
+    Model *draft, *target;
+    Verifier ver;
+    int have_ver;
+    Tokenizer *tok;
+    Dataset ds;
+    Session *sd, *st;
+    Decoder *dec;
+    int V, cap, max_prompt;
+    double lambda;
+    char sha_draft[SP_SHA256_HEX], sha_target[SP_SHA256_HEX], sha_ver[SP_SHA256_HEX], sha_data[SP_SHA256_HEX];
+    float *P, *Q;        /* [N, V] p and q of every prefix (the oracle pass) */
+    double *a, *law;     /* [V] */
+    double *hat;         /* [V] empirical law */
+    unsigned int *cnt;   /* [V] bootstrap counts */
+    long *counts;        /* [V] first-token counts */
+    int32_t *work, *prefix; /* [V], [cap] */
+    int32_t *icol[N_ICOLS];
+    double *dcol[N_DCOLS];
+} Ctx;
+
+static void ctx_free(Ctx *c) {
+    decoder_free(c->dec);
+    session_free(c->sd);
+    session_free(c->st);
+    if (c->have_ver) verifier_free(&c->ver);
+    tokenizer_free(c->tok);
+    dataset_free(&c->ds);
+    model_free(c->draft);
+    model_free(c->target);
+    free(c->P), free(c->Q), free(c->a), free(c->law), free(c->hat), free(c->cnt), free(c->counts);
+    free(c->work), free(c->prefix);
+    for (int k = 0; k < N_ICOLS; k++) free(c->icol[k]);
+    for (int k = 0; k < N_DCOLS; k++) free(c->dcol[k]);
+}
+
+static int check_spec(const DtvSpec *s, SpErr *err) {
+    if (!s->draft_dir || !s->target_dir || !s->verifier_path || !s->data_path)
+        return sp_fail(err, "dtv needs a draft, a target, a verifier and a dataset");
+    if (s->n_prefixes < 1) return sp_fail(err, "n_prefixes = %d must be >= 1", s->n_prefixes);
+    if (s->offset < 0 || s->max_continue < 0) return sp_fail(err, "offset and max_continue must be >= 0");
+    if (!(s->tau >= 0 && s->tau <= 1)) return sp_fail(err, "tau = %g must be in [0, 1]", s->tau);
+    if (s->samples < 0 || s->bootstrap < 0) return sp_fail(err, "samples and bootstrap must be >= 0");
+    if (s->oracle_eta_fp > 1 || s->oracle_eta_tp > 1) return sp_fail(err, "oracle rates must be in [0, 1]");
+    return sampler_params_check(&s->sampling, err);
+}
+
+static int load_models(Ctx *c, SpErr *err) {
+    const DtvSpec *s = c->s;
+    if (!(c->draft = model_load(s->draft_dir, err))) return sp_err_prefix(err, "draft %s", s->draft_dir);
+    if (!(c->target = model_load(s->target_dir, err))) return sp_err_prefix(err, "target %s", s->target_dir);
+    const ModelConfig *cd = model_config(c->draft), *ct = model_config(c->target);
+    if (cd->vocab_size != ct->vocab_size)
+        return sp_fail(err, "%s/config.json: vocab_size %d differs from the target's %d (%s)", s->draft_dir,
+                       cd->vocab_size, ct->vocab_size, s->target_dir);
+    if (verifier_load(s->verifier_path, &c->ver, err)) return -1;
+    c->have_ver = 1;
+    if (c->ver.d != cd->d_model)
+        return sp_fail(err, "%s: weight has d = %d, the draft %s has hidden size %d", s->verifier_path, c->ver.d,
+                       s->draft_dir, cd->d_model);
+    if (!(c->tok = tokenizer_load_dir(s->target_dir, err))) return sp_err_prefix(err, "target %s: tokenizer", s->target_dir);
+    if (tokenizer_vocab_size(c->tok) > ct->vocab_size)
+        return sp_fail(err, "target %s: tokenizer has %d tokens, the model's vocab_size is %d", s->target_dir,
+                       tokenizer_vocab_size(c->tok), ct->vocab_size);
+    c->V = ct->vocab_size;
+    c->cap = cd->max_pos < ct->max_pos ? cd->max_pos : ct->max_pos;
+    /* room for the continuation, the token v, and decoder_run's max_new 1 + gamma 1 + 1 */
+    c->max_prompt = c->cap - s->max_continue - 3;
+    if (c->max_prompt < 1)
+        return sp_fail(err, "max_continue %d leaves no room for a prompt in the context of %d", s->max_continue, c->cap);
+    c->lambda = s->lambda > 0 ? s->lambda : c->ver.lambda;
+    return 0;
+}
+
+static int alloc_buffers(Ctx *c, SpErr *err) {
+    size_t V = (size_t)c->V, N = (size_t)c->s->n_prefixes;
+    c->P = malloc(N * V * sizeof *c->P);
+    c->Q = malloc(N * V * sizeof *c->Q);
+    c->a = malloc(V * sizeof *c->a);
+    c->law = malloc(V * sizeof *c->law);
+    c->hat = malloc(V * sizeof *c->hat);
+    c->cnt = malloc(V * sizeof *c->cnt);
+    c->counts = malloc(V * sizeof *c->counts);
+    c->work = malloc(V * sizeof *c->work);
+    c->prefix = malloc((size_t)c->cap * sizeof *c->prefix);
+    int ok = c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix;
+    for (int k = 0; k < N_ICOLS; k++) ok &= (c->icol[k] = calloc(N, sizeof **c->icol)) != NULL;
+    for (int k = 0; k < N_DCOLS; k++) ok &= (c->dcol[k] = malloc(N * sizeof **c->dcol)) != NULL;
+    for (int k = 0; ok && k < N_DCOLS; k++)
+        for (size_t i = 0; i < N; i++) c->dcol[k][i] = NAN;
+    return ok ? 0 : sp_fail(err, "out of memory (p and q of %zu prefixes x %zu tokens)", N, V);
+}
+
+static int open_inputs(Ctx *c, SpErr *err) {
+    const DtvSpec *s = c->s;
+    if (check_spec(s, err) || load_models(c, err)) return -1;
+    if (dataset_load(s->data_path, s->data_format, s->offset + s->n_prefixes, &c->ds, err)) return -1;
+    if (c->ds.n <= s->offset)
+        return sp_fail(err, "%s: has %d prompts, offset %d needs more", s->data_path, c->ds.n, s->offset);
+    if (sha256_model_dir(s->draft_dir, c->sha_draft, err) || sha256_model_dir(s->target_dir, c->sha_target, err) ||
+        sha256_file(s->verifier_path, c->sha_ver, err) || sha256_file(s->data_path, c->sha_data, err))
+        return -1;
+    if (!(c->sd = session_new(c->draft, c->cap, c->cap, err)) || !(c->st = session_new(c->target, c->cap, c->cap, err)))
+        return -1;
+    if (s->samples > 0 && !(c->dec = decoder_new(c->draft, c->target, &c->ver, c->cap, err))) return -1;
+    return alloc_buffers(c, err);
+}
+
+/* ------------------------------------------------------------------ one prefix */
+
+/* prompt (last max_prompt tokens) + k ~ U{0..max_continue} tokens sampled from the target: c->prefix[0..*n). */
+static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
+    const DtvSpec *s = c->s;
+    int avail = c->ds.n - s->offset, pi = s->offset + i % avail;
+    const Example *ex = &c->ds.ex[pi];
+    const ModelConfig *mc = model_config(c->target);
+    int32_t *ids;
+    size_t len;
+    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, &ids, &len, err))
+        return sp_err_prefix(err, "%s: prompt %d", s->data_path, pi);
+    if (len == 0) {
+        free(ids);
+        if (mc->bos_id < 0) return sp_fail(err, "%s: prompt %d (id %s) encodes to no tokens", s->data_path, pi, ex->id);
+        c->prefix[0] = mc->bos_id;
+        len = 1;
+    } else {
+        size_t keep = len > (size_t)c->max_prompt ? (size_t)c->max_prompt : len;
+        memcpy(c->prefix, ids + (len - keep), keep * sizeof *ids);
+        len = keep;
+        free(ids);
+    }
+    int k = (int)gsl_rng_uniform_int(rng, (unsigned long)s->max_continue + 1);
+    float *probs = c->P + (size_t)i * c->V; /* scratch: overwritten by p below */
+    const float *L;
+    *n = (int)len;
+    if (k > 0 && (session_truncate(c->st, 0, err) || session_forward_tail(c->st, c->prefix, *n, 1, &L, NULL, err)))
+        return -1;
+    for (int j = 0; j < k; j++) {
+        if (sampler_probs(&s->sampling, L, c->V, probs, c->work, err)) return -1;
+        int32_t x = sampler_draw(probs, c->V, rng);
+        c->prefix[(*n)++] = x;
+        if (j + 1 < k && session_forward_tail(c->st, &x, 1, 1, &L, NULL, err)) return -1;
+    }
+    c->icol[I_PREFIX][i] = i;
+    c->icol[I_PROMPT][i] = pi;
+    c->icol[I_NPREFIX][i] = *n;
+    c->icol[I_NCONT][i] = k;
+    return 0;
+}
+
+/* p, q, a(v) for every v, the exact law and its quantities. */
+static int exact_at(Ctx *c, int i, int n, SpErr *err) {
+    float *p = c->P + (size_t)i * c->V, *q = c->Q + (size_t)i * c->V;
+    if (dtv_next_probs(c->st, &c->s->sampling, c->prefix, n, c->V, p, c->work, err) ||
+        dtv_next_probs(c->sd, &c->s->sampling, c->prefix, n, c->V, q, c->work, err) ||
+        dtv_verifier_decisions(c->sd, &c->ver, c->s->tau, c->V, c->a, NULL, err))
+        return -1;
+    DtvExact e;
+    dtv_exact(p, q, c->a, c->V, c->lambda, c->law, &e);
+    double **d = c->dcol;
+    d[D_DTV_PQ][i] = e.dtv_pq, d[D_DTV_P_PS][i] = e.dtv_p_ps, d[D_DTV_Q_PS][i] = e.dtv_q_ps;
+    d[D_ACCEPT_MASS][i] = e.accept_mass, d[D_Q_UNACC][i] = e.q_unacc, d[D_FP_MASS][i] = e.fp_mass;
+    d[D_TP_MASS][i] = e.tp_mass, d[D_ETA_FP][i] = e.eta_fp, d[D_ETA_TP][i] = e.eta_tp;
+    d[D_ETA_EXCESS][i] = e.eta_excess;
+    d[D_PRED_LOCAL][i] = e.eta_fp * e.dtv_pq;
+    c->icol[I_NACC][i] = e.n_accepted;
+    return 0;
+}
+
+/* 0.5 sum_v |p(v) - cnt(v) / m| */
+static double tv_counts_u(const float *p, const unsigned int *cnt, int V, double m) {
+    double s = 0;
+    for (int v = 0; v < V; v++) s += fabs((double)p[v] - cnt[v] / m);
+    return s / 2;
+}
+
+/* M first tokens from decoder_run, the naive and bias-corrected d_TV, noise floor, chi-square.
+ * Needs c->law of this prefix (exact_at). */
+static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
+    const DtvSpec *s = c->s;
+    int V = c->V, M = s->samples;
+    const float *p = c->P + (size_t)i * V;
+    DecodeConfig cfg;
+    decode_config_default(&cfg);
+    cfg.method = DM_SPRINTER;
+    cfg.sampling = s->sampling;
+    cfg.max_new = 1;
+    cfg.gamma = 1;
+    cfg.tau = s->tau;
+    cfg.lambda = c->lambda;
+    cfg.audit = 0;
+    const float *q = c->Q + (size_t)i * V;
+    memset(c->counts, 0, (size_t)V * sizeof *c->counts);
+    long acc = 0;
+    double u_sum = 0, u_sq = 0; /* decision * (1 - p(x)/q(x))^+ at the drafted token */
+    for (int m = 0; m < M; m++) {
+        DecodeOutput out;
+        if (decoder_run(c->dec, &cfg, c->prefix, n, rng, &out, err)) return sp_err_prefix(err, "prefix %d", i);
+        const TokenEvent *e = &out.events[0];
+        c->counts[out.tokens[0]]++;
+        acc += e->kind == EV_VERIFIER_ACCEPT;
+        if (e->decision == 1 && e->draft_token >= 0) {
+            double u = fmax(0.0, 1.0 - (double)p[e->draft_token] / (double)q[e->draft_token]);
+            u_sum += u, u_sq += u * u;
+        }
+        decode_output_free(&out);
+    }
+    double u_mean = u_sum / M;
+    c->dcol[D_EMP_UNB][i] = u_mean;
+    c->dcol[D_EMP_UNB_SE][i] = M > 1 ? sqrt(fmax(0.0, (u_sq - M * u_mean * u_mean) / (M - 1)) / M) : NAN;
+    for (int v = 0; v < V; v++) c->hat[v] = (double)c->counts[v] / M, c->cnt[v] = (unsigned int)c->counts[v];
+    double naive = tv_counts_u(p, c->cnt, V, M), boot = 0, floor = 0;
+    double *pd = c->a; /* p as double for the multinomial (a is free again after exact_at) */
+    for (int v = 0; v < V; v++) pd[v] = p[v];
+    for (int b = 0; b < s->bootstrap; b++) {
+        gsl_ran_multinomial(rng, (size_t)V, (unsigned int)M, c->hat, c->cnt);
+        boot += tv_counts_u(p, c->cnt, V, M);
+        gsl_ran_multinomial(rng, (size_t)V, (unsigned int)M, pd, c->cnt);
+        floor += tv_counts_u(p, c->cnt, V, M);
+    }
+    double **d = c->dcol;
+    d[D_EMP_ACCEPT][i] = (double)acc / M;
+    d[D_EMP_NAIVE][i] = naive;
+    if (s->bootstrap > 0) {
+        d[D_EMP_BC][i] = fmax(0.0, 2 * naive - boot / s->bootstrap);
+        d[D_EMP_FLOOR][i] = floor / s->bootstrap;
+    }
+    d[D_EMP_CHISQ][i] = dtv_chisq_pvalue(c->counts, c->law, V, M);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ after all prefixes */
+
+static double col_mean(const double *x, int n) {
+    double s = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(x[i])) s += x[i], k++;
+    return k ? s / k : NAN;
+}
+
+/* Global rates, pred_global, and the oracle's exact laws at lambda and at 1. */
+static void global_pass(Ctx *c, DtvSummary *sum) {
+    const DtvSpec *s = c->s;
+    int N = s->n_prefixes, V = c->V;
+    double **d = c->dcol, fp = 0, un = 0, tp = 0, ac = 0;
+    for (int i = 0; i < N; i++) fp += d[D_FP_MASS][i], un += d[D_Q_UNACC][i], tp += d[D_TP_MASS][i], ac += 1 - d[D_Q_UNACC][i];
+    sum->eta_fp_global = ratio_or_nan(fp, un);
+    sum->eta_tp_global = ratio_or_nan(tp, ac);
+    /* measured rates unless given; an empty class falls back to the ideal verifier's rate */
+    sum->oracle_eta_fp = s->oracle_eta_fp >= 0 ? s->oracle_eta_fp : isnan(sum->eta_fp_global) ? 0.0 : sum->eta_fp_global;
+    sum->oracle_eta_tp = s->oracle_eta_tp >= 0 ? s->oracle_eta_tp : isnan(sum->eta_tp_global) ? 1.0 : sum->eta_tp_global;
+    sum->max_oracle_l1_err = 0;
+    for (int i = 0; i < N; i++) {
+        const float *p = c->P + (size_t)i * V, *q = c->Q + (size_t)i * V;
+        DtvExact e;
+        d[D_PRED_GLOBAL][i] = sum->eta_fp_global * d[D_DTV_PQ][i];
+        dtv_oracle_decisions(p, q, V, c->lambda, sum->oracle_eta_tp, sum->oracle_eta_fp, c->a);
+        dtv_exact(p, q, c->a, V, c->lambda, c->law, &e);
+        d[D_ORACLE_DTV][i] = e.dtv_p_ps;
+        d[D_ORACLE_PRED][i] = sum->oracle_eta_fp * e.dtv_pq;
+        dtv_oracle_decisions(p, q, V, 1.0, sum->oracle_eta_tp, sum->oracle_eta_fp, c->a);
+        dtv_exact(p, q, c->a, V, 1.0, c->law, &e);
+        d[D_ORACLE_DTV_L1][i] = e.dtv_p_ps;
+        sum->max_oracle_l1_err = fmax(sum->max_oracle_l1_err, fabs(e.dtv_p_ps - d[D_ORACLE_PRED][i]));
+    }
+}
+
+static void summarize(Ctx *c, DtvSummary *sum) {
+    int N = c->s->n_prefixes;
+    double **d = c->dcol;
+    sum->n = N;
+    sum->V = c->V;
+    sum->lambda = c->lambda;
+    sum->mean_dtv_pq = col_mean(d[D_DTV_PQ], N);
+    sum->mean_dtv_p_ps = col_mean(d[D_DTV_P_PS], N);
+    sum->mean_pred_local = col_mean(d[D_PRED_LOCAL], N);
+    sum->mean_pred_global = col_mean(d[D_PRED_GLOBAL], N);
+    sum->mean_eta_excess = col_mean(d[D_ETA_EXCESS], N);
+    sum->mean_oracle_dtv = col_mean(d[D_ORACLE_DTV], N);
+    sum->mean_oracle_pred = col_mean(d[D_ORACLE_PRED], N);
+    sum->mean_oracle_dtv_l1 = col_mean(d[D_ORACLE_DTV_L1], N);
+    sum->mean_accept_mass = col_mean(d[D_ACCEPT_MASS], N);
+    sum->mean_emp_naive = col_mean(d[D_EMP_NAIVE], N);
+    sum->mean_emp_bc = col_mean(d[D_EMP_BC], N);
+    sum->mean_noise_floor = col_mean(d[D_EMP_FLOOR], N);
+    sum->mean_emp_unbiased = col_mean(d[D_EMP_UNB], N);
+    double en = 0, eb = 0, eu = 0;
+    int kn = 0, kb = 0, ku = 0;
+    sum->min_chisq_p = sum->max_abs_z_unbiased = NAN;
+    for (int i = 0; i < N; i++) {
+        double exact = d[D_DTV_P_PS][i];
+        if (!isnan(d[D_EMP_NAIVE][i])) en += fabs(d[D_EMP_NAIVE][i] - exact), kn++;
+        if (!isnan(d[D_EMP_BC][i])) eb += fabs(d[D_EMP_BC][i] - exact), kb++;
+        if (!isnan(d[D_EMP_UNB][i])) eu += fabs(d[D_EMP_UNB][i] - exact), ku++;
+        if (!isnan(d[D_EMP_CHISQ][i]) && !(d[D_EMP_CHISQ][i] >= sum->min_chisq_p)) sum->min_chisq_p = d[D_EMP_CHISQ][i];
+        double se = d[D_EMP_UNB_SE][i];
+        /* se = 0 (every draw gave the same value): the estimate is exact up to rounding */
+        double z = se > 0 ? fabs(d[D_EMP_UNB][i] - exact) / se : 0;
+        if (!isnan(d[D_EMP_UNB][i]) && !(z <= sum->max_abs_z_unbiased)) sum->max_abs_z_unbiased = z;
+    }
+    sum->mean_abs_err_naive = kn ? en / kn : NAN;
+    sum->mean_abs_err_bc = kb ? eb / kb : NAN;
+    sum->mean_abs_err_unbiased = ku ? eu / ku : NAN;
+}
+
+/* ------------------------------------------------------------------ the file */
+
+static void now_iso(char *buf, size_t cap) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int write_attrs(Ctx *c, H5Table *t, const DtvSummary *m, SpErr *err) {
+    const DtvSpec *s = c->s;
+    char seed[32], now[40];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->seed);
+    now_iso(now, sizeof now);
+    const char *str[][2] = {{"format", "sprinter-dtv"},
+                            {"draft", s->draft_dir},
+                            {"draft_sha256", c->sha_draft},
+                            {"target", s->target_dir},
+                            {"target_sha256", c->sha_target},
+                            {"verifier", s->verifier_path},
+                            {"verifier_sha256", c->sha_ver},
+                            {"data", s->data_path},
+                            {"data_sha256", c->sha_data},
+                            {"data_format", s->data_format ? s->data_format : "auto"},
+                            {"seed", seed},
+                            {"oracle_rates", s->oracle_eta_fp >= 0 || s->oracle_eta_tp >= 0 ? "given" : "measured"},
+                            {"created_at", now},
+                            {"definitions", kDefinitions}};
+    for (size_t k = 0; k < sizeof str / sizeof *str; k++)
+        if (h5t_attr_str(t, str[k][0], str[k][1], err)) return -1;
+    const struct {
+        const char *name;
+        int64_t v;
+    } ints[] = {{"version", DTV_FORMAT_VERSION}, {"n_prefixes", s->n_prefixes}, {"offset", s->offset},
+                {"max_continue", s->max_continue}, {"top_k", s->sampling.top_k}, {"samples", s->samples},
+                {"bootstrap", s->bootstrap}, {"vocab_size", c->V}};
+    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
+        if (h5t_attr_i64(t, ints[k].name, ints[k].v, err)) return -1;
+    const struct {
+        const char *name;
+        double v;
+    } dbl[] = {{"tau", s->tau},
+               {"lambda", c->lambda},
+               {"verifier_lambda", c->ver.lambda},
+               {"temperature", s->sampling.temperature},
+               {"top_p", s->sampling.top_p},
+               {"eta_fp_global", m->eta_fp_global},
+               {"eta_tp_global", m->eta_tp_global},
+               {"oracle_eta_fp", m->oracle_eta_fp},
+               {"oracle_eta_tp", m->oracle_eta_tp},
+               {"mean_dtv_pq", m->mean_dtv_pq},
+               {"mean_dtv_p_ps", m->mean_dtv_p_ps},
+               {"mean_pred_local", m->mean_pred_local},
+               {"mean_pred_global", m->mean_pred_global},
+               {"mean_eta_excess", m->mean_eta_excess},
+               {"mean_oracle_dtv", m->mean_oracle_dtv},
+               {"mean_oracle_pred", m->mean_oracle_pred},
+               {"mean_oracle_dtv_l1", m->mean_oracle_dtv_l1},
+               {"max_oracle_l1_err", m->max_oracle_l1_err},
+               {"mean_accept_mass", m->mean_accept_mass},
+               {"mean_emp_dtv_naive", m->mean_emp_naive},
+               {"mean_emp_dtv_bc", m->mean_emp_bc},
+               {"mean_emp_noise_floor", m->mean_noise_floor},
+               {"mean_abs_err_naive", m->mean_abs_err_naive},
+               {"mean_abs_err_bc", m->mean_abs_err_bc},
+               {"mean_emp_dtv_unbiased", m->mean_emp_unbiased},
+               {"mean_abs_err_unbiased", m->mean_abs_err_unbiased},
+               {"max_abs_z_unbiased", m->max_abs_z_unbiased},
+               {"min_chisq_p", m->min_chisq_p}};
+    for (size_t k = 0; k < sizeof dbl / sizeof *dbl; k++)
+        if (h5t_attr_f64(t, dbl[k].name, dbl[k].v, err)) return -1;
+    return 0;
+}
+
+static int write_file(Ctx *c, const char *out, const DtvSummary *m, SpErr *err) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (sp_mkdir_p(dir, err)) return sp_err_prefix(err, "--out");
+    }
+    H5Table t;
+    if (h5t_create(&t, out, kCols, N_COLS, 1024, err)) return -1;
+    const void *data[N_COLS];
+    for (int k = 0; k < N_ICOLS; k++) data[k] = c->icol[k];
+    for (int k = 0; k < N_DCOLS; k++) data[N_ICOLS + k] = c->dcol[k];
+    if (h5t_append(&t, c->s->n_prefixes, data, err) || write_attrs(c, &t, m, err)) {
+        h5t_abort(&t);
+        return -1;
+    }
+    return h5t_commit(&t, err);
+}
+
+/* ------------------------------------------------------------------ entry */
+
+static int one_prefix(Ctx *c, int i, SpErr *err) {
+    gsl_rng *rng = sampler_rng_new(prompt_seed(c->s->seed, i));
+    if (!rng) return sp_fail(err, "out of memory");
+    int n = 0;
+    int rc = make_prefix(c, i, rng, &n, err) || exact_at(c, i, n, err) ||
+                     (c->s->samples > 0 && sample_at(c, i, n, rng, err))
+                 ? -1
+                 : 0;
+    gsl_rng_free(rng);
+    if (rc == 0 && c->s->progress) {
+        double **d = c->dcol;
+        fprintf(stderr, "dtv: prefix %d/%d (%d tokens): d_TV(p,q) %.4f  d_TV(p,p_S) %.4f  eta_FP %.3f  eta_TP %.3f  "
+                        "pred_local %.4f%s",
+                i + 1, c->s->n_prefixes, n, d[D_DTV_PQ][i], d[D_DTV_P_PS][i], d[D_ETA_FP][i], d[D_ETA_TP][i],
+                d[D_PRED_LOCAL][i], c->s->samples > 0 ? "" : "\n");
+        if (c->s->samples > 0)
+            fprintf(stderr, "  sampled: unbiased %.4f +- %.4f, naive %.4f, bc %.4f, chi2 p %.3f\n", d[D_EMP_UNB][i],
+                    d[D_EMP_UNB_SE][i], d[D_EMP_NAIVE][i], d[D_EMP_BC][i], d[D_EMP_CHISQ][i]);
+    }
+    return rc;
+}
+
+int dtv_run(const DtvSpec *s, const char *out_h5, DtvSummary *sum, SpErr *err) {
+    memset(sum, 0, sizeof *sum);
+    Ctx c = {0};
+    c.s = s;
+    int rc = open_inputs(&c, err);
+    for (int i = 0; rc == 0 && i < s->n_prefixes; i++) rc = one_prefix(&c, i, err);
+    if (rc == 0) {
+        global_pass(&c, sum);
+        summarize(&c, sum);
+        rc = write_file(&c, out_h5, sum, err);
+    }
+    ctx_free(&c);
+    return rc;
+}

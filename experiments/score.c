@@ -1,0 +1,635 @@
+/* score.c - `sprinter score`: target log-likelihood and text of every sweep output (see score.h). */
+#include "score.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "db.h"
+#include "h5util.h"
+#include "hashutil.h"
+#include "tokenizer.h"
+
+enum { SCORE_MAX_DATASETS = 64, SCORE_BATCH = 128 };
+
+/* ------------------------------------------------------------------ the forward pass */
+
+/* ln softmax(logits)[target], in double. */
+static double log_softmax_at(const float *logits, int V, int32_t target) {
+    float mx = logits[0];
+    for (int i = 1; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double z = 0;
+    for (int i = 0; i < V; i++) z += exp((double)logits[i] - mx);
+    return (double)logits[target] - mx - log(z);
+}
+
+/* Token at position t of the virtual sequence prompt ++ out. */
+static int32_t seq_at(const int32_t *prompt, int n_prompt, const int32_t *out, int t) {
+    return t < n_prompt ? prompt[t] : out[t - n_prompt];
+}
+
+int score_logprobs(Session *s, int V, const int32_t *prompt, int n_prompt, const int32_t *out, int n_out, double *lp,
+                   SpErr *err) {
+    if (n_prompt < 1) return sp_fail(err, "score: empty prompt");
+    if (n_out == 0) return 0;
+    int T = n_prompt + n_out - 1; /* positions fed: 0 .. T-1; position t predicts the token at t + 1 */
+    if (T > session_max_ctx(s))
+        return sp_fail(err, "score: prompt %d + output %d tokens exceed the context of %d", n_prompt, n_out,
+                       session_max_ctx(s));
+    for (int t = 0; t < n_prompt + n_out; t++) {
+        int32_t x = seq_at(prompt, n_prompt, out, t);
+        if (x < 0 || x >= V) return sp_fail(err, "score: token %d at position %d is out of the vocabulary [0, %d)", x, t, V);
+    }
+    if (session_truncate(s, 0, err)) return -1;
+    int32_t chunk[SCORE_BATCH];
+    int max_b = session_max_batch(s) < SCORE_BATCH ? session_max_batch(s) : SCORE_BATCH;
+    for (int a = 0; a < T; a += max_b) {
+        int b = a + max_b < T ? a + max_b : T;
+        for (int t = a; t < b; t++) chunk[t - a] = seq_at(prompt, n_prompt, out, t);
+        int first = a > n_prompt - 1 ? a : n_prompt - 1; /* first position whose logits are needed */
+        int n_tail = b - first > 0 ? b - first : 1;
+        const float *L;
+        if (session_forward_tail(s, chunk, b - a, n_tail, &L, NULL, err)) return -1;
+        for (int t = b - n_tail; t < b; t++)
+            if (t >= n_prompt - 1)
+                lp[t - (n_prompt - 1)] =
+                    log_softmax_at(L + (size_t)(t - (b - n_tail)) * V, V, seq_at(prompt, n_prompt, out, t + 1));
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ what to score */
+
+typedef struct ScoreRun {
+    char hash[SP_SHA256_HEX], method[32];
+    char dataset[1024], dataset_sha[SP_SHA256_HEX], format[32];
+    char target_sha[SP_SHA256_HEX]; /* "" when the run used no target */
+    char token_log[256];
+    int n_todo, n_have, max_index;
+    int data; /* index into Ctx.data */
+} ScoreRun;
+
+typedef struct DataEntry {
+    char path[1024], format[32];
+    int max_index;
+    Dataset ds;
+} DataEntry;
+
+typedef struct Ctx {
+    const ScoreOpts *o;
+    char db_path[4200], target_dir[4096], target_sha[SP_SHA256_HEX];
+    ScoreRun *runs;
+    int n_runs;
+    int *todo, n_todo;
+    DataEntry data[SCORE_MAX_DATASETS];
+    int n_data;
+    Model *target;
+    Tokenizer *tok;
+} Ctx;
+
+static int fail_sql(sqlite3 *h, const char *path, SpErr *err, const char *what) {
+    return sp_fail(err, "%s: %s: %s", path, what, sqlite3_errmsg(h));
+}
+
+static void copy_col(sqlite3_stmt *st, int i, char *buf, size_t cap) {
+    const unsigned char *t = sqlite3_column_text(st, i);
+    snprintf(buf, cap, "%s", t ? (const char *)t : "");
+}
+
+/* Every done run, with its count of prompts still to score and of rows already scored. */
+static int plan_runs(Ctx *c, Db *db, SpErr *err) {
+    sqlite3 *h = db_sqlite(db);
+    const char *sql =
+        "SELECT r.run_hash, r.method, r.dataset, r.dataset_sha256, r.data_format, r.target_sha256, r.token_log,"
+        " (SELECT COUNT(*) FROM prompts p WHERE p.run_hash = r.run_hash AND NOT EXISTS"
+        "   (SELECT 1 FROM outputs o WHERE o.run_hash = p.run_hash AND o.prompt_index = p.prompt_index)),"
+        " (SELECT COUNT(*) FROM outputs o WHERE o.run_hash = r.run_hash),"
+        " (SELECT COALESCE(MAX(p.prompt_index), -1) FROM prompts p WHERE p.run_hash = r.run_hash)"
+        " FROM runs r WHERE r.status = 'done' ORDER BY r.run_index, r.run_hash";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "read runs");
+    int cap = 0, rc = 0;
+    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
+        if (s != SQLITE_ROW) {
+            rc = fail_sql(h, c->db_path, err, "read runs");
+            break;
+        }
+        if (c->n_runs == cap) {
+            ScoreRun *nr = realloc(c->runs, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *nr);
+            if (!nr) {
+                rc = sp_fail(err, "out of memory");
+                break;
+            }
+            c->runs = nr;
+        }
+        ScoreRun *r = &c->runs[c->n_runs++];
+        memset(r, 0, sizeof *r);
+        copy_col(st, 0, r->hash, sizeof r->hash);
+        copy_col(st, 1, r->method, sizeof r->method);
+        copy_col(st, 2, r->dataset, sizeof r->dataset);
+        copy_col(st, 3, r->dataset_sha, sizeof r->dataset_sha);
+        copy_col(st, 4, r->format, sizeof r->format);
+        copy_col(st, 5, r->target_sha, sizeof r->target_sha);
+        copy_col(st, 6, r->token_log, sizeof r->token_log);
+        r->n_todo = sqlite3_column_int(st, 7);
+        r->n_have = sqlite3_column_int(st, 8);
+        r->max_index = sqlite3_column_int(st, 9);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The target directory: the option, else the single runs.target_dir of the done runs. */
+static int resolve_target(Ctx *c, Db *db, SpErr *err) {
+    if (c->o->target_dir) {
+        snprintf(c->target_dir, sizeof c->target_dir, "%s", c->o->target_dir);
+        return 0;
+    }
+    sqlite3 *h = db_sqlite(db);
+    sqlite3_stmt *st;
+    const char *sql = "SELECT DISTINCT target_dir FROM runs WHERE status = 'done' AND target_dir IS NOT NULL";
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "read runs");
+    int n = 0, rc = 0;
+    for (int s; (s = sqlite3_step(st)) == SQLITE_ROW;)
+        if (n++ == 0) copy_col(st, 0, c->target_dir, sizeof c->target_dir);
+    sqlite3_finalize(st);
+    if (n == 0) rc = sp_fail(err, "%s: runs.target_dir: no done run names a target model (pass --target DIR)", c->db_path);
+    else if (n > 1) rc = sp_fail(err, "%s: runs.target_dir: the done runs use %d target directories (pass --target DIR)", c->db_path, n);
+    return rc;
+}
+
+/* The target's hash must be the one every run that used a target recorded. */
+static int check_target(Ctx *c, SpErr *err) {
+    if (sha256_model_dir(c->target_dir, c->target_sha, err)) return sp_err_prefix(err, "target %s", c->target_dir);
+    for (int k = 0; k < c->n_todo; k++) {
+        const ScoreRun *r = &c->runs[c->todo[k]];
+        if (r->target_sha[0] && strcmp(r->target_sha, c->target_sha))
+            return sp_fail(err, "%s: runs.target_sha256 of run %.12s is %.16s..., but target %s hashes to %.16s... "
+                                "(the target changed since the sweep?)",
+                           c->db_path, r->hash, r->target_sha, c->target_dir, c->target_sha);
+    }
+    return 0;
+}
+
+/* Loads each dataset the runs to score need (checking its hash) once. */
+static int load_datasets(Ctx *c, SpErr *err) {
+    for (int k = 0; k < c->n_todo; k++) {
+        ScoreRun *r = &c->runs[c->todo[k]];
+        int d = 0;
+        while (d < c->n_data && (strcmp(c->data[d].path, r->dataset) || strcmp(c->data[d].format, r->format))) d++;
+        if (d == c->n_data) {
+            if (c->n_data == SCORE_MAX_DATASETS) return sp_fail(err, "%s: more than %d datasets", c->db_path, SCORE_MAX_DATASETS);
+            DataEntry *e = &c->data[c->n_data++];
+            snprintf(e->path, sizeof e->path, "%s", r->dataset);
+            snprintf(e->format, sizeof e->format, "%s", r->format);
+            e->max_index = -1;
+        }
+        if (r->max_index > c->data[d].max_index) c->data[d].max_index = r->max_index;
+        r->data = d;
+    }
+    for (int d = 0; d < c->n_data; d++) {
+        DataEntry *e = &c->data[d];
+        char sha[SP_SHA256_HEX];
+        if (sha256_file(e->path, sha, err)) return sp_err_prefix(err, "%s: runs.dataset", c->db_path);
+        for (int k = 0; k < c->n_todo; k++) {
+            const ScoreRun *r = &c->runs[c->todo[k]];
+            if (r->data == d && strcmp(r->dataset_sha, sha))
+                return sp_fail(err, "%s: runs.dataset_sha256 of run %.12s is %.16s..., but %s hashes to %.16s... "
+                                    "(the dataset changed since the sweep?)",
+                               c->db_path, r->hash, r->dataset_sha, e->path, sha);
+        }
+        const char *fmt = strcmp(e->format, "auto") && e->format[0] ? e->format : NULL;
+        if (dataset_load(e->path, fmt, e->max_index + 1, &e->ds, err)) return -1;
+        if (e->ds.n <= e->max_index)
+            return sp_fail(err, "%s: has %d prompts, the runs need prompt %d", e->path, e->ds.n, e->max_index);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ one run */
+
+typedef struct TodoPrompt {
+    int prompt_index, n_prompt_tokens, truncated;
+    int64_t tokens;
+} TodoPrompt;
+
+typedef struct OutRow {
+    int prompt_index, n_prompt, n_tokens;
+    double lp_sum;
+    char *text;
+} OutRow;
+
+/* The token log's columns and, per prompt, its segment of rows. */
+typedef struct LogData {
+    int32_t *prompt, *pos, *token;
+    int64_t n;
+} LogData;
+
+static void log_free(LogData *l) {
+    free(l->prompt), free(l->pos), free(l->token);
+    memset(l, 0, sizeof *l);
+}
+
+static int read_log(const Ctx *c, const ScoreRun *r, LogData *l, SpErr *err) {
+    char path[4600], attr[128];
+    snprintf(path, sizeof path, "%s/%s", c->o->results_dir, r->token_log);
+    memset(l, 0, sizeof *l);
+    hid_t f = h5_open_read(path, err);
+    if (f < 0) return sp_err_prefix(err, "run %.12s: runs.token_log", r->hash);
+    int64_t n1 = 0, n2 = 0, n3 = 0;
+    int w1 = 0, w2 = 0, w3 = 0, rc = -1;
+    if (h5_read_attr_str(f, path, "run_hash", attr, sizeof attr, err) == 0 &&
+        h5_read_column(f, path, "prompt_index", H5C_I32, (void **)&l->prompt, &n1, &w1, err) == 0 &&
+        h5_read_column(f, path, "pos", H5C_I32, (void **)&l->pos, &n2, &w2, err) == 0 &&
+        h5_read_column(f, path, "token", H5C_I32, (void **)&l->token, &n3, &w3, err) == 0) {
+        if (strcmp(attr, r->hash)) sp_fail(err, "%s: attribute run_hash is %.16s..., the run is %.16s...", path, attr, r->hash);
+        else if (n1 != n2 || n1 != n3 || w1 != 1 || w2 != 1 || w3 != 1)
+            sp_fail(err, "%s: columns prompt_index, pos, token have different lengths", path);
+        else rc = 0;
+    }
+    H5Fclose(f);
+    l->n = n1;
+    if (rc) log_free(l);
+    return rc;
+}
+
+/* The prompts of the run without an outputs row. */
+static int todo_prompts(sqlite3 *h, const char *db_path, const char *hash, TodoPrompt **out, int *n, SpErr *err) {
+    const char *sql = "SELECT p.prompt_index, p.n_prompt_tokens, p.prompt_truncated, p.tokens FROM prompts p"
+                      " WHERE p.run_hash = ? AND NOT EXISTS (SELECT 1 FROM outputs o WHERE o.run_hash = p.run_hash"
+                      " AND o.prompt_index = p.prompt_index) ORDER BY p.prompt_index";
+    sqlite3_stmt *st;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, db_path, err, "read prompts");
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    int cap = 0, rc = 0;
+    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
+        if (s != SQLITE_ROW) {
+            rc = fail_sql(h, db_path, err, "read prompts");
+            break;
+        }
+        if (*n == cap) {
+            TodoPrompt *np = realloc(*out, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *np);
+            if (!np) {
+                rc = sp_fail(err, "out of memory");
+                break;
+            }
+            *out = np;
+        }
+        TodoPrompt *p = &(*out)[(*n)++];
+        p->prompt_index = sqlite3_column_int(st, 0);
+        p->n_prompt_tokens = sqlite3_column_int(st, 1);
+        p->truncated = sqlite3_column_int(st, 2);
+        p->tokens = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The prompt's token ids as the runner made them: *ids malloc'd, *n == p->n_prompt_tokens. */
+static int prompt_ids(const Ctx *c, const ScoreRun *r, const TodoPrompt *p, int32_t **ids, SpErr *err) {
+    const DataEntry *e = &c->data[r->data];
+    if (p->prompt_index < 0 || p->prompt_index >= e->ds.n)
+        return sp_fail(err, "%s: prompts.prompt_index %d of run %.12s is not in the dataset", c->db_path, p->prompt_index, r->hash);
+    const Example *ex = &e->ds.ex[p->prompt_index];
+    const ModelConfig *mc = model_config(c->target);
+    size_t n;
+    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, ids, &n, err))
+        return sp_err_prefix(err, "%s: prompt %d", e->path, p->prompt_index);
+    if (n == 0 && mc->bos_id >= 0) { /* the runner's rule: an empty prompt becomes BOS */
+        free(*ids);
+        if (!(*ids = malloc(sizeof **ids))) return sp_fail(err, "out of memory");
+        (*ids)[0] = mc->bos_id;
+        n = 1;
+    }
+    size_t want = (size_t)p->n_prompt_tokens;
+    if (p->n_prompt_tokens < 1 || (p->truncated ? n <= want : n != want)) {
+        free(*ids);
+        *ids = NULL;
+        return sp_fail(err, "%s: prompt %d encodes to %zu tokens, prompts.n_prompt_tokens of run %.12s is %d%s "
+                            "(dataset or tokenizer changed since the sweep?)",
+                       e->path, p->prompt_index, n, r->hash, p->n_prompt_tokens, p->truncated ? " (truncated)" : "");
+    }
+    if (n > want) memmove(*ids, *ids + (n - want), want * sizeof **ids); /* keep the last tokens */
+    return 0;
+}
+
+/* Replaces invalid UTF-8 in s (in place) by '?', as the runner does for prompts.output_text
+ * (score also replaces NUL bytes, which the runner's text stops at). */
+static void utf8_sanitize(char *s) {
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        int ok = n > 0;
+        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
+        if (ok && n == 2) ok = *p >= 0xC2;
+        if (ok && n == 3) ok = !(*p == 0xE0 && p[1] < 0xA0) && !(*p == 0xED && p[1] >= 0xA0);
+        if (ok && n == 4) ok = !(*p == 0xF0 && p[1] < 0x90) && *p <= 0xF4 && !(*p == 0xF4 && p[1] >= 0x90);
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
+/* The output tokens of one prompt from the log: *start, *n rows (positions checked). */
+static int find_output(const LogData *l, const char *log_path, const TodoPrompt *p, int64_t *start, int *n, SpErr *err) {
+    int64_t a = 0;
+    while (a < l->n && l->prompt[a] != p->prompt_index) a++;
+    int64_t b = a;
+    while (b < l->n && l->prompt[b] == p->prompt_index) b++;
+    for (int64_t i = b; i < l->n; i++)
+        if (l->prompt[i] == p->prompt_index)
+            return sp_fail(err, "%s: rows of prompt %d are not contiguous", log_path, p->prompt_index);
+    if (b - a != p->tokens)
+        return sp_fail(err, "%s: prompt %d has %lld token rows, prompts.tokens says %lld", log_path, p->prompt_index,
+                       (long long)(b - a), (long long)p->tokens);
+    for (int64_t i = a; i < b; i++)
+        if (l->pos[i] != p->n_prompt_tokens + (i - a))
+            return sp_fail(err, "%s: prompt %d: row %lld has pos %d, expected %lld (n_prompt_tokens %d + offset)", log_path,
+                           p->prompt_index, (long long)i, l->pos[i], (long long)(p->n_prompt_tokens + (i - a)),
+                           p->n_prompt_tokens);
+    *start = a;
+    *n = (int)(b - a);
+    return 0;
+}
+
+static int score_prompt(const Ctx *c, Session *s, const ScoreRun *r, const LogData *l, const TodoPrompt *p,
+                        double *lp, OutRow *row, SpErr *err) {
+    char log_path[4600];
+    snprintf(log_path, sizeof log_path, "%s/%s", c->o->results_dir, r->token_log);
+    int64_t start = 0;
+    int n = 0;
+    int32_t *ids = NULL;
+    if (find_output(l, log_path, p, &start, &n, err) || prompt_ids(c, r, p, &ids, err)) return -1;
+    const int32_t *out = l->token + start;
+    int rc = score_logprobs(s, model_config(c->target)->vocab_size, ids, p->n_prompt_tokens, out, n, lp, err);
+    free(ids);
+    if (rc) return sp_err_prefix(err, "run %.12s prompt %d", r->hash, p->prompt_index);
+    row->prompt_index = p->prompt_index;
+    row->n_prompt = p->n_prompt_tokens;
+    row->n_tokens = n;
+    row->lp_sum = 0;
+    for (int t = 0; t < n; t++) row->lp_sum += lp[t];
+    size_t len;
+    if (tokenizer_decode(c->tok, out, (size_t)n, 1, &row->text, &len, err))
+        return sp_err_prefix(err, "%s: prompt %d: decode", log_path, p->prompt_index);
+    for (size_t i = 0; i < len; i++) /* a NUL byte (a byte token) would end the SQLite text early */
+        if (row->text[i] == '\0') row->text[i] = '?';
+    utf8_sanitize(row->text);
+    return 0;
+}
+
+static void bind_opt_double(sqlite3_stmt *st, int i, int ok, double v) {
+    if (ok && isfinite(v)) sqlite3_bind_double(st, i, v);
+    else sqlite3_bind_null(st, i);
+}
+
+/* One transaction: INSERT OR IGNORE of the rows; *added counts the new ones. */
+static int insert_rows(const Ctx *c, sqlite3 *h, const char *hash, const OutRow *rows, int n, int64_t *added, SpErr *err) {
+    const char *sql = "INSERT OR IGNORE INTO outputs(run_hash, prompt_index, n_prompt_tokens, n_tokens, text,"
+                      " target_logprob, target_mean_logprob, target_ppl, target_dir, target_sha256, scored_at)"
+                      " VALUES(?,?,?,?,?,?,?,?,?,?,?)";
+    char now[40];
+    db_now_iso(now, sizeof now);
+    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "begin");
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK ? 0 : fail_sql(h, c->db_path, err, "prepare insert into outputs");
+    for (int i = 0; rc == 0 && i < n; i++) {
+        const OutRow *o = &rows[i];
+        double mean = o->n_tokens > 0 ? o->lp_sum / o->n_tokens : NAN;
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, o->prompt_index);
+        sqlite3_bind_int(st, 3, o->n_prompt);
+        sqlite3_bind_int(st, 4, o->n_tokens);
+        sqlite3_bind_text(st, 5, o->text, -1, SQLITE_STATIC);
+        bind_opt_double(st, 6, 1, o->lp_sum);
+        bind_opt_double(st, 7, o->n_tokens > 0, mean);
+        bind_opt_double(st, 8, o->n_tokens > 0, exp(-mean));
+        sqlite3_bind_text(st, 9, c->target_dir, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 10, c->target_sha, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 11, now, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE) rc = fail_sql(h, c->db_path, err, "insert into outputs");
+        else *added += sqlite3_changes(h);
+    }
+    sqlite3_finalize(st);
+    if (rc == 0 && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) rc = fail_sql(h, c->db_path, err, "commit");
+    if (rc) sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+static int score_run(const Ctx *c, Db *db, Session *s, const ScoreRun *r, int64_t *added, SpErr *err) {
+    sqlite3 *h = db_sqlite(db);
+    TodoPrompt *todo = NULL;
+    OutRow *rows = NULL;
+    LogData l = {0};
+    double *lp = NULL;
+    int n = 0, rc = -1;
+    if (todo_prompts(h, c->db_path, r->hash, &todo, &n, err)) goto done;
+    if (n == 0) {
+        rc = 0;
+        goto done;
+    }
+    int64_t max_tok = 1;
+    for (int i = 0; i < n; i++) max_tok = todo[i].tokens > max_tok ? todo[i].tokens : max_tok;
+    rows = calloc((size_t)n, sizeof *rows);
+    lp = malloc((size_t)max_tok * sizeof *lp);
+    if (!rows || !lp) {
+        sp_fail(err, "out of memory");
+        goto done;
+    }
+    if (read_log(c, r, &l, err)) goto done;
+    for (int i = 0; i < n; i++)
+        if (score_prompt(c, s, r, &l, &todo[i], lp, &rows[i], err)) goto done;
+    rc = insert_rows(c, h, r->hash, rows, n, added, err);
+    if (rc == 0 && c->o->progress) {
+        double sum = 0;
+        int64_t tok = 0;
+        for (int i = 0; i < n; i++) sum += rows[i].lp_sum, tok += rows[i].n_tokens;
+        fprintf(stderr, "score: %-13s [%.12s] %d prompts, %lld tokens, mean log p %.4f\n", r->method, r->hash, n,
+                (long long)tok, tok ? sum / (double)tok : NAN);
+    }
+done:
+    for (int i = 0; rows && i < n; i++) free(rows[i].text);
+    free(rows);
+    free(todo);
+    free(lp);
+    log_free(&l);
+    return rc;
+}
+
+/* Scores the runs todo[k] with k % n_workers == worker. */
+static int score_share(const Ctx *c, Db *db, int worker, int n_workers, int64_t *added, SpErr *err) {
+    int ctx = model_config(c->target)->max_pos;
+    Session *s = session_new(c->target, ctx, ctx < SCORE_BATCH ? ctx : SCORE_BATCH, err);
+    if (!s) return -1;
+    int rc = 0;
+    for (int k = worker; rc == 0 && k < c->n_todo; k += n_workers) rc = score_run(c, db, s, &c->runs[c->todo[k]], added, err);
+    session_free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ workers */
+
+static int run_workers(Ctx *c, int jobs, SpErr *err) {
+    fflush(NULL);
+    pid_t parent = getpid();
+    int n = 0, failed = 0;
+    for (int w = 0; w < jobs; w++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            sp_fail(err, "fork: %s", strerror(errno));
+            failed = 1;
+            break;
+        }
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed score takes its workers with it */
+            if (getppid() != parent) _exit(1);
+            SpErr e = {{0}};
+            int64_t added = 0;
+            int rc = 1;
+            Db *db = db_open(c->db_path, &e);
+            if (db) {
+                rc = score_share(c, db, w, jobs, &added, &e) ? 1 : 0;
+                db_close(db);
+            }
+            if (rc) fprintf(stderr, "sprinter score: worker %d: %s\n", w, e.msg);
+            fflush(NULL);
+            _exit(rc);
+        }
+        n++;
+    }
+    for (int alive = n; alive > 0;) {
+        int st;
+        pid_t p = waitpid(-1, &st, 0);
+        if (p < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        alive--;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed = 1;
+    }
+    if (failed) return err->msg[0] ? -1 : sp_fail(err, "a worker process failed (its error is above)");
+    return 0;
+}
+
+static int64_t count_outputs(Db *db) {
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db_sqlite(db), "SELECT COUNT(*) FROM outputs", -1, &st, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static void ctx_free(Ctx *c) {
+    for (int d = 0; d < c->n_data; d++) dataset_free(&c->data[d].ds);
+    tokenizer_free(c->tok);
+    model_free(c->target);
+    free(c->runs);
+    free(c->todo);
+}
+
+/* Opens the database, finds the runs with prompts to score, and everything that can fail before
+ * the first run: target, its hash, the tokenizer, the datasets. */
+static int prepare(Ctx *c, Db **db, SpErr *err) {
+    snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", c->o->results_dir);
+    if (access(c->db_path, R_OK | W_OK) != 0)
+        return sp_fail(err, "%s: no writable results database (run sprinter sweep first)", c->db_path);
+    if (!(*db = db_open(c->db_path, err)) || plan_runs(c, *db, err)) return -1;
+    if (!(c->todo = malloc((size_t)(c->n_runs ? c->n_runs : 1) * sizeof *c->todo))) return sp_fail(err, "out of memory");
+    for (int i = 0; i < c->n_runs; i++)
+        if (c->runs[i].n_todo > 0) c->todo[c->n_todo++] = i;
+    if (c->n_todo == 0) return 0;
+    if (resolve_target(c, *db, err) || check_target(c, err)) return -1;
+    if (!(c->target = model_load(c->target_dir, err))) return sp_err_prefix(err, "target %s", c->target_dir);
+    if (!(c->tok = tokenizer_load_dir(c->target_dir, err))) return sp_err_prefix(err, "target %s: tokenizer", c->target_dir);
+    if (tokenizer_vocab_size(c->tok) > model_config(c->target)->vocab_size)
+        return sp_fail(err, "target %s: tokenizer has %d tokens, the model's vocab_size is %d", c->target_dir,
+                       tokenizer_vocab_size(c->tok), model_config(c->target)->vocab_size);
+    return load_datasets(c, err);
+}
+
+int score_results(const ScoreOpts *o, ScoreCounts *cnt, SpErr *err) {
+    memset(cnt, 0, sizeof *cnt);
+    Ctx c = {0};
+    c.o = o;
+    Db *db = NULL;
+    int rc = prepare(&c, &db, err);
+    int64_t before = rc == 0 ? count_outputs(db) : -1;
+    if (rc == 0 && c.n_todo > 0) {
+        if (o->jobs <= 1) {
+            int64_t added = 0;
+            rc = score_share(&c, db, 0, 1, &added, err);
+        } else {
+            db_close(db); /* an SQLite connection must not cross fork() */
+            db = NULL;
+            rc = run_workers(&c, o->jobs < c.n_todo ? o->jobs : c.n_todo, err);
+            if (!(db = db_open(c.db_path, rc ? NULL : err)) && rc == 0) rc = -1;
+        }
+    }
+    if (db) {
+        int64_t after = count_outputs(db);
+        cnt->runs_done = c.n_runs;
+        cnt->runs_scored = c.n_todo;
+        cnt->rows_present = before;
+        cnt->rows_added = after >= 0 && before >= 0 ? after - before : 0;
+    }
+    db_close(db);
+    ctx_free(&c);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ summary */
+
+int score_summary(const char *results_dir, FILE *out, SpErr *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/runs.sqlite", results_dir);
+    Db *db = db_open(path, err);
+    if (!db) return -1;
+    sqlite3 *h = db_sqlite(db);
+    const char *sql =
+        "SELECT r.method, r.lambda, r.tau, r.gamma, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp,"
+        " COUNT(*), SUM(o.n_tokens), SUM(o.target_logprob)"
+        " FROM runs r JOIN outputs o ON o.run_hash = r.run_hash WHERE r.status = 'done'"
+        " GROUP BY r.method, r.lambda, r.tau, r.gamma, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp"
+        " ORDER BY MIN(r.run_index)";
+    static const char *const names[] = {"lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp"};
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
+        fail_sql(h, path, err, "summary query");
+        db_close(db);
+        return -1;
+    }
+    fprintf(out, "%-13s %-44s %7s %8s %12s %10s\n", "method", "params", "prompts", "tokens", "logp/token", "target_ppl");
+    int rows = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char lab[256] = "";
+        size_t k = 0;
+        for (int j = 0; j < 8; j++) {
+            if (sqlite3_column_type(st, 1 + j) == SQLITE_NULL) continue;
+            int w = snprintf(lab + k, sizeof lab - k, "%s%s=%g", k ? " " : "", names[j], sqlite3_column_double(st, 1 + j));
+            if (w > 0 && (size_t)w < sizeof lab - k) k += (size_t)w;
+        }
+        int64_t tok = sqlite3_column_int64(st, 10);
+        double lp = sqlite3_column_double(st, 11), mean = tok > 0 ? lp / (double)tok : NAN;
+        fprintf(out, "%-13s %-44s %7d %8lld %12.4f %10.3f\n", (const char *)sqlite3_column_text(st, 0), lab[0] ? lab : "-",
+                sqlite3_column_int(st, 9), (long long)tok, mean, exp(-mean));
+        rows++;
+    }
+    if (rows == 0) fprintf(out, "(no scored runs)\n");
+    sqlite3_finalize(st);
+    db_close(db);
+    return 0;
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Fault injection: the disk fills up during `sprinter sweep`, `sprinter collect` and
+`sprinter init-random` (issue 8).
+
+The full disk is a small tmpfs mounted on the output directory when this process may mount (root with
+CAP_SYS_ADMIN), else the LD_PRELOAD shim tests/fault_shim.c (--shim), which fails writes under a
+directory with ENOSPC after a byte budget; with neither the test skips (exit 77). SP_FAULT_MODE=shim
+forces the shim.
+
+Documented behaviour checked here:
+  - exit 1, nothing from the sanitizers, and one last stderr line "sprinter CMD: FILE: ..." saying the
+    disk is full ("No space left", "disk is full", "disk full", "write failed");
+  - no *.tmp left behind; a model or HDF5 file under its final name is complete;
+  - sweep: runs.sqlite passes PRAGMA integrity_check, every run marked done has its token log and
+    both match an uninterrupted sweep exactly (nothing lost among finished runs), and rerunning the
+    sweep on the same directory with space again finishes it, identical to the uninterrupted sweep.
+Scenarios: the results directory on a small disk (several sizes, so the disk fills while SQLite
+creates its database, while a token log is written and while a run is committed); only tokens/ on a
+small disk (HDF5 write failure with the database on a healthy disk); collect's HDF5 output; the
+model directory of init-random.
+
+usage: fault_disk_full.py --sprinter BIN --dump SWEEP_DUMP [--shim LIB] --work DIR
+"""
+import argparse
+import os
+import shutil
+import subprocess
+
+from fault_common import SANITIZER, Checks, Space, check_results_dir, clean_failure, leftovers, run, space_mode, sweep_fixture
+
+FULL = r"No space left|disk is full|disk full|write failed|flush failed|close failed|disk I/O error"
+
+
+def sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size, tokens_only=False):
+    """One sweep whose results directory (or only its tokens/) sits on a disk of `size` bytes."""
+    what = "sweep, %s on %d bytes" % ("tokens/" if tokens_only else "results dir", size)
+    if tokens_only:
+        res = os.path.join(a.work, "res-tokens")
+        limited = os.path.join(res, "tokens")
+        shutil.rmtree(res, ignore_errors=True)
+    else:
+        limited = os.path.join(a.work, "disk")
+        res = os.path.join(limited, "res")
+        shutil.rmtree(limited, ignore_errors=True)
+    with Space(mode, limited, size, a.shim) as sp:
+        rc, _, err = run([a.sprinter, "sweep", spec, "--out", res, "--quiet"], env=sp.env())
+        saved = os.path.join(a.work, "saved")
+        shutil.rmtree(saved, ignore_errors=True)
+        if os.path.exists(res):
+            shutil.copytree(res, saved, symlinks=True)
+    if rc == 0:
+        return 0  # it fitted: no fault this time
+    msg = clean_failure(ck, what, rc, err, "sprinter sweep: ", reason=FULL)
+    done = check_results_dir(ck, what, saved, ref_lines, a.dump, a.work) if os.path.exists(saved) else 0
+    # resume with space again: the finished runs are kept, the rest redone, same bytes as never failing
+    rc, _, err = run([a.sprinter, "sweep", spec, "--out", saved, "--quiet"])
+    ck.check(rc == 0, "%s: rerun with space exited %d:\n%s" % (what, rc, err[-2000:]))
+    drc, out, derr = sweep_fixture.dump(a.dump, saved)
+    ck.check(drc == 0 and out == ref_dump, "%s: rerun differs from the uninterrupted sweep: %s" %
+             (what, derr[-500:] or sweep_fixture.first_difference(ref_dump, out)))
+    print("  %-36s %d runs done, rerun ok; %s" % (what, done, msg[:150]), flush=True)
+    return 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sprinter", required=True)
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--shim", default=None)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    a.sprinter, a.dump = os.path.abspath(a.sprinter), os.path.abspath(a.dump)
+    a.shim = os.path.abspath(a.shim) if a.shim else None
+    for d in ("disk", "res-tokens/tokens", "collect-disk", "model-disk"):
+        p = os.path.join(a.work, d)
+        if os.path.ismount(p):
+            subprocess.run(["umount", p], check=False)
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    mode = space_mode(a.work, a.shim)
+    print("fault_disk_full: full disk simulated with %s" % mode, flush=True)
+    ck = Checks("fault_disk_full")
+
+    m = os.path.join(a.work, "m")
+    sweep_fixture.make_models(a.sprinter, m)
+    spec = sweep_fixture.write_spec(m, name="f", methods="ar, sd", n_prompts=2, max_new=6)
+    ref = os.path.join(a.work, "ref")
+    rc, _, err = run([a.sprinter, "sweep", spec, "--out", ref, "--quiet"])
+    if not ck.check(rc == 0, "reference sweep exited %d:\n%s" % (rc, err[-2000:])):
+        ck.finish()
+    rc, ref_dump, err = sweep_fixture.dump(a.dump, ref)
+    ck.check(rc == 0, "sweep_dump of the reference failed: " + err)
+    ref_lines = set(ref_dump.splitlines())
+    total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(ref) for f in fs)
+    logs = sorted(os.path.getsize(os.path.join(ref, "tokens", f)) for f in os.listdir(os.path.join(ref, "tokens")))
+
+    # 1. the whole results directory on a small disk: the fault lands in SQLite's first pages, the
+    #    token logs, and the commits of later runs
+    faults = 0
+    sizes = [8 << 10, 120 << 10, int(total * 0.95)] if mode == "tmpfs" else \
+            [2 << 10, int(total * 0.6), int(total * 0.9)]
+    for size in sizes:
+        faults += sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size)
+    ck.check(faults >= 2, "only %d of %d small-disk sweeps hit the full disk" % (faults, len(sizes)))
+
+    # 2. HDF5 write failure: tokens/ on a disk with room for about one and a half token logs, the
+    #    database on a healthy disk
+    hit = sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, logs[0] + logs[0] // 2, tokens_only=True)
+    ck.check(hit == 1, "the tokens/-only small disk did not make the sweep fail")
+
+    # 3. collect: its HDF5 output on a small disk
+    cdir = os.path.join(a.work, "collect-disk")
+    with Space(mode, cdir, 4096 if mode == "tmpfs" else 2048, a.shim) as sp:
+        out = os.path.join(cdir, "c.h5")
+        rc, _, err = run([a.sprinter, "collect", "--draft", m + "/draft", "--target", m + "/target", "--data",
+                          m + "/data.jsonl", "--lambda", "1.5", "--n-prompts", "4", "--max-new", "8", "--out", out],
+                         env=sp.env())
+        clean_failure(ck, "collect on a full disk", rc, err, "sprinter collect: ", reason=FULL)
+        ck.check(not os.path.exists(out), "collect on a full disk left %s" % out)
+        ck.check(not leftovers(cdir), "collect on a full disk left %s" % leftovers(cdir))
+        print("  %-40s exit %d: %s" % ("collect on a full disk", rc, err.strip().splitlines()[-1][:160]
+                                       if err.strip() else ""), flush=True)
+
+    # 4. init-random: the model directory on a small disk (config.json fits, the weights do not)
+    mdir = os.path.join(a.work, "model-disk")
+    cfg = os.path.join(m, "target.json")
+    with Space(mode, mdir, 16 << 10, a.shim) as sp:
+        out = os.path.join(mdir, "model")
+        rc, _, err = run([a.sprinter, "init-random", "--arch", "gpt2", "--config", cfg, "--out", out], env=sp.env())
+        clean_failure(ck, "init-random on a full disk", rc, err, "sprinter init-random: ", reason=FULL)
+        ck.check(not os.path.exists(os.path.join(out, "model.safetensors")),
+                 "init-random on a full disk left a model.safetensors")
+        ck.check(not leftovers(mdir), "init-random on a full disk left %s" % leftovers(mdir))
+        rc2, _, err2 = run([a.sprinter, "info", "--model", out])
+        ck.check(rc2 == 1 and not SANITIZER.search(err2), "info on the half-written model: exit %d %s" %
+                 (rc2, err2[-300:]))
+        print("  %-40s exit %d: %s" % ("init-random on a full disk", rc, err.strip().splitlines()[-1][:160]
+                                       if err.strip() else ""), flush=True)
+    ck.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+/* test_analysis.c - units of the analysis report against hand-computed answers:
+ *  - ROUGE-1/2/L F1 (analysis/rouge.h) on five pairs worked out by hand (overlap, clipping, order,
+ *    case and punctuation, empty text);
+ *  - Kaplan-Meier with censoring, ROC AUC with ties, chi-square goodness of fit and homogeneity;
+ *  - Thm 3.3 with a label chain: the paper's model is the chain with t01 = 0 and a geometric r;
+ *    a Monte Carlo simulation of the i.i.d. verifier on Markov labels agrees within 5 standard
+ *    errors, and a simulation with Markov-correlated decisions does not (the negative control);
+ *  - Thm 3.4's per-block stopping time; blocks cut from a hand-made token log (verseq.h).
+ * Prints "analysis_units: N passed, M failed". usage: test_analysis */
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rouge.h"
+#include "stats.h"
+#include "theory.h"
+#include "tokread.h"
+#include "verseq.h"
+
+static int g_pass, g_fail;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+    ok ? g_pass++ : g_fail++;
+    printf("%s: ", ok ? "ok  " : "FAIL");
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static int near(double a, double b) { return fabs(a - b) < 1e-9; }
+
+static void test_rouge(void) {
+    static const struct {
+        const char *cand, *ref;
+        double r1, r2, rl;
+    } cases[] = {
+        /* unigram overlap the x2, cat, on, mat = 5 of 6 / 6; bigrams the-cat, on-the, the-mat = 3 of 5 / 5;
+         * LCS "the cat on the mat" = 5 */
+        {"the cat sat on the mat", "the cat is on the mat", 5.0 / 6, 3.0 / 5, 5.0 / 6},
+        {"Hello, World!", "hello world", 1, 1, 1},
+        /* all words shared, no bigram, LCS 1: P = R = 1/4 */
+        {"a b c d", "d c b a", 1, 0, 0.25},
+        /* clipping: "the" counts once; P = 1/4, R = 1/2, F1 = 1/3 */
+        {"the the the the", "the cat", 1.0 / 3, 0, 1.0 / 3},
+        {"", "the cat", 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Rouge g;
+        SpErr err = {{0}};
+        int rc = rouge_f1(cases[i].cand, cases[i].ref, &g, &err);
+        check(rc == 0 && near(g.r1, cases[i].r1) && near(g.r2, cases[i].r2) && near(g.rl, cases[i].rl),
+              "ROUGE(\"%s\" | \"%s\") = %.4f %.4f %.4f (expected %.4f %.4f %.4f)", cases[i].cand, cases[i].ref, g.r1,
+              g.r2, g.rl, cases[i].r1, cases[i].r2, cases[i].rl);
+    }
+}
+
+static void test_stats_units(void) {
+    /* events at 0, 1, 2; censored at 2 and 3: at risk 5, 4, 2 -> S = 1, .8, .6, .3, .3 */
+    int t[] = {0, 1, 2, 2, 3};
+    int8_t ev[] = {1, 1, 0, 1, 0};
+    double S[5];
+    km_discrete(t, ev, NULL, 5, 4, S);
+    check(near(S[1], 0.8) && near(S[2], 0.6) && near(S[3], 0.3) && near(S[4], 0.3),
+          "Kaplan-Meier with censoring: S = %.3f %.3f %.3f %.3f (expected .8 .6 .3 .3)", S[1], S[2], S[3], S[4]);
+    double w[] = {2, 1, 1, 1, 1};
+    km_discrete(t, ev, w, 5, 1, S);
+    check(near(S[1], 4.0 / 6), "weighted Kaplan-Meier: S(1) = %.4f (expected 4/6)", S[1]);
+    float s[] = {0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.5f, NAN};
+    int8_t y[] = {1, 0, 1, 0, 1, 0, 1};
+    int64_t np, nn;
+    /* pos {.9,.7,.5} vs neg {.8,.6,.5}: .9 beats 3, .7 beats 2, .5 ties one -> 5.5 / 9 */
+    double auc = auc_scores(s, y, 7, &np, &nn);
+    check(near(auc, 5.5 / 9) && np == 3 && nn == 3, "AUC with a tie = %.4f (expected %.4f), %lld/%lld", auc, 5.5 / 9,
+          (long long)np, (long long)nn);
+    double *fpr, *tpr;
+    int m;
+    int rc = roc_curve(s, y, 7, &fpr, &tpr, &m);
+    check(rc == 0 && m == 6 && near(fpr[m - 1], 1) && near(tpr[m - 1], 1) && near(tpr[1], 1.0 / 3) && near(fpr[1], 0),
+          "ROC curve: %d points from (0,0) to (1,1)", m);
+    if (rc == 0) free(fpr), free(tpr);
+    double obs[] = {10, 20, 30, 2, 1}, exp[] = {10, 20, 30, 2, 1};
+    TestResult g = chisq_gof(obs, exp, 5, 5.0, 0);
+    check(near(g.statistic, 0) && near(g.p_value, 1) && g.df == 2, "GOF of equal counts: chi2 %.3f df %d (tail pooled)",
+          g.statistic, g.df);
+    double obs2[] = {30, 10, 20};
+    g = chisq_gof(obs2, exp, 3, 5.0, 0);
+    check(near(g.statistic, 40.0 + 5 + 100.0 / 30) && g.df == 2, "GOF statistic %.4f (expected %.4f)", g.statistic,
+          40.0 + 5 + 100.0 / 30);
+    int64_t a[] = {10, 10}, n[] = {20, 20}, b[] = {5, 15};
+    check(near(chisq_homogeneity(a, n, 2).statistic, 0), "homogeneity of equal rates: chi2 0");
+    TestResult h = chisq_homogeneity(b, n, 2);
+    /* pooled rate 1/2: expected 10 and 10 in each group, four cells of (5^2)/10 */
+    check(near(h.statistic, 10.0) && h.df == 1, "homogeneity 5/20 vs 15/20: chi2 %.3f (expected 10)", h.statistic);
+    /* Monte Carlo p-value: the exact permutation p of 5/20 vs 15/20 is 2 P(X <= 5), X ~ Hypergeom(20, 20, 20),
+     * = 0.003848; 20000 tables give it within +-0.0013 (3 se) */
+    TestResult hm = chisq_homogeneity_mc(b, n, 2, 20000, 3);
+    check(fabs(hm.p_value - 0.003848) < 0.0013 && near(hm.statistic, 10.0),
+          "Monte Carlo homogeneity p = %.5f (exact two-sided permutation p 0.00385)", hm.p_value);
+}
+
+/* One block of the i.i.d. verifier (stay < 0) or of a verifier whose decisions repeat the last one
+ * of the same class with probability stay, on chain labels; returns min(N, cap). */
+static int simulate_block(gsl_rng *g, const LabelChain *c, double etp, double efp, double stay, int cap, int *last) {
+    int l = gsl_rng_uniform(g) < c->pi1, n = 0;
+    for (;;) {
+        int d = gsl_rng_uniform(g) < (l ? etp : efp);
+        if (stay >= 0 && last[l] >= 0 && gsl_rng_uniform(g) < stay) d = last[l];
+        last[l] = d;
+        if (!d || n == cap) return n;
+        n++;
+        l = gsl_rng_uniform(g) < (l ? c->t11 : c->t01);
+    }
+}
+
+static void test_chain(void) {
+    enum { K = 30 };
+    double Sc[K + 1], Sm[K + 1], w[K + 1];
+    const double a = 0.7, etp = 0.9, efp = 0.3;
+    LabelChain paper = {a, a, 0};
+    for (int r = 0; r < K; r++) w[r] = pow(a, r) * (1 - a);
+    w[K] = pow(a, K);
+    thm33_chain_tail(etp, efp, &paper, K, Sc);
+    thm33_mix_tail(etp, efp, w, K, K, Sm);
+    double md = 0;
+    for (int k = 0; k <= K; k++) md = fmax(md, fabs(Sc[k] - Sm[k]));
+    check(md < 1e-12, "chain with t01 = 0 == the paper's mixture over geometric r (max |dS| = %.2g)", md);
+    LabelChain c = {0.6, 0.75, 0.4};
+    thm33_chain_tail(etp, efp, &c, K, Sc);
+    const int cap = 8, n = 200000;
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(g, 5);
+    for (int markov = 0; markov < 2; markov++) {
+        double s = 0, ss = 0;
+        int last[2] = {-1, -1};
+        for (int i = 0; i < n; i++) {
+            double x = simulate_block(g, &c, etp, efp, markov ? 0.8 : -1, cap, last);
+            s += x, ss += x * x;
+        }
+        double mean = s / n, se = sqrt((ss / n - mean * mean) / n), pred = tail_capped_mean(Sc, cap);
+        if (!markov)
+            check(fabs(mean - pred) < 5 * se, "i.i.d. verifier on Markov labels: simulated E[min(N,8)] %.4f vs chain "
+                  "prediction %.4f (5 se = %.4f)", mean, pred, 5 * se);
+        else
+            check(fabs(mean - pred) > 10 * se, "negative control, Markov decisions (stay 0.8): simulated %.4f vs "
+                  "prediction %.4f differ by > 10 se (%.4f)", mean, pred, 10 * se);
+    }
+    gsl_rng_free(g);
+    double t1 = thm34_block_steps(Sc, K, 2, 10), t2 = thm34_block_steps(Sc, K, 0, 3);
+    check(near(t1, tail_capped_mean(Sc, 2) + 1) && near(t2, tail_capped_mean(Sc, 3) + 1 - Sc[3]),
+          "Thm 3.4 steps: max_run 2 of 10 left -> E[min(N,2)] + 1; 3 left, no cap -> E[min(N,3)] + P(N < 3)");
+}
+
+/* prompt 0 (max_new 4): accept, accept, target(reject), accept -> blocks N=2 ended, N=1 censored
+ * (left 1); prompt 1: target(decision 1: the max_run cap), target(reject), accept, accept. */
+static void test_verseq(void) {
+    enum { N = 8 };
+    int32_t pi[N] = {5, 5, 5, 5, 6, 6, 6, 6}, pos[N] = {3, 4, 5, 6, 2, 3, 4, 5}, tok[N] = {0};
+    float q[N], p[N], sc[N];
+    int8_t dec[N] = {1, 1, 0, 1, 1, 0, 1, 1}, lab[N] = {1, 0, 1, 1, 1, 0, 0, 1}, tc[N] = {0, 0, 1, 0, 1, 1, 0, 0};
+    int8_t kind[N] = {2, 2, 3, 2, 3, 4, 2, 2};
+    for (int i = 0; i < N; i++) q[i] = 0.5f, p[i] = 0.25f, sc[i] = NAN;
+    TokenRows t = {N, pi, pos, tok, tok, q, p, sc, dec, lab, tc, kind, ""};
+    VerSeq v;
+    SpErr err = {{0}};
+    int rc = verseq_build(&t, "hand-made", 4, 0, 0, &v, &err);
+    check(rc == 0 && v.n_blk == 5 && v.n_prompts == 2, "verseq: %d blocks in %d prompts (expected 5 in 2)", v.n_blk,
+          v.n_prompts);
+    if (rc == 0 && v.n_blk == 5) {
+        const VBlock *b = v.blk;
+        check(b[0].n == 2 && b[0].ended && !b[0].run_cap && b[0].left == 4 && b[1].n == 1 && !b[1].ended &&
+                  b[1].left == 1 && b[2].n == 0 && b[2].run_cap && b[3].n == 0 && b[3].ended && b[4].n == 2 &&
+                  !b[4].ended && b[4].left == 2,
+              "verseq: N, ended, run cap and tokens left per block");
+        check(v.dec[2].pos_in_block == 3 && v.dec[3].pos_in_block == 1 && isinf(v.dec[0].ratio) == 0 &&
+                  near(v.dec[0].ratio, 2),
+              "verseq: positions in the block and q/p");
+        verseq_free(&v);
+    }
+}
+
+int main(void) {
+    test_rouge();
+    test_stats_units();
+    test_chain();
+    test_verseq();
+    printf("analysis_units: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}

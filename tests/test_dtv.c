@@ -1,0 +1,501 @@
+/* test_dtv.c - `sprinter dtv` (experiments/dtv.h) against the real decoder and against Theorem 3.1.
+ *
+ * Fixture: two random tiny GPT-2 models (vocab 269, peaky init so p and q differ clearly) carrying
+ * the GPT-2 BPE tokenizer fixture, a JSONL dataset, and a verifier learned on them (collect_run +
+ * verifier_train at lambda 1). Checks:
+ *  1. Decisions: a(v) from the cached prefix + one single-token forward equals the decision from a
+ *     full forward of prefix + v (scores within 1e-5, no decision differs).
+ *  2. Exact law vs decoder_run (chi-square, computed here, not by dtv.c): 20,000 first tokens of the
+ *     sprinter method at one prefix are distributed as sprinter_next_token_law(p, q, a) with dtv's
+ *     a(v) (pass: p-value > 0.001); negative controls: the same draws against p (a = 0) and against
+ *     the law with every decision flipped must be rejected (p-value < 0.001).
+ *  3. dtv_run at lambda 1 (8 prefixes, M = 3000 draws each): every prefix's chi-square p-value >
+ *     0.001 / 8 (Bonferroni); the unbiased estimate within 4.5 standard errors of the exact d_TV and
+ *     the empirical accept rate within 4.5 SE of sum_v q a (normal approximation); the identity
+ *     d_TV(p, p_S) = eta_excess d_TV(p, q) to 1e-9; the oracle at lambda = 1: d_TV(p, p_oracle) ==
+ *     eta_FP d_TV(p, q) to 1e-6 (Theorem 3.1 exact); the naive histogram estimate is biased upward
+ *     and the bootstrap correction reduces its error.
+ *  4. dtv_run at lambda 2 (temperature 0.8, top-k 50) with an oracle of rates 0.2 / 0.9: Thm 3.1
+ *     still exact at lambda 1, but at lambda 2 the oracle's d_TV exceeds eta_FP d_TV(p, q) (by how
+ *     much is printed; required: > 1e-3 at some prefix, never below it); same seed -> same file.
+ *  5. CLI: --help, missing options (exit 2), a verifier of the wrong width (exit 1, one line), a
+ *     small run that writes the file.
+ * With the fixed seeds the outcome is deterministic; on fresh seeds the statistical checks would
+ * fail with probability < 1% together (0.001 per chi-square check, 0.001 for each Bonferroni family,
+ * ~1e-5 per z check). Prints "dtv: N passed, M failed".
+ * usage: test_dtv WORKDIR TOKENIZER_FIXTURE_DIR SPRINTER */
+#include <cblas.h>
+#include <gsl/gsl_cdf.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "decoding.h"
+#include "dtv.h"
+#include "h5util.h"
+#include "jsonutil.h"
+#include "presets.h"
+#include "tokenizer.h"
+#include "verifier_train.h"
+
+static int g_pass, g_fail;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+    ok ? g_pass++ : g_fail++;
+    printf("%s: ", ok ? "ok  " : "FAIL");
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+enum { V = 269, N_DRAWS = 12000 };
+
+typedef struct Fix {
+    char work[1024], draft[1024], target[1024], data[1024], ver_path[1024];
+    Model *dm, *tm;
+    Verifier ver;
+    double tau; /* the q-weighted median verifier score at prompt 20: accept mass ~ 1/2 there */
+    Tokenizer *tok;
+} Fix;
+
+static int make_model(const char *dir, const char *tokdir, int d, int layers, uint64_t seed) {
+    SpErr err = {{0}};
+    cJSON *cfg = preset_config("gpt2", "tiny", &err);
+    cJSON_ReplaceItemInObject(cfg, "vocab_size", cJSON_CreateNumber(V));
+    cJSON_ReplaceItemInObject(cfg, "n_embd", cJSON_CreateNumber(d));
+    cJSON_ReplaceItemInObject(cfg, "n_layer", cJSON_CreateNumber(layers));
+    cJSON_ReplaceItemInObject(cfg, "initializer_range", cJSON_CreateNumber(0.2));
+    cJSON_ReplaceItemInObject(cfg, "bos_token_id", cJSON_CreateNumber(V - 1));
+    cJSON_ReplaceItemInObject(cfg, "eos_token_id", cJSON_CreateNumber(V - 1));
+    int rc = init_random_model(cfg, DT_F32, seed, dir, &err);
+    cJSON_Delete(cfg);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cp '%s/vocab.json' '%s/merges.txt' '%s/'", tokdir, tokdir, dir);
+    if (rc || system(cmd) != 0) {
+        fprintf(stderr, "make model %s: %s\n", dir, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup(Fix *f, const char *work, const char *tokdir) {
+    SpErr err = {{0}};
+    snprintf(f->work, sizeof f->work, "%s", work);
+    snprintf(f->draft, sizeof f->draft, "%s/draft", work);
+    snprintf(f->target, sizeof f->target, "%s/target", work);
+    snprintf(f->data, sizeof f->data, "%s/data.jsonl", work);
+    snprintf(f->ver_path, sizeof f->ver_path, "%s/verifier.safetensors", work);
+    if (sp_mkdir_p(work, &err) || make_model(f->draft, tokdir, 32, 2, 101) || make_model(f->target, tokdir, 48, 3, 202))
+        return -1;
+    static const char *const words[] = {"hello", "the", "test", "sprinter", "draft", "target", "token", "verifier", "all", "well"};
+    FILE *fp = fopen(f->data, "w");
+    if (!fp) return -1;
+    for (int i = 0; i < 40; i++) {
+        fprintf(fp, "{\"id\": \"ex%02d\", \"prompt\": \"", i);
+        for (int k = 0; k < 2 + i % 5; k++) fprintf(fp, "%s%s", k ? " " : "", words[(i * 7 + k * 3) % 10]);
+        fprintf(fp, "\", \"reference\": \"\"}\n");
+    }
+    fclose(fp);
+    /* verifier on the first 20 prompts; the checks use prompts 20.. */
+    char collect[1100];
+    snprintf(collect, sizeof collect, "%s/collect.h5", work);
+    CollectSpec cs = {f->draft, f->target, f->data, NULL, 20, 24, 1.0, {1.0f, 0, 1.0f}, 3};
+    CollectSummary sum;
+    TrainSpec ts;
+    train_spec_default(&ts);
+    VerifierMetrics m;
+    if (collect_run(&cs, collect, &sum, &err) || verifier_train(collect, &ts, f->ver_path, &m, &err) ||
+        verifier_load(f->ver_path, &f->ver, &err)) {
+        fprintf(stderr, "verifier: %s\n", err.msg);
+        return -1;
+    }
+    printf("learned verifier on %lld rows: validation AUC %.3f, eta_TP %.3f, eta_FP %.3f at tau 0.5\n",
+           (long long)sum.n_tokens, m.val_auc, m.eta_tp, m.eta_fp);
+    if (!(f->dm = model_load(f->draft, &err)) || !(f->tm = model_load(f->target, &err)) ||
+        !(f->tok = tokenizer_load_dir(f->target, &err))) {
+        fprintf(stderr, "load: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Chi-square p-value (bins merged in token order until each expects >= 5); written here so the
+ * check does not rest on dtv_chisq_pvalue. */
+static double chisq(const long *counts, const double *law, long n) {
+    double stat = 0, e = 0;
+    long o = 0;
+    int df = -1;
+    for (int v = 0; v < V; v++) {
+        e += law[v] * (double)n;
+        o += counts[v];
+        if (e >= 5 || v == V - 1) {
+            if (e > 0) stat += ((double)o - e) * ((double)o - e) / e, df++;
+            else if (o > 0) return 0;
+            e = 0, o = 0;
+        }
+    }
+    return df < 1 ? 1 : gsl_cdf_chisq_Q(stat, df);
+}
+
+/* ------------------------------------------------------------------ 1 + 2 */
+
+typedef struct Prefix {
+    int32_t ids[64];
+    int n;
+    float p[V], q[V];
+    double a[V], law[V];
+    float score[V];
+    DtvExact e;
+} Prefix;
+
+static int prefix_at(Fix *f, Session *sd, Session *st, int prompt_index, Prefix *x, SpErr *err) {
+    Dataset ds;
+    if (dataset_load(f->data, NULL, 0, &ds, err)) return -1;
+    int32_t *ids;
+    size_t n;
+    int rc = tokenizer_encode(f->tok, ds.ex[prompt_index].prompt, strlen(ds.ex[prompt_index].prompt), 0, &ids, &n, err);
+    dataset_free(&ds);
+    if (rc) return -1;
+    x->n = (int)(n < 40 ? n : 40);
+    memcpy(x->ids, ids, (size_t)x->n * sizeof *ids);
+    free(ids);
+    int32_t work[V];
+    SamplerParams sp = {1.0f, 0, 1.0f};
+    if (dtv_next_probs(st, &sp, x->ids, x->n, V, x->p, work, err) || dtv_next_probs(sd, &sp, x->ids, x->n, V, x->q, work, err) ||
+        dtv_verifier_decisions(sd, &f->ver, f->tau, V, x->a, x->score, err))
+        return -1;
+    dtv_exact(x->p, x->q, x->a, V, 1.0, x->law, &x->e);
+    return 0;
+}
+
+/* The learned verifier of these random models is weak, so tau comes from its scores: the q-weighted
+ * median at prompt 20, which makes the decisions at the prefixes non-trivial. */
+static int choose_tau(Fix *f, Session *sd, Session *st, SpErr *err) {
+    static Prefix x;
+    f->tau = 0.5;
+    if (prefix_at(f, sd, st, 20, &x, err)) return -1;
+    double mass = 0;
+    for (int k = 0; k < V && mass < 0.5; k++) { /* highest score first */
+        int best = -1;
+        for (int v = 0; v < V; v++)
+            if (x.score[v] >= -1 && (best < 0 || x.score[v] > x.score[best])) best = v;
+        mass += x.q[best];
+        f->tau = x.score[best];
+        x.score[best] = -2; /* taken */
+    }
+    printf("tau = %.6f (q-weighted median verifier score at prompt 20)\n", f->tau);
+    return 0;
+}
+
+static void test_decisions_and_law(Fix *f) {
+    SpErr err = {{0}};
+    Session *sd = session_new(f->dm, 64, 64, &err), *st = session_new(f->tm, 64, 64, &err);
+    static Prefix x;
+    int found = -1;
+    if (choose_tau(f, sd, st, &err)) {
+        check(0, "choose tau: %s", err.msg);
+        goto done;
+    }
+    /* a prefix where the verifier's decisions matter: accept mass away from 0 and 1 */
+    for (int pi = 20; pi < 40 && found < 0; pi++) {
+        if (prefix_at(f, sd, st, pi, &x, &err)) {
+            check(0, "prefix %d: %s", pi, err.msg);
+            goto done;
+        }
+        if (x.e.accept_mass > 0.2 && x.e.accept_mass < 0.8 && x.e.dtv_pq > 0.15) found = pi;
+    }
+    check(found >= 0, "found a prefix with verifier accept mass in (0.2, 0.8) (prompt %d: accept mass %.3f, d_TV(p,q) %.3f, "
+          "exact d_TV(p,p_S) %.4f, %d of %d tokens accepted)", found, x.e.accept_mass, x.e.dtv_pq, x.e.dtv_p_ps,
+          x.e.n_accepted, V);
+    if (found < 0) goto done;
+
+    /* 1. incremental decisions == decisions from a full forward of prefix + v */
+    double max_ds = 0;
+    int differ = 0;
+    for (int v = 0; v < V; v++) {
+        int32_t seq[65];
+        memcpy(seq, x.ids, (size_t)x.n * sizeof *seq);
+        seq[x.n] = v;
+        const float *L, *H;
+        session_truncate(sd, 0, &err);
+        session_forward(sd, seq, x.n + 1, &L, &H, &err);
+        float s = (float)verifier_score(&f->ver, H + (size_t)x.n * f->ver.d);
+        max_ds = fmax(max_ds, fabs((double)s - x.score[v]));
+        differ += (s >= f->tau) != (x.a[v] > 0);
+    }
+    check(max_ds < 1e-5 && differ == 0, "a(v) from the cached prefix + 1 token == full forward of prefix + v (max |score diff| "
+          "%.2e, %d of %d decisions differ)", max_ds, differ, V);
+
+    /* 2. the exact law against 20,000 first tokens of the real decoder */
+    Decoder *dec = decoder_new(f->dm, f->tm, &f->ver, 64, &err);
+    gsl_rng *rng = sampler_rng_new(2024);
+    static long counts[V];
+    DecodeConfig cfg;
+    decode_config_default(&cfg);
+    cfg.method = DM_SPRINTER;
+    cfg.max_new = 1;
+    cfg.gamma = 1;
+    cfg.tau = f->tau;
+    int bad = !dec;
+    for (int i = 0; !bad && i < N_DRAWS; i++) {
+        DecodeOutput o;
+        if (decoder_run(dec, &cfg, x.ids, x.n, rng, &o, &err)) bad = 1;
+        else counts[o.tokens[0]]++, decode_output_free(&o);
+    }
+    if (bad) {
+        check(0, "decoder_run: %s", err.msg);
+    } else {
+        double pv = chisq(counts, x.law, N_DRAWS);
+        check(pv > 0.001, "%d decoder first tokens ~ dtv's exact law (chi-square p-value %.4f)", N_DRAWS, pv);
+        static double lp[V], flip[V], law_flip[V];
+        for (int v = 0; v < V; v++) lp[v] = x.p[v], flip[v] = 1 - x.a[v];
+        sprinter_next_token_law(x.p, x.q, flip, V, law_flip);
+        double p0 = chisq(counts, lp, N_DRAWS), p1 = chisq(counts, law_flip, N_DRAWS);
+        check(p0 < 0.001, "negative control: the draws are rejected against p, i.e. a = 0 (p-value %.2e)", p0);
+        check(p1 < 0.001, "negative control: the draws are rejected against the law with flipped decisions (p-value %.2e)", p1);
+    }
+    gsl_rng_free(rng);
+    decoder_free(dec);
+done:
+    session_free(sd);
+    session_free(st);
+}
+
+/* ------------------------------------------------------------------ 3 + 4: dtv_run and its file */
+
+enum { N_PREF = 6 };
+
+typedef struct Cols {
+    int64_t rows;
+    double *c[32];
+    const char *names[32];
+    int n;
+} Cols;
+
+static const char *const kRead[] = {"dtv_pq", "dtv_p_ps", "dtv_q_ps", "accept_mass", "eta_fp", "eta_excess", "pred_local",
+                                    "pred_global", "oracle_dtv", "oracle_pred", "oracle_dtv_l1", "emp_accept",
+                                    "emp_dtv_naive", "emp_dtv_bc", "emp_noise_floor", "emp_chisq_p", "emp_dtv_unbiased",
+                                    "emp_dtv_unbiased_se", NULL};
+
+static double *col(Cols *c, const char *name) {
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->names[i], name)) return c->c[i];
+    return NULL;
+}
+
+static void cols_free(Cols *c) {
+    for (int i = 0; i < c->n; i++) free(c->c[i]);
+    c->n = 0;
+}
+
+static int read_cols(const char *path, Cols *c, char *fmt, size_t cap, SpErr *err) {
+    memset(c, 0, sizeof *c);
+    hid_t h = h5_open_read(path, err);
+    if (h < 0) return -1;
+    int rc = h5_read_attr_str(h, path, "format", fmt, cap, err);
+    for (int i = 0; rc == 0 && kRead[i]; i++) {
+        int w;
+        int64_t rows;
+        if (h5_read_column(h, path, kRead[i], H5C_F64, (void **)&c->c[c->n], &rows, &w, err)) rc = -1;
+        else c->names[c->n++] = kRead[i], c->rows = rows;
+    }
+    H5Fclose(h);
+    return rc;
+}
+
+static void fill_spec(Fix *f, DtvSpec *s) {
+    dtv_spec_default(s);
+    s->draft_dir = f->draft;
+    s->target_dir = f->target;
+    s->verifier_path = f->ver_path;
+    s->data_path = f->data;
+    s->n_prefixes = N_PREF;
+    s->offset = 20;
+    s->max_continue = 4;
+    s->seed = 5;
+    s->tau = f->tau;
+    s->bootstrap = 100;
+}
+
+static void test_run_lambda1(Fix *f) {
+    DtvSpec s;
+    fill_spec(f, &s);
+    s.samples = 2000;
+    char out[1100], tmp[1200], fmt[64];
+    snprintf(out, sizeof out, "%s/res/dtv1.h5", f->work);
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    SpErr err = {{0}};
+    DtvSummary m;
+    Cols c;
+    if (dtv_run(&s, out, &m, &err) || read_cols(out, &c, fmt, sizeof fmt, &err)) {
+        check(0, "dtv_run lambda 1: %s", err.msg);
+        return;
+    }
+    check(c.rows == N_PREF && !strcmp(fmt, "sprinter-dtv") && access(tmp, F_OK) != 0,
+          "dtv file: %lld rows, format %s, no .tmp left", (long long)c.rows, fmt);
+    double *pq = col(&c, "dtv_pq"), *ps = col(&c, "dtv_p_ps"), *ex = col(&c, "eta_excess"), *or1 = col(&c, "oracle_dtv_l1");
+    double *orl = col(&c, "oracle_dtv"), *chi = col(&c, "emp_chisq_p"), *unb = col(&c, "emp_dtv_unbiased");
+    double *se = col(&c, "emp_dtv_unbiased_se"), *acc = col(&c, "accept_mass"), *eacc = col(&c, "emp_accept");
+    double *naive = col(&c, "emp_dtv_naive"), *bc = col(&c, "emp_dtv_bc"), *pl = col(&c, "pred_local");
+    double min_chi = 1, max_z = 0, max_za = 0, max_id = 0, max_or = 0, max_same = 0, err_n = 0, err_b = 0, mean_ps = 0,
+           mean_n = 0, max_pl = 0;
+    for (int i = 0; i < N_PREF; i++) {
+        min_chi = fmin(min_chi, chi[i]);
+        /* se = 0: every draw gave the same value (e.g. no accepted token with q > p); then exact to rounding */
+        max_z = fmax(max_z, se[i] > 0 ? fabs(unb[i] - ps[i]) / se[i] : fabs(unb[i] - ps[i]) > 1e-7 ? INFINITY : 0);
+        double sa = sqrt(acc[i] * (1 - acc[i]) / s.samples);
+        max_za = fmax(max_za, sa > 0 ? fabs(eacc[i] - acc[i]) / sa : 0);
+        max_id = fmax(max_id, fabs(ps[i] - ex[i] * pq[i]));
+        max_or = fmax(max_or, fabs(or1[i] - m.oracle_eta_fp * pq[i]));
+        max_same = fmax(max_same, fabs(orl[i] - or1[i]));
+        err_n += fabs(naive[i] - ps[i]) / N_PREF, err_b += fabs(bc[i] - ps[i]) / N_PREF;
+        mean_ps += ps[i] / N_PREF, mean_n += naive[i] / N_PREF;
+        max_pl = fmax(max_pl, fabs(ps[i] - pl[i]));
+    }
+    check(min_chi > 0.001 / N_PREF, "every prefix: %d decoder first tokens ~ exact law (min chi-square p-value %.4f > %.5f)",
+          s.samples, min_chi, 0.001 / N_PREF);
+    check(max_z < 4.5, "unbiased estimate E_q[a (1 - p/q)+] within 4.5 SE of the exact d_TV (max |z| %.2f; mean |err| %.5f)",
+          max_z, m.mean_abs_err_unbiased);
+    check(max_za < 4.5, "empirical verifier-accept rate within 4.5 SE of sum_v q a (max |z| %.2f)", max_za);
+    check(max_id < 1e-7, "identity d_TV(p, p_S) = eta_excess d_TV(p, q) to 1e-7, the rounding of float32 p and q "
+          "(max |diff| %.2e)", max_id);
+    check(max_or < 1e-6, "oracle at lambda 1 (eta_FP %.4f, eta_TP %.4f): d_TV(p, p_oracle) == eta_FP d_TV(p, q) "
+          "(Thm 3.1 exact; max |diff| %.2e)", m.oracle_eta_fp, m.oracle_eta_tp, max_or);
+    check(max_same < 1e-12, "at lambda 1 oracle_dtv == oracle_dtv_l1 (max |diff| %.2e)", max_same);
+    check(mean_n > mean_ps && err_b < err_n, "naive histogram d_TV is biased upward (mean %.4f vs exact %.4f, noise floor "
+          "%.4f); the bootstrap correction cuts its mean |error| from %.4f to %.4f", mean_n, mean_ps, m.mean_noise_floor,
+          err_n, err_b);
+    printf("learned verifier, lambda 1, tau %.4f: mean exact d_TV(p,p_S) %.5f; Thm 3.1 with the prefix's eta_FP %.5f "
+           "(max |diff| %.5f), with the global eta_FP %.4f: %.5f; mean eta_excess %.4f vs global eta_FP %.4f\n",
+           f->tau, m.mean_dtv_p_ps, m.mean_pred_local, max_pl, m.eta_fp_global, m.mean_pred_global, m.mean_eta_excess,
+           m.eta_fp_global);
+    cols_free(&c);
+}
+
+static void test_run_lambda2(Fix *f) {
+    DtvSpec s;
+    fill_spec(f, &s);
+    s.lambda = 2.0;
+    s.sampling = (SamplerParams){0.8f, 50, 1.0f};
+    s.samples = 1500;
+    s.n_prefixes = 4;
+    s.oracle_eta_fp = 0.2;
+    s.oracle_eta_tp = 0.9;
+    char out[1100], out2[1100], fmt[64];
+    snprintf(out, sizeof out, "%s/res/dtv2.h5", f->work);
+    snprintf(out2, sizeof out2, "%s/res/dtv2-again.h5", f->work);
+    SpErr err = {{0}};
+    DtvSummary m, m2;
+    Cols c = {0}, c2 = {0};
+    if (dtv_run(&s, out, &m, &err) || read_cols(out, &c, fmt, sizeof fmt, &err)) {
+        check(0, "dtv_run lambda 2: %s", err.msg);
+        return;
+    }
+    double *pq = col(&c, "dtv_pq"), *or2 = col(&c, "oracle_dtv"), *pred = col(&c, "oracle_pred"), *or1 = col(&c, "oracle_dtv_l1");
+    double *ps = col(&c, "dtv_p_ps"), *ex = col(&c, "eta_excess"), *chi = col(&c, "emp_chisq_p");
+    double max_l1 = 0, max_d = 0, sum_d = 0, sum_pred = 0, min_d = INFINITY, max_id = 0, min_chi = 1;
+    int n = s.n_prefixes;
+    for (int i = 0; i < n; i++) {
+        max_l1 = fmax(max_l1, fabs(or1[i] - 0.2 * pq[i]));
+        double d = or2[i] - pred[i];
+        max_d = fmax(max_d, d), min_d = fmin(min_d, d), sum_d += d, sum_pred += pred[i];
+        max_id = fmax(max_id, fabs(ps[i] - ex[i] * pq[i]));
+        min_chi = fmin(min_chi, chi[i]);
+    }
+    check(max_l1 < 1e-6, "T 0.8 top-k 50, oracle eta_FP 0.2 eta_TP 0.9 at lambda 1: d_TV == 0.2 d_TV(p, q) (max |diff| %.2e)",
+          max_l1);
+    check(max_d > 1e-3 && min_d > -1e-7,
+          "oracle at lambda 2 differs from Thm 3.1: d_TV - 0.2 d_TV(p,q) is %.5f on average (%.1f%% of the prediction "
+          "%.5f), max %.5f, min %.2e (it is (eta_TP - eta_FP) sum_{p<q<=2p} (q - p) >= 0)",
+          sum_d / n, 100 * sum_d / sum_pred, sum_pred / n, max_d, min_d);
+    check(max_id < 1e-7, "identity d_TV(p, p_S) = eta_excess d_TV(p, q) at lambda 2 (max |diff| %.2e)", max_id);
+    check(min_chi > 0.001 / n, "T 0.8 top-k 50: decoder first tokens ~ exact law at every prefix (min p-value %.4f)",
+          min_chi);
+    cols_free(&c);
+    /* determinism on a smaller run: the same spec twice */
+    s.n_prefixes = 2;
+    s.samples = 200;
+    int same = dtv_run(&s, out, &m, &err) == 0 && read_cols(out, &c, fmt, sizeof fmt, &err) == 0 &&
+               dtv_run(&s, out2, &m2, &err) == 0 && read_cols(out2, &c2, fmt, sizeof fmt, &err) == 0;
+    for (int k = 0; same && k < c.n; k++) same = memcmp(c.c[k], c2.c[k], (size_t)c.rows * sizeof(double)) == 0;
+    check(same, "same seed -> bit-identical columns (%d columns x %lld rows)", c.n, (long long)c.rows);
+    cols_free(&c);
+    cols_free(&c2);
+}
+
+/* ------------------------------------------------------------------ 5: CLI */
+
+static int run_cmd(const char *cmd, char *errbuf, size_t cap, const char *errfile) {
+    int st = system(cmd);
+    errbuf[0] = '\0';
+    FILE *fp = fopen(errfile, "r");
+    if (fp) {
+        size_t n = fread(errbuf, 1, cap - 1, fp);
+        errbuf[n] = '\0';
+        fclose(fp);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static void test_cli(Fix *f, const char *sprinter) {
+    char cmd[8192], e[4096], ef[1100], out[1100];
+    snprintf(ef, sizeof ef, "%s/cli.err", f->work);
+    snprintf(out, sizeof out, "%s/res/cli.h5", f->work);
+    snprintf(cmd, sizeof cmd, "'%s' dtv --help >/dev/null 2>'%s'", sprinter, ef);
+    check(run_cmd(cmd, e, sizeof e, ef) == 0, "dtv --help exits 0");
+    snprintf(cmd, sizeof cmd, "'%s' dtv --draft '%s' 2>'%s'", sprinter, f->draft, ef);
+    int rc = run_cmd(cmd, e, sizeof e, ef);
+    check(rc == 2 && lines(e) == 1, "missing options: exit 2, one line (%d: %s)", rc, e);
+    snprintf(cmd, sizeof cmd, "'%s' dtv --draft '%s' --target '%s' --verifier '%s' --data '%s' --n-prefixes 2 --out '%s' 2>'%s'",
+             sprinter, f->target, f->draft, f->ver_path, f->data, out, ef);
+    rc = run_cmd(cmd, e, sizeof e, ef);
+    check(rc == 1 && lines(e) == 1 && strstr(e, "verifier.safetensors") && strstr(e, "hidden size"),
+          "verifier of the wrong width: exit 1, one line naming the file (%s)", e);
+    snprintf(cmd, sizeof cmd,
+             "'%s' dtv --draft '%s' --target '%s' --verifier '%s' --data '%s' --offset 20 --n-prefixes 2 --samples 100 "
+             "--quiet --out '%s' >/dev/null 2>'%s'",
+             sprinter, f->draft, f->target, f->ver_path, f->data, out, ef);
+    rc = run_cmd(cmd, e, sizeof e, ef);
+    check(rc == 0 && access(out, R_OK) == 0, "sprinter dtv writes %s (exit %d %s)", out, rc, e);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: test_dtv WORKDIR TOKENIZER_FIXTURE_DIR SPRINTER\n");
+        return 2;
+    }
+    openblas_set_num_threads(1); /* tiny matrices: extra threads only spin */
+    char cmd[2100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", argv[1]);
+    if (system(cmd) != 0) return 1;
+    static Fix f;
+    if (setup(&f, argv[1], argv[2])) {
+        printf("dtv: 0 passed, 1 failed\n");
+        return 1;
+    }
+    test_decisions_and_law(&f);
+    test_run_lambda1(&f);
+    test_run_lambda2(&f);
+    test_cli(&f, argv[3]);
+    verifier_free(&f.ver);
+    tokenizer_free(f.tok);
+    model_free(f.dm);
+    model_free(f.tm);
+    printf("dtv: %d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
