@@ -3,6 +3,7 @@
  * directories of shards, and print the per-method summary table. */
 #include <cblas.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,13 @@ int cmd_sweep(int argc, char **argv) {
     SweepCounts c;
     if (runner_sweep(s, &o, &c, &err)) {
         rc = 1;
+        if (c.stop_signal) { /* documented: exit 128 + signal number, one line naming what was lost */
+            fprintf(stderr, "sprinter sweep: interrupted by %s; run%s %s discarded; %d of %d runs done\n",
+                    c.stop_signal == SIGINT ? "SIGINT" : "SIGTERM", strchr(c.discarded, ',') ? "s" : "",
+                    c.discarded[0] ? c.discarded : "none", c.skipped + c.ran, c.mine);
+            err.msg[0] = '\0';
+            rc = 128 + c.stop_signal;
+        }
         goto done;
     }
     if (!a.quiet)

@@ -617,3 +617,20 @@ int db_summary(Db *db, FILE *out, int by_method, SpErr *err) {
     free(rows);
     return 0;
 }
+
+int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "SELECT run_hash FROM runs WHERE status = 'running' ORDER BY run_index", -1, &st, NULL) !=
+        SQLITE_OK)
+        return sp_fail(err, "runs.sqlite: %s", sqlite3_errmsg(db->h));
+    size_t k = 0;
+    buf[0] = '\0';
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(st, 0);
+        int w = snprintf(buf + k, cap - k, "%s%s", k ? ", " : "", h ? h : "");
+        if (w < 0 || (size_t)w >= cap - k) break;
+        k += (size_t)w;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}

@@ -81,6 +81,8 @@ int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, co
 
 /* Number of done runs and their emitted tokens (for progress across worker processes). */
 int db_progress(Db *db, int64_t *runs_done, int64_t *tokens, SpErr *err);
+/* Hashes of runs begun but not finished (status 'running'), comma-separated into buf. */
+int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err);
 
 /* ---- merging ---- */
 typedef struct MergeCounts {

@@ -174,6 +174,13 @@ typedef struct Ctx {
     int checkpoints;
 } Ctx;
 
+/* SIGINT / SIGTERM: the handler only records the signal (the one piece of process-global state
+ * here, as signal handlers require); the sweep checks it after each prompt, discards the run in
+ * progress (token log deleted, run left 'running' so the next sweep redoes it) and stops. */
+static volatile sig_atomic_t g_stop_signal;
+
+static void on_stop_signal(int sig) { g_stop_signal = sig; }
+
 /* Tests: kill this process at the K-th checkpoint to exercise every interruption point. */
 static void checkpoint(Ctx *c) {
     if (c->o->test_crash_at > 0 && ++c->checkpoints == c->o->test_crash_at) {
@@ -363,6 +370,7 @@ static int decode_prompts(Ctx *c, const RunConfig *r, Decoder *dec, TokenLog *lo
         progress_print(&c->prog, 0, NULL);
         if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
         checkpoint(c);
+        if (g_stop_signal) return sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
     }
     return 0;
 }
@@ -434,7 +442,8 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
     c->db = NULL;
     fflush(NULL);
     pid_t parent = getpid();
-    int n = 0;
+    pid_t pids[256];
+    int n = 0, forwarded = 0;
     for (int w = 0; w < jobs; w++) {
         pid_t pid = fork();
         if (pid < 0) {
@@ -451,11 +460,11 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
                 rc = run_share(c, w, jobs, &k, &e) ? 1 : 0;
                 db_close(c->db);
             }
-            if (rc) fprintf(stderr, "sprinter sweep: worker %d: %s\n", w, e.msg);
+            if (rc && !g_stop_signal) fprintf(stderr, "sprinter sweep: worker %d: %s\n", w, e.msg);
             fflush(NULL);
             _exit(rc);
         }
-        n++;
+        pids[n++] = pid;
     }
     int64_t done0 = 0, tok0 = 0, done, tok;
     Db *db = db_open(c->db_path, err);
@@ -463,6 +472,10 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
     int alive = n, failed = n < jobs;
     int base = c->prog.done;
     while (alive > 0) {
+        if (g_stop_signal && !forwarded) { /* each worker discards its run in progress and exits */
+            for (int w = 0; w < n; w++) kill(pids[w], (int)g_stop_signal);
+            forwarded = 1;
+        }
         int st;
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p > 0) {
@@ -489,6 +502,7 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
         c->prog.tokens = tok - tok0;
     }
     db_close(db);
+    if (g_stop_signal) return sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
     if (failed) return err->msg[0] ? -1 : sp_fail(err, "a worker process failed (its error is above)");
     return 0;
 }
@@ -588,8 +602,22 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
     c.prog.t0 = now_s();
     int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
     if (jobs > c.n_pending) jobs = c.n_pending;
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    g_stop_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     rc = jobs > 1 ? run_workers(&c, jobs, &cnt->ran, err) : run_share(&c, 0, 1, &cnt->ran, err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     progress_print(&c.prog, 1, NULL);
+    if (rc && g_stop_signal) {
+        cnt->stop_signal = (int)g_stop_signal;
+        Db *db = c.db ? c.db : db_open(c.db_path, NULL);
+        if (db) db_unfinished(db, cnt->discarded, sizeof cnt->discarded, NULL);
+        if (db && db != c.db) db_close(db);
+    }
 done:
     ctx_free(&c);
     return rc;

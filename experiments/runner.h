@@ -39,6 +39,8 @@ typedef struct SweepCounts {
     int mine;    /* runs in this shard */
     int skipped; /* already done */
     int ran;     /* finished now */
+    int stop_signal;       /* SIGINT / SIGTERM that stopped the sweep, else 0 */
+    char discarded[1024];  /* hashes of the runs in progress then (not marked done, logs deleted) */
 } SweepCounts;
 
 /* Resolves s (hashes models and data), expands it and runs what is not done yet. */
