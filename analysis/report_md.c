@@ -156,10 +156,12 @@ static void sec_deployed(FILE *f, const Report *R) {
         Interval fp = wilson_interval(c[0], c[1], 0.95);
         double bound = 0.86;
         fprintf(f, "\nPooled over these runs: eta_FP = %s [%s, %s] (Wilson 95%%), eta_TP = %s. The public review's "
-                   "arithmetic implies eta_FP >= %.2f at this setting; the measurement %s it.\n",
+                   "arithmetic implies eta_FP >= %.2f at this setting for the paper's own model pairs; for the pair "
+                   "measured here the interval lies %s that bound (a statement about these models only: the "
+                   "paper's checkpoints are not available to this harness).\n",
                 F((double)c[0] / c[1], "%.3f"), F(fp.lo, "%.3f"), F(fp.hi, "%.3f"),
                 F(c[3] ? (double)c[2] / c[3] : NAN, "%.3f"), bound,
-                fp.lo >= bound ? "is consistent with" : fp.hi < bound ? "contradicts" : "cannot decide");
+                fp.lo >= bound ? "above" : fp.hi < bound ? "below" : "across");
     }
     fprintf(f, "\n(Intervals here are per-run 95%%; eta_FP = P(verifier accepts | q/p > lambda), eta_TP = P(accepts | "
                "q/p <= lambda), on the audited drafted tokens.)\n\n");
