@@ -26,6 +26,17 @@ static int read_col(hid_t f, const char *path, const Col *c, int64_t *rows, SpEr
         H5Dclose(d);
         return sp_fail(err, "%s: dataset /%s has %d dimensions, expected 1", path, c->name, nd);
     }
+    /* Bound the allocation by what the file stores (deflate expands at most ~1032x), as
+     * h5_read_column does: a few-kB file claiming 2^30 unwritten rows is refused, not allocated. */
+    double stored = (double)H5Dget_storage_size(d);
+    hid_t ft = H5Dget_type(d);
+    size_t fsz = ft >= 0 ? H5Tget_size(ft) : 1;
+    if (ft >= 0) H5Tclose(ft);
+    if (dims[0] > ((hsize_t)1 << 34) || (double)dims[0] * (double)(fsz ? fsz : 1) > 1100.0 * stored + (double)(1 << 20)) {
+        H5Dclose(d);
+        return sp_fail(err, "%s: dataset /%s claims %llu rows but the file stores only %.0f bytes of it", path, c->name,
+                       (unsigned long long)dims[0], stored);
+    }
     void *buf = malloc(dims[0] ? dims[0] * c->size : 1);
     if (!buf) {
         H5Dclose(d);

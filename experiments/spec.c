@@ -507,10 +507,29 @@ static int expand_params(Expand *E, RunConfig *r, int p) {
     return 0;
 }
 
+/* Refuse grids whose expansion would not fit in memory or in any sensible sweep. */
+#define SPEC_MAX_RUNS 100000
+
+/* Upper bound on the runs the grid expands to (before removing duplicates). */
+static double grid_size(const SweepSpec *s) {
+    double total = 0;
+    for (int m = 0; m < s->n_methods; m++) {
+        double per = (double)s->n_datasets * (double)s->n_seeds;
+        unsigned ap = method_params(s->methods[m]);
+        for (int p = 0; p < RP_COUNT; p++)
+            if ((ap & B(p)) && s->grid[p].n > 0) per *= s->grid[p].n;
+        total += per;
+    }
+    return total;
+}
+
 int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err) {
     Expand E = {s, NULL, 0, 0, err};
     *runs = NULL;
     *n = 0;
+    double size = grid_size(s);
+    if (size > SPEC_MAX_RUNS)
+        return sp_fail(err, "%s: [grid]: the grid expands to %.0f runs (limit %d)", s->path, size, SPEC_MAX_RUNS);
     for (int m = 0; m < s->n_methods; m++)
         for (int d = 0; d < s->n_datasets; d++)
             for (int k = 0; k < s->n_seeds; k++) {
