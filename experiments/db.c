@@ -233,21 +233,6 @@ static void bind_opt_text(sqlite3_stmt *st, int i, const char *s) {
     else sqlite3_bind_null(st, i);
 }
 
-static double rc_param(const RunConfig *r, RunParam p) {
-    const DecodeConfig *c = &r->dc;
-    switch (p) {
-    case RP_LAMBDA: return c->lambda;
-    case RP_TAU: return c->tau;
-    case RP_GAMMA: return c->gamma;
-    case RP_MAX_RUN: return c->max_run;
-    case RP_ALPHA: return c->alpha;
-    case RP_P_MIN: return c->p_min;
-    case RP_ETA_FP: return c->eta_fp;
-    case RP_ETA_TP: return c->eta_tp;
-    case RP_ORACLE_STAY: return c->oracle_stay;
-    default: return 0;
-    }
-}
 
 static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err) {
     char sql[2048];
@@ -279,8 +264,8 @@ static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunM
     for (int j = 0; j < 8; j++, i++) {
         RunParam p = order[j];
         if (!(r->applies & (1u << p))) sqlite3_bind_null(st, i);
-        else if (p == RP_GAMMA || p == RP_MAX_RUN) sqlite3_bind_int(st, i, (int)rc_param(r, p));
-        else sqlite3_bind_double(st, i, rc_param(r, p));
+        else if (p == RP_GAMMA || p == RP_MAX_RUN) sqlite3_bind_int(st, i, (int)run_param_value(&r->dc, p));
+        else sqlite3_bind_double(st, i, run_param_value(&r->dc, p));
     }
     int uses_draft = c->method != DM_AR, uses_target = c->method != DM_DRAFT;
     bind_opt_text(st, i++, uses_draft ? s->draft_dir : NULL);

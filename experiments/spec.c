@@ -64,7 +64,7 @@ static void param_set(DecodeConfig *c, RunParam p, double v) {
     }
 }
 
-static double param_get(const DecodeConfig *c, RunParam p) {
+double run_param_value(const DecodeConfig *c, RunParam p) {
     switch (p) {
     case RP_LAMBDA: return c->lambda;
     case RP_TAU: return c->tau;
@@ -458,7 +458,7 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
               c->max_new, (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
               c->stop_at_eos, c->audit, (unsigned long long)r->seed);
     for (int p = 0; p < RP_COUNT; p++)
-        if (r->applies & B(p)) canon_add(b, cap, &k, "%s %.17g\n", kParams[p].name, param_get(c, (RunParam)p));
+        if (r->applies & B(p)) canon_add(b, cap, &k, "%s %.17g\n", kParams[p].name, run_param_value(c, (RunParam)p));
     if (method_needs_verifier(c->method))
         canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
                   s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
@@ -566,7 +566,7 @@ void run_params_label(const RunConfig *r, char *buf, int cap) {
     buf[0] = '\0';
     for (int p = 0; p < RP_COUNT && k < cap; p++)
         if (r->applies & B(p)) {
-            int w = snprintf(buf + k, (size_t)(cap - k), "%s%s=%g", k ? " " : "", kParams[p].name, param_get(&r->dc, (RunParam)p));
+            int w = snprintf(buf + k, (size_t)(cap - k), "%s%s=%g", k ? " " : "", kParams[p].name, run_param_value(&r->dc, (RunParam)p));
             if (w > 0) k += w;
         }
 }

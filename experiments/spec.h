@@ -46,6 +46,8 @@ typedef enum {
 
 /* INI key of a parameter ("lambda", "tau", ...). */
 const char *run_param_name(RunParam p);
+/* The value of grid parameter p in a decoding configuration. */
+double run_param_value(const DecodeConfig *c, RunParam p);
 /* Bit mask (1u << RunParam) of the parameters a method uses. */
 unsigned method_params(DecodeMethod m);
 /* The method needs a trained verifier (sprinter, specdecpp). */
