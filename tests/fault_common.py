@@ -169,3 +169,18 @@ def check_results_dir(ck, what, res, ref_lines, dump_exe, work, ignore=()):
     ck.check(not extra, "%s: %d dump lines differ from the uninterrupted sweep, first: %s" %
              (what, len(extra), extra[0][:300] if extra else ""))
     return done
+
+
+def reference_sweep(ck, a):
+    """The fixture every sweep fault test starts from: tiny models in WORK/m, a 2-prompt ar+sd spec,
+    and an undisturbed sweep of it in WORK/ref. Returns (models dir, spec, ref dir, ref dump)."""
+    m = os.path.join(a.work, "m")
+    sweep_fixture.make_models(a.sprinter, m)
+    spec = sweep_fixture.write_spec(m, name="f", methods="ar, sd", n_prompts=2, max_new=6)
+    ref = os.path.join(a.work, "ref")
+    rc, _, err = run([a.sprinter, "sweep", spec, "--out", ref, "--quiet"])
+    if not ck.check(rc == 0, "reference sweep exited %d:\n%s" % (rc, err[-2000:])):
+        ck.finish()
+    rc, ref_dump, err = sweep_fixture.dump(a.dump, ref)
+    ck.check(rc == 0, "sweep_dump of the reference failed: " + err)
+    return m, spec, ref, ref_dump

@@ -26,7 +26,7 @@ import os
 import shutil
 import subprocess
 
-from fault_common import SANITIZER, Checks, Space, check_results_dir, clean_failure, leftovers, run, space_mode, sweep_fixture
+from fault_common import SANITIZER, Checks, Space, check_results_dir, clean_failure, leftovers, run, space_mode, sweep_fixture, reference_sweep
 
 FULL = r"No space left|disk is full|disk full|write failed|flush failed|close failed|disk I/O error"
 
@@ -81,15 +81,7 @@ def main():
     print("fault_disk_full: full disk simulated with %s" % mode, flush=True)
     ck = Checks("fault_disk_full")
 
-    m = os.path.join(a.work, "m")
-    sweep_fixture.make_models(a.sprinter, m)
-    spec = sweep_fixture.write_spec(m, name="f", methods="ar, sd", n_prompts=2, max_new=6)
-    ref = os.path.join(a.work, "ref")
-    rc, _, err = run([a.sprinter, "sweep", spec, "--out", ref, "--quiet"])
-    if not ck.check(rc == 0, "reference sweep exited %d:\n%s" % (rc, err[-2000:])):
-        ck.finish()
-    rc, ref_dump, err = sweep_fixture.dump(a.dump, ref)
-    ck.check(rc == 0, "sweep_dump of the reference failed: " + err)
+    m, spec, ref, ref_dump = reference_sweep(ck, a)
     ref_lines = set(ref_dump.splitlines())
     total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(ref) for f in fs)
     logs = sorted(os.path.getsize(os.path.join(ref, "tokens", f)) for f in os.listdir(os.path.join(ref, "tokens")))

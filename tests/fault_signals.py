@@ -26,7 +26,7 @@ import sqlite3
 import subprocess
 import time
 
-from fault_common import SANITIZER, Checks, check_results_dir, run, sweep_fixture
+from fault_common import SANITIZER, Checks, check_results_dir, run, sweep_fixture, reference_sweep
 
 LINE = re.compile(r"^sprinter sweep: interrupted by (SIGTERM|SIGINT); runs? ([0-9a-f]{12,64}(?:, [0-9a-f]{12,64})*) "
                   r"discarded; (\d+) of (\d+) runs done$")
@@ -127,14 +127,7 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     ck = Checks("fault_signals")
-    m = os.path.join(a.work, "m")
-    sweep_fixture.make_models(a.sprinter, m)
-    spec = sweep_fixture.write_spec(m, name="f", methods="ar, sd", n_prompts=2, max_new=6)
-    ref = os.path.join(a.work, "ref")
-    rc, _, err = run([a.sprinter, "sweep", spec, "--out", ref, "--quiet"])
-    if not ck.check(rc == 0, "reference sweep exited %d:\n%s" % (rc, err[-2000:])):
-        ck.finish()
-    _, ref_dump, _ = sweep_fixture.dump(a.dump, ref)
+    m, spec, ref, ref_dump = reference_sweep(ck, a)
     ref_lines = set(ref_dump.splitlines())
     a.hashes = grid_hashes(a.sprinter, spec, os.path.join(a.work, "dry"))
     ck.check(len(a.hashes) == 4, "the dry run lists %d runs, expected 4" % len(a.hashes))

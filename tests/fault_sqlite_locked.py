@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from fault_common import SANITIZER, Checks, clean_failure, integrity_ok, leftovers, run, sweep_fixture
+from fault_common import SANITIZER, Checks, clean_failure, integrity_ok, leftovers, run, sweep_fixture, reference_sweep
 
 HOLD = 2.0
 
@@ -84,14 +84,7 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     ck = Checks("fault_sqlite_locked")
-    m = os.path.join(a.work, "m")
-    sweep_fixture.make_models(a.sprinter, m)
-    spec = sweep_fixture.write_spec(m, name="f", methods="ar, sd", n_prompts=2, max_new=6)
-    ref = os.path.join(a.work, "ref")
-    rc, _, err = run([a.sprinter, "sweep", spec, "--out", ref, "--quiet"])
-    if not ck.check(rc == 0, "reference sweep exited %d:\n%s" % (rc, err[-2000:])):
-        ck.finish()
-    _, ref_dump, _ = sweep_fixture.dump(a.dump, ref)
+    m, spec, ref, ref_dump = reference_sweep(ck, a)
 
     # 1. a writer holds the database for HOLD seconds in the middle of the sweep
     out = os.path.join(a.work, "locked")
