@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 #include <omp.h>
-#if defined(__F16C__) && defined(__AVX__)
+#if (defined(__x86_64__) && defined(__GNUC__)) || (defined(__F16C__) && defined(__AVX__))
 #include <immintrin.h>
 #endif
 
@@ -80,96 +80,197 @@ static inline float dot8(const float *a, const float *b, int n) {
     return s;
 }
 
-/* Few rows (speculative verification): BLAS sgemm packs the whole weight matrix for a handful of
- * rows, costing 3-5x a matrix-vector product. Here every weight element is read from memory
- * once, in storage order, and used for all n rows; the weight rows are split across OpenMP
- * threads (contiguous streams).
- *   out-major W[out, in]: y[r, o] = x[r, :] . W[o, :]        (threads own output columns)
- *   in-major  W[in, out]: y[r, :] = sum_i x[r, i] W[i, :]     (threads own input rows and
- *                         accumulate partial sums in acc[T, n, out], then reduce) */
-#define LIN_FEW_ROWS 8
-/* Only for matrices that stream from memory: cache-resident ones are compute-bound, and there
- * sgemm's packed kernel wins (measured 14x faster on the default target's 256x1024 layers). */
-#define LIN_FEW_MIN ((size_t)1 << 20)
-/* OpenMP only for large matrices: a parallel region's barrier costs more than small products,
- * and spins badly when the cores are shared. */
-#define LIN_PAR_MIN ((size_t)1 << 22)
+/* ---- few-row products y[n, out] = x[n, in] W^T for out-major W[out, in], n <= KERNEL_MAX_ROWS ----
+ * Batch-1 decode (n = 1) and speculative verification (n = gamma + 1) are matrix-vector-like:
+ * BLAS sgemm packs the whole weight matrix for a handful of rows (3-5x a matrix-vector product).
+ * Here each weight row is read from memory once, in storage order, and used for every x row while
+ * it sits in registers: a block of O weight rows x R input rows keeps O*R vector accumulators
+ * (R <= 6; n = 7, 8 run as two row groups over the same weights, which are then in L1). The ISA
+ * variants are compiled with target attributes and chosen at run time, so a portable build still
+ * gets them. */
+#define LIN_FEW_ROWS KERNEL_MAX_ROWS
+/* OpenMP only for matrices big enough (4 MB of f32) that a parallel region's barrier is noise. */
+#define LIN_PAR_MIN ((size_t)1 << 20)
 
-/* y[r, o] for o in [o0, o1): out-major rows of W dotted with every x row. */
-static void few_out_major(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, int o0, int o1) {
+/* Scalar reference: y[r, o] for o in [o0, o1). */
+static void rows_scalar(const float *W, int in, const float *x, int n, int ldx, float *y, int ldy, int o0, int o1) {
     for (int o = o0; o < o1; o++) {
-        const float *w = (const float *)L->w + (size_t)o * L->in;
-        for (int r = 0; r < n; r++) y[(size_t)r * ldy + o] = dot8(x + (size_t)r * ldx, w, L->in);
+        const float *w = W + (size_t)o * in;
+        for (int r = 0; r < n; r++) y[(size_t)r * ldy + o] = dot8(x + (size_t)r * ldx, w, in);
     }
 }
 
-/* a[r, :] = sum_{i in [i0, i1)} x[r, i] W[i, :] for in-major W (a is [n, out], overwritten). */
-static void few_in_major(const LinearW *L, const float *x, int n, int ldx, float *a, int i0, int i1) {
-    int out = L->out;
-    memset(a, 0, (size_t)n * (size_t)out * sizeof *a);
-    for (int i = i0; i < i1; i++) {
-        const float *w = (const float *)L->w + (size_t)i * out;
-        for (int r = 0; r < n; r++) {
-            float xi = x[(size_t)r * ldx + i], *ar = a + (size_t)r * out;
-            for (int c = 0; c < out; c++) ar[c] += xi * w[c];
-        }
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SP_HAVE_X86_KERNELS 1
+
+/* One block: outputs [o, o + O) for R rows of x. acc[a][b] = sum over lanes of W[o + a, i] x[b, i]. */
+#define SP_BLOCK(ISA, TGT, VT, LANES, LD, FMA, ZERO, HSUM, R, O)                                      \
+    __attribute__((target(TGT))) static void blk_##ISA##_r##R##_o##O(const float *W, int in, const float *x, \
+                                                                     int ldx, float *y, int ldy, int o) { \
+        VT acc[O][R];                                                                                \
+        _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                           \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) acc[a][b] = ZERO();                  \
+        const float *w0 = W + (size_t)o * in;                                                        \
+        int i = 0;                                                                                   \
+        for (; i + LANES <= in; i += LANES) {                                                        \
+            VT wv[O];                                                                                \
+            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) wv[a] = LD(w0 + (size_t)a * in + i); \
+            /* the next block's lines at the same offset: one block of lookahead (never faults) */    \
+            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                       \
+                _mm_prefetch((const char *)(w0 + (size_t)(SP_PF_BLOCKS * O + a) * in + i), _MM_HINT_T0); \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) {                                    \
+                VT xv = LD(x + (size_t)b * ldx + i);                                                 \
+                _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) acc[a][b] = FMA(wv[a], xv, acc[a][b]); \
+            }                                                                                        \
+        }                                                                                            \
+        for (int a = 0; a < O; a++)                                                                  \
+            for (int b = 0; b < R; b++) {                                                            \
+                float s = HSUM(acc[a][b]);                                                           \
+                for (int j = i; j < in; j++) s += w0[(size_t)a * in + j] * x[(size_t)b * ldx + j];   \
+                y[(size_t)b * ldy + o + a] = s;                                                      \
+            }                                                                                        \
+    }
+
+#ifndef SP_PF_BLOCKS
+#define SP_PF_BLOCKS 1
+#endif
+typedef void (*BlockFn)(const float *W, int in, const float *x, int ldx, float *y, int ldy, int o);
+
+__attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    a = _mm_add_ss(a, _mm_movehdup_ps(a));
+    return _mm_cvtss_f32(a);
+}
+__attribute__((target("avx512f"))) static inline float hsum16(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+/* AVX2 + FMA: 16 ymm registers -> O*R + O + 1 <= 16: O = 2 for R <= 6 (O = 4 for one row). */
+#define SP_AVX2(R, O) SP_BLOCK(avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, R, O)
+SP_AVX2(1, 4) SP_AVX2(1, 2) SP_AVX2(2, 2) SP_AVX2(3, 2) SP_AVX2(4, 2) SP_AVX2(5, 2) SP_AVX2(6, 2)
+SP_AVX2(1, 1) SP_AVX2(2, 1) SP_AVX2(3, 1) SP_AVX2(4, 1) SP_AVX2(5, 1) SP_AVX2(6, 1)
+/* AVX-512: one row only, O = 8 (8 + 8 + 1 of 32 zmm). For 2..6 rows the AVX2 blocks measured
+ * faster on the machines we had (AMD EPYC, 2 cores: verify g5 / g1 on 3072 x 768 about 1.3x with
+ * AVX2 O = 2, about 2x with AVX-512 O = 2 or 4), so the AVX-512 set reuses them. */
+#define SP_AVX512(R, O) SP_BLOCK(avx512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, hsum16, R, O)
+SP_AVX512(1, 8)
+
+typedef struct BlockSet {
+    int o_one, o_many;        /* outputs per block for n = 1 and for n >= 2 */
+    BlockFn one;              /* R = 1, O = o_one */
+    BlockFn many[7], tail[7]; /* [R]: O = o_many and O = 1, R = 1..6 */
+} BlockSet;
+
+static const BlockSet kAvx2 = {4, 2, blk_avx2_r1_o4,
+                               {NULL, blk_avx2_r1_o2, blk_avx2_r2_o2, blk_avx2_r3_o2, blk_avx2_r4_o2, blk_avx2_r5_o2, blk_avx2_r6_o2},
+                               {NULL, blk_avx2_r1_o1, blk_avx2_r2_o1, blk_avx2_r3_o1, blk_avx2_r4_o1, blk_avx2_r5_o1, blk_avx2_r6_o1}};
+static const BlockSet kAvx512 = {8, 2, blk_avx512_r1_o8,
+                                 {NULL, blk_avx2_r1_o2, blk_avx2_r2_o2, blk_avx2_r3_o2, blk_avx2_r4_o2, blk_avx2_r5_o2, blk_avx2_r6_o2},
+                                 {NULL, blk_avx2_r1_o1, blk_avx2_r2_o1, blk_avx2_r3_o1, blk_avx2_r4_o1, blk_avx2_r5_o1, blk_avx2_r6_o1}};
+
+/* Rows [0, n) as at most two groups of <= 6 (n <= 8), every group over the same output block. */
+static void rows_blocked(const BlockSet *k, const float *W, int in, const float *x, int n, int ldx, float *y, int ldy,
+                         int o0, int o1) {
+    int g0 = n <= 6 ? n : (n + 1) / 2, g1 = n - g0; /* group sizes */
+    int O = n == 1 ? k->o_one : k->o_many;
+    BlockFn f0 = n == 1 ? k->one : k->many[g0], f1 = g1 ? k->many[g1] : NULL;
+    int o = o0;
+    for (; o + O <= o1; o += O) {
+        f0(W, in, x, ldx, y, ldy, o);
+        if (f1) f1(W, in, x + (size_t)g0 * ldx, ldx, y + (size_t)g0 * ldy, ldy, o);
+    }
+    for (; o < o1; o++) {
+        k->tail[g0](W, in, x, ldx, y, ldy, o);
+        if (g1) k->tail[g1](W, in, x + (size_t)g0 * ldx, ldx, y + (size_t)g0 * ldy, ldy, o);
+    }
+}
+#endif
+
+int kernel_isa_supported(KernelIsa isa) {
+    switch (isa) {
+    case ISA_AUTO:
+    case ISA_SCALAR: return 1;
+#ifdef SP_HAVE_X86_KERNELS
+    case ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case ISA_AVX512: return __builtin_cpu_supports("avx512f") && kernel_isa_supported(ISA_AVX2);
+#endif
+    default: return 0;
     }
 }
 
-static int linear_few_rows(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *acc,
-                           size_t acc_elems) {
-    int in = L->in, out = L->out;
-    int T = (size_t)in * (size_t)out >= LIN_PAR_MIN ? omp_get_max_threads() : 1;
-    size_t part = (size_t)n * (size_t)out;
-    if (!L->out_major && part * (size_t)(T > 1 ? T : 1) > acc_elems) return -1; /* caller falls back to BLAS */
-    if (T <= 1) { /* no parallel region at all: small matrices (the default pair) */
-        if (L->out_major) {
-            few_out_major(L, x, n, ldx, y, ldy, 0, out);
-        } else {
-            few_in_major(L, x, n, ldx, acc, 0, in);
-            for (int r = 0; r < n; r++) memcpy(y + (size_t)r * ldy, acc + (size_t)r * out, (size_t)out * sizeof *y);
-        }
-        return 0;
+const char *kernel_isa_name(KernelIsa isa) {
+    static const char *names[] = {"auto", "scalar", "avx2", "avx512"};
+    return isa >= ISA_AUTO && isa <= ISA_AVX512 ? names[isa] : "?";
+}
+
+KernelIsa kernel_isa_best(void) {
+    if (kernel_isa_supported(ISA_AVX512)) return ISA_AVX512;
+    if (kernel_isa_supported(ISA_AVX2)) return ISA_AVX2;
+    return ISA_SCALAR;
+}
+
+void matmul_few_rows(KernelIsa isa, const float *W, int in, const float *x, int n, int ldx, float *y, int ldy, int o0,
+                     int o1) {
+    if (isa == ISA_AUTO) isa = kernel_isa_best();
+#ifdef SP_HAVE_X86_KERNELS
+    if (isa == ISA_AVX512) {
+        rows_blocked(&kAvx512, W, in, x, n, ldx, y, ldy, o0, o1);
+        return;
+    }
+    if (isa == ISA_AVX2) {
+        rows_blocked(&kAvx2, W, in, x, n, ldx, y, ldy, o0, o1);
+        return;
+    }
+#endif
+    rows_scalar(W, in, x, n, ldx, y, ldy, o0, o1);
+}
+
+/* Out-major f32 W, n <= LIN_FEW_ROWS: output rows split across the BLAS thread count for big
+ * matrices (contiguous weight streams per thread). */
+static void linear_few_rows(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
+    int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
+    KernelIsa isa = kernel_isa_best();
+    if (T <= 1) { /* no parallel region at all (small matrices, one thread) */
+        matmul_few_rows(isa, L->w, L->in, x, n, ldx, y, ldy, 0, L->out);
+        return;
     }
 #pragma omp parallel num_threads(T)
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        if (L->out_major) {
-            few_out_major(L, x, n, ldx, y, ldy, (int)((long)out * t / nt), (int)((long)out * (t + 1) / nt));
-        } else {
-            few_in_major(L, x, n, ldx, acc + part * (size_t)t, (int)((long)in * t / nt), (int)((long)in * (t + 1) / nt));
-#pragma omp barrier
-            /* reduce: thread t sums columns [c0, c1) over every thread's partial */
-            int c0 = (int)((long)out * t / nt), c1 = (int)((long)out * (t + 1) / nt);
-            for (int r = 0; r < n; r++)
-                for (int c = c0; c < c1; c++) {
-                    float s = 0;
-                    for (int u = 0; u < nt; u++) s += acc[part * (size_t)u + (size_t)r * out + c];
-                    y[(size_t)r * ldy + c] = s;
-                }
-        }
+        /* split on multiples of 8 outputs so every thread runs whole blocks */
+        int blocks = (L->out + 7) / 8;
+        int o0 = (int)((long)blocks * t / nt) * 8, o1 = (int)((long)blocks * (t + 1) / nt) * 8;
+        if (o1 > L->out) o1 = L->out;
+        if (o0 < o1) matmul_few_rows(isa, L->w, L->in, x, n, ldx, y, ldy, o0, o1);
     }
-    return 0;
 }
 
-/* f32 weights: one BLAS call (sgemv for one row, sgemm for many), or linear_few_rows. */
-static void linear_f32(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile,
-                       size_t tile_elems) {
+/* f32 weights: the few-row kernel for out-major W and up to LIN_FEW_ROWS rows (the model loader
+ * stores f32 matrices out-major), else one BLAS call (sgemm for many rows, prefill). */
+static void linear_f32(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
     const float *W = L->w;
-    if (n > 1 && n <= LIN_FEW_ROWS && (size_t)L->in * (size_t)L->out >= LIN_FEW_MIN &&
-        linear_few_rows(L, x, n, ldx, y, ldy, tile, tile_elems) == 0)
+    if (L->out_major && n <= LIN_FEW_ROWS) {
+        linear_few_rows(L, x, n, ldx, y, ldy);
         return;
-    if (n == 1 && ldy >= L->out) {
-        if (L->out_major) /* y[out] = W[out,in] x */
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, L->out, L->in, 1.0f, W, L->in, x, 1, 0.0f, y, 1);
-        else /* y[out] = W[in,out]^T x */
-            cblas_sgemv(CblasRowMajor, CblasTrans, L->in, L->out, 1.0f, W, L->out, x, 1, 0.0f, y, 1);
+    }
+    if (n == 1 && ldy >= L->out && !L->out_major) { /* y[out] = W[in,out]^T x */
+        cblas_sgemv(CblasRowMajor, CblasTrans, L->in, L->out, 1.0f, W, L->out, x, 1, 0.0f, y, 1);
         return;
     }
     if (L->out_major)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, L->out, L->in, 1.0f, x, ldx, W, L->in, 0.0f, y, ldy);
     else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, L->out, L->in, 1.0f, x, ldx, W, L->out, 0.0f, y, ldy);
+}
+
+/* Transposes src[rows, cols] into dst[cols, rows] in 32 x 32 tiles. */
+void transpose_f32(const float *src, int rows, int cols, float *dst) {
+    enum { TB = 32 };
+    for (int r0 = 0; r0 < rows; r0 += TB)
+        for (int c0 = 0; c0 < cols; c0 += TB) {
+            int r1 = r0 + TB < rows ? r0 + TB : rows, c1 = c0 + TB < cols ? c0 + TB : cols;
+            for (int c = c0; c < c1; c++)
+                for (int r = r0; r < r1; r++) dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+        }
 }
 
 /* f16/bf16 weights, widened tile by tile.
@@ -199,7 +300,7 @@ static void linear_tiled(const LinearW *L, const float *x, int n, int ldx, float
 
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
     if (L->dtype == DT_F32)
-        linear_f32(L, x, n, ldx, y, ldy, tile, tile_elems);
+        linear_f32(L, x, n, ldx, y, ldy);
     else
         linear_tiled(L, x, n, ldx, y, ldy, tile, tile_elems);
     add_bias(y, n, L->out, ldy, L->bias);

@@ -27,6 +27,22 @@ typedef struct LinearW {
  * tile: scratch of tile_elems floats, used only for f16/bf16. */
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems);
 
+/* Instruction sets of the few-row kernel (x86-64: chosen at run time; elsewhere scalar only). */
+typedef enum { ISA_AUTO = 0, ISA_SCALAR = 1, ISA_AVX2 = 2, ISA_AVX512 = 3 } KernelIsa;
+#define KERNEL_MAX_ROWS 8
+int kernel_isa_supported(KernelIsa isa);
+KernelIsa kernel_isa_best(void);
+const char *kernel_isa_name(KernelIsa isa);
+
+/* y[r, o] = x[r, :] . W[o, :] for r < n (1 <= n <= KERNEL_MAX_ROWS), o in [o0, o1).
+ * W: out-major f32 [out, in]; x: [n, in] (row stride ldx); y: [n, *] (row stride ldy).
+ * Every weight row is read from memory once for all n rows. isa must be supported. */
+void matmul_few_rows(KernelIsa isa, const float *W, int in, const float *x, int n, int ldx, float *y, int ldy, int o0,
+                     int o1);
+
+/* dst[cols, rows] = src[rows, cols]^T (the loader stores f32 Conv1D weights out-major). */
+void transpose_f32(const float *src, int rows, int cols, float *dst);
+
 /* out[n, d] = LayerNorm(x[n, d]) * g + b (biased variance, as torch). */
 void layernorm(const float *x, const float *g, const float *b, int n, int d, float eps, float *out);
 /* out[n, d] = x / sqrt(mean(x^2) + eps) * g (Llama RMSNorm). */

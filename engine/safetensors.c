@@ -285,6 +285,14 @@ int st_open_dir(const char *dir, StArchive *a, SpErr *err) {
     return rc;
 }
 
+int st_is_mapped(const StArchive *a, const void *p) {
+    for (int i = 0; i < a->n_files; i++) {
+        const char *m = a->files[i].map;
+        if (m && (const char *)p >= m && (const char *)p < m + a->files[i].size) return 1;
+    }
+    return 0;
+}
+
 void st_close(StArchive *a) {
     for (int i = 0; i < a->n_entries; i++) {
         free(a->entries[i].name);

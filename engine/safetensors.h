@@ -68,6 +68,8 @@ int st_open_dir(const char *dir, StArchive *a, SpErr *err);
 /* Opens one file (appends it to a, which may already hold shards). */
 int st_open_file(StArchive *a, const char *path, SpErr *err);
 void st_close(StArchive *a);
+/* 1 when p points into one of the archive's file maps (not into a realigned copy). */
+int st_is_mapped(const StArchive *a, const void *p);
 /* Binary search by exact name; NULL if absent. */
 const StEntry *st_find(const StArchive *a, const char *name);
 /* The file an entry lives in (for error messages): the basename. */

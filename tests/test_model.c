@@ -3,7 +3,9 @@
  *   1. one batched forward of n tokens == n single-token forwards (logits and hidden);
  *   2. truncate the cache back to k, forward different tokens == a fresh session on that prefix;
  *   3. session_prefill in chunks (last position) == the batched forward's last row;
- *   4. f16/bf16 widening matches exact known values; safetensors round-trips.
+ *   4. f16/bf16 widening matches exact known values; safetensors round-trips;
+ *   5. the few-row kernel (every instruction set this CPU has) == a float64 product, for
+ *      1..8 rows, odd shapes, strided rows and output sub-ranges, and writes nothing else.
  * The PyTorch oracle (tests/oracle/check_forward.py) checks the numbers themselves.
  * usage: test_model WORKDIR */
 #include <math.h>
@@ -159,6 +161,61 @@ static void test_widen(void) {
     check(got[0] == wb[0] && got[1] == wb[1] && got[2] == wb[2], "bf16 widening of exact values");
 }
 
+/* splitmix64 -> uniform in [-1, 1) */
+static float rnd_unit(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static void test_few_rows(void) {
+    const int shapes[][2] = {{1, 1}, {3, 7}, {8, 16}, {17, 33}, {64, 96}, {130, 257}, {41, 768}}; /* {out, in} */
+    const KernelIsa isas[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
+    uint64_t seed = 42;
+    for (size_t k = 0; k < sizeof isas / sizeof *isas; k++) {
+        if (!kernel_isa_supported(isas[k])) {
+            printf("few-row kernel: %s not supported by this CPU, skipped\n", kernel_isa_name(isas[k]));
+            continue;
+        }
+        int bad = 0, cases = 0;
+        for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+            for (int n = 1; n <= KERNEL_MAX_ROWS; n++) {
+                int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
+                int o0 = out > 4 ? 1 : 0, o1 = out > 4 ? out - 2 : out; /* a sub-range of outputs */
+                float *W = malloc((size_t)out * in * sizeof *W), *x = malloc((size_t)n * ldx * sizeof *x);
+                float *y = malloc((size_t)n * ldy * sizeof *y);
+                for (size_t i = 0; i < (size_t)out * in; i++) W[i] = rnd_unit(&seed);
+                for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
+                for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f; /* sentinel */
+                matmul_few_rows(isas[k], W, in, x, n, ldx, y, ldy, o0, o1);
+                for (int r = 0; r < n; r++)
+                    for (int o = 0; o < ldy; o++) {
+                        float got = y[(size_t)r * ldy + o];
+                        if (o < o0 || o >= o1) {
+                            bad += got != 12345.0f;
+                            continue;
+                        }
+                        double ref = 0, mag = 0;
+                        for (int i = 0; i < in; i++) {
+                            ref += (double)W[(size_t)o * in + i] * x[(size_t)r * ldx + i];
+                            mag += fabs((double)W[(size_t)o * in + i] * x[(size_t)r * ldx + i]);
+                        }
+                        bad += !(fabs(got - ref) <= 1e-6 * (1.0 + mag));
+                    }
+                cases++;
+                free(W);
+                free(x);
+                free(y);
+            }
+        char what[200];
+        snprintf(what, sizeof what, "few-row kernel %s == float64 product (%d shapes x rows, %d bad values)",
+                 kernel_isa_name(isas[k]), cases, bad);
+        check(bad == 0, what);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_model WORKDIR\n");
@@ -171,6 +228,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     test_widen();
+    test_few_rows();
     const char *archs[] = {"gpt2", "gpt-neo", "llama"};
     const DType dts[] = {DT_F32, DT_F16, DT_BF16};
     const char *dtn[] = {"f32", "f16", "bf16"};
