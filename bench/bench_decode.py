@@ -1,33 +1,52 @@
 #!/usr/bin/python3
-"""Decoding-method benchmark on the default pair: runs `sprinter decode` over the first K prompts of
-data/datasets/encyclopedic.jsonl for every method variant and aggregates latency per token,
-speedup vs AR and vs SD, target calls per token (and FLOPs per token when `sprinter decode`
-prints them) into results/bench/decode.json and decode.md.
+"""Decoding-method benchmark on the default pair (issue 7): one sweep of every method variant over
+the first K prompts of a dataset (after the verifier's training prompts), run by the harness's
+own runner (`sprinter sweep`), quality scored by `sprinter score`, aggregated from runs.sqlite into
+results/bench/decode.json and decode.md.
 
-Variants: ar, draft, bild (alpha), pmin (p_min, gamma_max), sd at gamma 3..8, sprinter at every tau
-of the grid, specdecpp at every tau (gamma_max). sprinter and specdecpp need a verifier: unless
---verifier is given, one is trained once and cached (results/bench/verifier/): `sprinter collect`
-on held-out prompts (the dataset lines after the K evaluated ones, so no evaluated prompt is seen
-in training), then `sprinter train-verifier`. The cache key is the sha256 of both model files plus
-the collection settings.
+Variants: ar, draft, bild (alpha), sd, pmin (p_min) and specdecpp at every gamma of the grid (3..8;
+for pmin and specdecpp the longest block), sprinter and specdecpp at every tau of the grid (lambda
+1.2, the paper's deployed label). The sweep trains and caches the verifier itself ([verifier] section: the first
+--verifier-prompts prompts of the dataset; evaluation prompts start after them).
 
-Every `sprinter decode` call first runs one untimed "sd" pass (it pages in both models and warms
-the caches), then the measured methods; `sprinter decode` builds a fresh RNG from --seed for
-each method, so the warm-up does not change what the measured methods sample. Prompt i uses seed
-SEED + i. Latency per token of a variant = (sum over prompts of decode wall time) / (sum of tokens).
+Per variant: latency per token = sum over prompts of decode wall time (audit excluded) / tokens;
+speedup vs AR and vs SD (gamma 5, and the best SD gamma of the same sweep); target calls per
+token; FLOPs per token (draft + target + verifier forward FLOPs the decoder counts); the quality
+cost = mean over prompts of (target log-likelihood per token of the output) minus the same for AR
+on the same prompt, with a 95% interval from the paired differences (t quantile from
+scipy-free table below). Exact methods (sd, pmin, specdecpp's rejected tokens...) should sit at 0
+within the interval; draft-only shows the full cost. eta_FP / eta_TP come from the online audit.
 
-If the pair or the dataset is missing, writes decode.json / decode.md with a note and exits 0.
+The sweep runs in one process (--jobs 1) with --threads engine threads, methods one after another
+on warm models, so every ratio in the table is measured side by side in one run.
 """
 import argparse
 import datetime
-import hashlib
 import json
+import math
 import os
+import platform
+import shutil
+import sqlite3
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# two-sided 95% Student t quantiles by degrees of freedom (normal beyond 120)
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+       12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t95(df):
+    if df <= 0:
+        return float("nan")
+    keys = sorted(T95)
+    for k in keys:
+        if df <= k:
+            return T95[k]
+    return 1.960
 
 
 def parse_args():
@@ -37,31 +56,19 @@ def parse_args():
     ap.add_argument("--target", default=os.path.join(ROOT, "data", "models", "target"))
     ap.add_argument("--data", default=os.path.join(ROOT, "data", "datasets", "encyclopedic.jsonl"))
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "results", "bench"))
-    ap.add_argument("--prompts", type=int, default=20, help="K: evaluate the first K prompts")
+    ap.add_argument("--prompts", type=int, default=50, help="K: evaluate K prompts")
     ap.add_argument("--max-new", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="engine threads (the default pair is tiny: 1)")
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--gammas", default="3,4,5,6,7,8")
     ap.add_argument("--taus", default="0.3,0.5,0.7,0.9")
-    ap.add_argument("--gamma-max", type=int, default=8, help="pmin and specdecpp: longest draft block")
+    ap.add_argument("--lambda", dest="lam", type=float, default=1.2)
     ap.add_argument("--p-min", type=float, default=0.5)
     ap.add_argument("--alpha", type=float, default=0.5)
-    ap.add_argument("--sd-ref-gamma", type=int, default=5, help="the SD of speedup_vs_sd_g (also vs best SD)")
-    ap.add_argument("--verifier", help="verifier .safetensors (default: train and cache one)")
-    ap.add_argument("--collect-prompts", type=int, default=200, help="held-out prompts for verifier data")
-    ap.add_argument("--collect-max-new", type=int, default=32)
-    ap.add_argument("--lambda", dest="lam", type=float, default=1.0, help="label threshold q/p <= lambda")
-    ap.add_argument("--audit", action="store_true", help="also measure eta_TP / eta_FP (sprinter, specdecpp)")
+    ap.add_argument("--verifier-prompts", type=int, default=300)
+    ap.add_argument("--fresh", action="store_true", help="delete the previous sweep directory first")
     return ap.parse_args()
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
 
 
 def run(cmd, log):
@@ -72,94 +79,207 @@ def run(cmd, log):
     return p.returncode, p.stdout
 
 
-def variants(a):
-    """(label, method, extra args) in run order."""
-    v = [("ar", "ar", []), ("draft", "draft", []), (f"bild alpha={a.alpha:g}", "bild", ["--alpha", str(a.alpha)]),
-         (f"pmin p_min={a.p_min:g} gamma<={a.gamma_max}", "pmin",
-          ["--p-min", str(a.p_min), "--gamma", str(a.gamma_max)])]
-    v += [(f"sd gamma={g}", "sd", ["--gamma", str(g)]) for g in (int(x) for x in a.gammas.split(","))]
-    for t in (float(x) for x in a.taus.split(",")):
-        v.append((f"sprinter tau={t:g}", "sprinter", ["--tau", str(t)]))
-    for t in (float(x) for x in a.taus.split(",")):
-        v.append((f"specdecpp tau={t:g} gamma<={a.gamma_max}", "specdecpp",
-                  ["--tau", str(t), "--gamma", str(a.gamma_max)]))
-    return v
+def write_spec(a, path):
+    gam = [int(g) for g in a.gammas.split(",")]
+    spec = f"""# generated by bench/bench_decode.py
+[sweep]
+name = bench-decode
+methods = ar, draft, sd, sprinter, specdecpp, pmin, bild
+
+[models]
+draft = {a.draft}
+target = {a.target}
+
+[data]
+datasets = {a.data}
+n_prompts = {a.prompts}
+offset = {a.verifier_prompts + 100}
+
+[decode]
+max_new_tokens = {a.max_new}
+temperature = {a.temperature}
+top_k = 0
+top_p = 1.0
+stop_at_eos = false
+audit = true
+
+[grid]
+seeds = {a.seed}
+lambda = {a.lam}
+tau = {a.taus}
+gamma = {", ".join(str(g) for g in gam)}
+max_run = 0
+alpha = {a.alpha}
+p_min = {a.p_min}
+
+[verifier]
+data = {a.data}
+n_prompts = {a.verifier_prompts}
+max_new = 20
+seed = 0
+l2 = 0.001
+val_fraction = 0.2
+"""
+    with open(path, "w") as f:
+        f.write(spec)
 
 
-def parse_decode(out, method):
-    """The measured row of `sprinter decode` output (the last one: the first row is the sd warm-up).
-    Columns: method tokens tok/s t_calls tok/t_call mean_run [eta_TP x (a/b) eta_FP y (c/d)];
-    a JSON object line per method, if the CLI prints one, is preferred (all DecodeStats fields)."""
-    js = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    rows = [line.split() for line in out.splitlines() if line.split() and line.split()[0] == method]
-    if len(rows) < (2 if method == "sd" else 1):
-        return None
-    r = rows[-1]
-    d = {"method": r[0], "tokens": int(r[1]), "tokens_per_s": float(r[2]), "target_forwards": int(r[3])}
-    if "eta_TP" in r:
-        d["eta_tp_counts"] = r[r.index("eta_TP") + 2].strip("()")
-        d["eta_fp_counts"] = r[r.index("eta_FP") + 2].strip("()")
-    if len(js) >= 2:
-        d.update(js[-1])
-    return d
+def variant_name(r):
+    m = r["method"]
+    if m == "sd":
+        return f"sd gamma={r['gamma']}"
+    if m == "sprinter":
+        return f"sprinter lambda={r['lambda']:g} tau={r['tau']:g}"
+    if m == "specdecpp":
+        return f"specdecpp gamma={r['gamma']} tau={r['tau']:g}"
+    if m == "pmin":
+        return f"pmin gamma={r['gamma']} p_min={r['p_min']:g}"
+    if m == "bild":
+        return f"bild alpha={r['alpha']:g}"
+    return m
 
 
-def ensure_verifier(a, prompts_all, vdir, log):
-    if a.verifier:
-        return a.verifier, {"given": a.verifier}
-    os.makedirs(vdir, exist_ok=True)
-    held = prompts_all[a.prompts:a.prompts + a.collect_prompts]
-    if not held:
-        raise SystemExit("bench_decode: no held-out prompts left for verifier data (lower --prompts)")
-    key = {"draft": sha256(os.path.join(a.draft, "model.safetensors")),
-           "target": sha256(os.path.join(a.target, "model.safetensors")),
-           "data": hashlib.sha256("\n".join(held).encode()).hexdigest(), "lambda": a.lam,
-           "max_new": a.collect_max_new, "temperature": a.temperature, "seed": a.seed}
-    kh = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    ver = os.path.join(vdir, f"verifier-{kh}.safetensors")
-    if os.path.exists(ver):
-        return ver, dict(key, cache=os.path.relpath(ver, ROOT), reused=True)
-    pj = os.path.join(vdir, f"collect-{kh}.jsonl")
-    with open(pj, "w") as f:
-        f.write("\n".join(held) + "\n")
-    h5 = os.path.join(vdir, f"collect-{kh}.h5")
-    print(f"  verifier: collect on {len(held)} held-out prompts ...", flush=True)
-    rc, out = run([a.sprinter, "collect", "--draft", a.draft, "--target", a.target, "--data", pj, "--format", "jsonl",
-                   "--lambda", str(a.lam), "--out", h5, "--max-new", str(a.collect_max_new),
-                   "--temperature", str(a.temperature), "--seed", str(a.seed)], log)
-    if rc:
-        raise SystemExit(f"bench_decode: sprinter collect failed:\n{out}")
-    rc, tout = run([a.sprinter, "train-verifier", "--data", h5, "--out", ver + ".tmp"], log)
-    if rc:
-        raise SystemExit(f"bench_decode: sprinter train-verifier failed:\n{tout}")
-    os.replace(ver + ".tmp", ver)
-    return ver, dict(key, cache=os.path.relpath(ver, ROOT), reused=False, collect=out.strip(), train=tout.strip())
+def collect(db_path, prefixes):
+    """Done runs of this spec (run-hash prefixes from `sprinter sweep --dry-run`: a reused directory may
+    also hold runs of earlier settings)."""
+    con = sqlite3.connect(db_path)
+    con.row_factory = sqlite3.Row
+    runs = [dict(r) for r in con.execute(
+        "SELECT run_hash, method, gamma, tau, lambda, alpha, p_min FROM runs WHERE status = 'done' ORDER BY run_index")
+        if any(r["run_hash"].startswith(p) for p in prefixes)]
+    per_prompt = {}
+    for r in runs:
+        rows = con.execute(
+            "SELECT p.prompt_index, p.tokens, p.t_total, p.target_calls, p.flops_draft, p.flops_target, "
+            "p.flops_verifier, p.fp, p.tp, p.audited_neg, p.audited_pos, o.target_mean_logprob "
+            "FROM prompts p LEFT JOIN outputs o ON o.run_hash = p.run_hash AND o.prompt_index = p.prompt_index "
+            "WHERE p.run_hash = ? ORDER BY p.prompt_index", (r["run_hash"],)).fetchall()
+        per_prompt[r["run_hash"]] = [dict(x) for x in rows]
+    failed = [dict(x) for x in con.execute("SELECT run_hash, method, failure FROM runs WHERE status = 'failed'")]
+    con.close()
+    return runs, per_prompt, failed
 
 
-def write_outputs(a, doc):
-    with open(os.path.join(a.out_dir, "decode.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-    L = ["# Decoding-method benchmark", "",
-         f"Generated {doc['generated']} by `make -f Makefile.bench decode` (bench/bench_decode.py).", ""]
-    if doc.get("rows"):
-        s = doc["settings"]
-        L += [f"Pair: draft `{s['draft']}`, target `{s['target']}`; first {s['prompts']} prompts of "
-              f"`{s['data']}`, {s['max_new']} new tokens each, temperature {s['temperature']}, seed {s['seed']}+i, "
-              f"{s['threads']} threads. Latency = decode wall time / tokens summed over prompts (warm: each call "
-              "runs one untimed pass first).", "",
-              "| variant | tokens | ms / token | tokens/s | speedup vs AR | vs SD g" + str(a.sd_ref_gamma) +
-              " | vs best SD | target calls / token | FLOPs / token | eta_TP / eta_FP |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for r in doc["rows"]:
-            f = lambda x, p="{:.2f}": "–" if x is None else p.format(x)  # noqa: E731
-            L.append(f"| {r['variant']} | {r['tokens']} | {f(r['latency_ms_per_token'], '{:.3f}')} | "
-                     f"{f(r['tokens_per_s'], '{:.1f}')} | {f(r['speedup_vs_ar'])} | {f(r['speedup_vs_sd_ref'])} | "
-                     f"{f(r['speedup_vs_best_sd'])} | {f(r['target_calls_per_token'], '{:.3f}')} | "
-                     f"{f(r['flops_per_token'], '{:.3g}')} | {r.get('eta', '–')} |")
-    if doc.get("notes"):
-        L += ["", "Notes:", ""] + [f"- {n}" for n in doc["notes"]]
-    with open(os.path.join(a.out_dir, "decode.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
+def aggregate(runs, per_prompt):
+    out = []
+    ar = next((r for r in runs if r["method"] == "ar"), None)
+    ar_lp = {p["prompt_index"]: p["target_mean_logprob"] for p in per_prompt[ar["run_hash"]]} if ar else {}
+    for r in runs:
+        ps = per_prompt[r["run_hash"]]
+        tok = sum(p["tokens"] for p in ps)
+        t = sum(p["t_total"] for p in ps)
+        calls = sum(p["target_calls"] for p in ps)
+        flops = sum(p["flops_draft"] + p["flops_target"] + p["flops_verifier"] for p in ps)
+        neg = sum(p["audited_neg"] or 0 for p in ps)
+        pos = sum(p["audited_pos"] or 0 for p in ps)
+        d = [p["target_mean_logprob"] - ar_lp[p["prompt_index"]] for p in ps
+             if p["target_mean_logprob"] is not None and ar_lp.get(p["prompt_index"]) is not None]
+        row = {"variant": variant_name(r), "method": r["method"], "gamma": r["gamma"], "tau": r["tau"],
+               "lambda": r["lambda"], "alpha": r["alpha"], "p_min": r["p_min"], "prompts": len(ps), "tokens": tok,
+               "seconds": t, "latency_ms_per_token": 1e3 * t / tok if tok else None,
+               "tokens_per_s": tok / t if t > 0 else None,
+               "target_calls_per_token": calls / tok if tok else None,
+               "flops_per_token": flops / tok if tok else None,
+               "eta_fp": (sum(p["fp"] or 0 for p in ps) / neg) if neg else None,
+               "eta_tp": (sum(p["tp"] or 0 for p in ps) / pos) if pos else None,
+               "mean_logprob": (sum(p["target_mean_logprob"] for p in ps if p["target_mean_logprob"] is not None)
+                                / max(1, sum(p["target_mean_logprob"] is not None for p in ps)))}
+        if len(d) >= 2 and r["method"] != "ar":
+            m = sum(d) / len(d)
+            sd = math.sqrt(sum((x - m) ** 2 for x in d) / (len(d) - 1))
+            h = t95(len(d) - 1) * sd / math.sqrt(len(d))
+            row.update({"quality_delta_logprob": m, "quality_delta_ci95": [m - h, m + h]})
+        else:
+            row.update({"quality_delta_logprob": 0.0 if r["method"] == "ar" else None, "quality_delta_ci95": None})
+        out.append(row)
+    ar_row = next((x for x in out if x["method"] == "ar"), None)
+    sd_rows = [x for x in out if x["method"] == "sd" and x["latency_ms_per_token"]]
+    sd5 = next((x for x in sd_rows if x["gamma"] == 5), None)
+    best_sd = min(sd_rows, key=lambda x: x["latency_ms_per_token"]) if sd_rows else None
+    for x in out:
+        lat = x["latency_ms_per_token"]
+        x["speedup_vs_ar"] = ar_row["latency_ms_per_token"] / lat if ar_row and lat else None
+        x["speedup_vs_sd_g5"] = sd5["latency_ms_per_token"] / lat if sd5 and lat else None
+        x["speedup_vs_best_sd"] = best_sd["latency_ms_per_token"] / lat if best_sd and lat else None
+    return out, (best_sd["variant"] if best_sd else None)
+
+
+def fmt(x, f="{:.2f}"):
+    return "–" if x is None else f.format(x)
+
+
+def verdict(rows, best_sd):
+    spr = [x for x in rows if x["method"] == "sprinter" and x["latency_ms_per_token"]]
+    sd = [x for x in rows if x["method"] == "sd" and x["latency_ms_per_token"]]
+    ar = next((x for x in rows if x["method"] == "ar"), None)
+    if not spr or not sd or not ar:
+        return "not enough variants finished to judge the claim"
+    bs = min(spr, key=lambda x: x["latency_ms_per_token"])
+    bsd = min(sd, key=lambda x: x["latency_ms_per_token"])
+    q = bs["quality_delta_logprob"]
+    ci = bs["quality_delta_ci95"]
+    faster = bs["latency_ms_per_token"] < bsd["latency_ms_per_token"]
+    lossless = ci is not None and ci[0] <= 0 <= ci[1]
+    parts = [f"fastest SPRINTER ({bs['variant']}): {bs['speedup_vs_ar']:.2f}x AR, "
+             f"{bs['speedup_vs_best_sd']:.2f}x the best SD ({bsd['variant']}, {bsd['speedup_vs_ar']:.2f}x AR); "
+             f"{bs['target_calls_per_token']:.3f} target calls/token vs {bsd['target_calls_per_token']:.3f} for SD; "
+             f"quality cost {q:+.3f} nats/token of target log-likelihood"
+             + (f" (95% interval [{ci[0]:+.3f}, {ci[1]:+.3f}])" if ci else "")]
+    if faster and not lossless:
+        parts.append("-> the qualitative claim (faster than SD at a small quality cost) HOLDS in speed on this pair, "
+                     "with a measurable quality cost")
+    elif faster:
+        parts.append("-> the qualitative claim HOLDS on this pair: faster than SD, quality change not distinguishable "
+                     "from 0 at this sample size")
+    else:
+        parts.append("-> the qualitative claim is REFUTED on this pair: SPRINTER is not faster than the best SD")
+    return " ".join(parts)
+
+
+def write_md(path, doc):
+    s = doc["settings"]
+    lines = ["# Decoding-method benchmark (default pair)", "",
+             f"Generated {doc['generated']} by `make -f Makefile.bench decode` (bench/bench_decode.py); "
+             f"git {doc.get('git', '?')}.", "",
+             f"Machine: {doc['machine'].get('cores')} cores, {doc['machine'].get('cpu_model')}; load average at "
+             f"start {doc['machine'].get('loadavg_at_start')}; engine threads {s['threads']}.", "",
+             f"One `sprinter sweep` (one process, methods one after another on warm models) over {s['prompts']} "
+             f"prompts of `{os.path.relpath(s['data'], ROOT)}` (after the verifier's {s['verifier_prompts']} training "
+             f"prompts), {s['max_new']} new tokens each, temperature {s['temperature']}, seed {s['seed']}; then "
+             "`sprinter score`. Latency = decode wall time / tokens summed over prompts (the audit that measures "
+             "eta is excluded). FLOPs = forward FLOPs counted by the decoder (draft + target + verifier). Quality "
+             "cost = target log-likelihood per token of the output minus AR's on the same prompt (nats/token; "
+             "mean and 95% t interval over prompts). Exact methods should be 0 within the interval.", "",
+             "| variant | ms / token | speedup vs AR | vs SD g5 | vs best SD | target calls / token "
+             "| FLOPs / token | quality cost (nats/token) [95%] | eta_FP / eta_TP |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for r in doc["rows"]:
+        ci = r["quality_delta_ci95"]
+        q = fmt(r["quality_delta_logprob"], "{:+.3f}") + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+        eta = (f"{fmt(r['eta_fp'], '{:.3f}')} / {fmt(r['eta_tp'], '{:.3f}')}"
+               if r["eta_fp"] is not None or r["eta_tp"] is not None else "–")
+        lines.append(f"| {r['variant']} | {fmt(r['latency_ms_per_token'], '{:.3f}')} | {fmt(r['speedup_vs_ar'])}x | "
+                     f"{fmt(r['speedup_vs_sd_g5'])}x | {fmt(r['speedup_vs_best_sd'])}x | "
+                     f"{fmt(r['target_calls_per_token'], '{:.3f}')} | {fmt(r['flops_per_token'], '{:.3g}')} | {q} | {eta} |")
+    lines += ["", "**Verdict.** " + doc["verdict"], ""]
+    if doc["notes"]:
+        lines += ["Notes:", ""] + [f"- {n}" for n in doc["notes"]] + [""]
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def machine_facts():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cores": os.cpu_count(), "cpu_model": cpu, "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+            "platform": platform.platform(), "env": {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")}}
 
 
 def main():
@@ -167,83 +287,58 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     log = os.path.join(a.out_dir, "decode.log")
     open(log, "w").close()
-    doc = {"schema": "sprinter-bench-decode/1",
-           "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "notes": []}
+    doc = {"schema": "sprinter-bench-decode/2",
+           "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "settings": {k: getattr(a, k) for k in ("prompts", "max_new", "threads", "seed", "temperature", "gammas",
+                                                    "taus", "lam", "p_min", "alpha", "verifier_prompts", "data")},
+           "machine": machine_facts(), "rows": [], "notes": []}
+    try:
+        doc["git"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
+    except OSError:
+        pass
     missing = [p for p in (os.path.join(a.draft, "model.safetensors"), os.path.join(a.target, "model.safetensors"),
                            a.data) if not os.path.exists(p)]
     if missing:
-        doc["notes"].append("skipped: missing " + ", ".join(os.path.relpath(p, ROOT) for p in missing))
-        write_outputs(a, doc)
+        doc["notes"].append("skipped: missing " + ", ".join(missing) + " (make models datasets)")
+        doc["verdict"] = "not measured"
+        with open(os.path.join(a.out_dir, "decode.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+        write_md(os.path.join(a.out_dir, "decode.md"), doc)
         print("bench_decode: " + doc["notes"][0])
         return 0
-    lines = [ln for ln in open(a.data).read().splitlines() if ln.strip()]
-    prompts = [json.loads(ln)["prompt"] for ln in lines[:a.prompts]]
+    sweep_dir = os.path.join(a.out_dir, "decode_sweep")
+    if a.fresh and os.path.isdir(sweep_dir):
+        shutil.rmtree(sweep_dir)
+    spec = os.path.join(a.out_dir, "decode.ini")
+    write_spec(a, spec)
     t0 = time.time()
-    ver, vinfo = ensure_verifier(a, lines, os.path.join(a.out_dir, "verifier"), log)
-    doc["verifier"] = vinfo
-    V = variants(a)
-    _, helptext = run([a.sprinter, "decode", "--help"], log)
-    json_flag = ["--json"] if "--json" in helptext else []  # all DecodeStats fields, when the CLI has it
-    per = {label: [] for label, _, _ in V}
-    for i, prompt in enumerate(prompts):
-        print(f"[{time.time() - t0:5.0f} s] prompt {i + 1}/{len(prompts)}", flush=True)
-        for label, method, extra in V:
-            cmd = [a.sprinter, "decode", "--draft", a.draft, "--target", a.target, "--prompt", prompt,
-                   "--method", f"sd,{method}", "--max-new", str(a.max_new), "--temperature", str(a.temperature),
-                   "--seed", str(a.seed + i), "--threads", str(a.threads)] + extra + json_flag
-            if method in ("sprinter", "specdecpp"):
-                cmd += ["--verifier", ver] + (["--audit"] if a.audit else [])
-            rc, out = run(cmd, log)
-            d = parse_decode(out, method) if rc == 0 else None
-            if d is None:
-                doc["notes"].append(f"{label}, prompt {i}: sprinter decode failed (exit {rc}), see decode.log")
-                continue
-            per[label].append(d)
-    rows = []
-    for label, method, extra in V:
-        ds = per[label]
-        if not ds:
-            continue
-        tok = sum(d["tokens"] for d in ds)
-        secs = sum(d["t_total"] if "t_total" in d else d["tokens"] / d["tokens_per_s"] for d in ds)
-        calls = sum(d["target_forwards"] for d in ds)
-        r = {"variant": label, "method": method, "args": extra, "prompts": len(ds), "tokens": tok,
-             "seconds": secs, "latency_ms_per_token": 1e3 * secs / tok, "tokens_per_s": tok / secs,
-             "target_calls_per_token": calls / tok, "flops_per_token": None}
-        if all(k in ds[0] for k in ("flops_draft", "flops_target")):
-            r["flops_per_token"] = sum(d["flops_draft"] + d["flops_target"] + d.get("flops_verifier", 0)
-                                       for d in ds) / tok
-        if "eta_tp_counts" in ds[0]:
-            tp = [sum(int(d[k].split("/")[j]) for d in ds) for k in ("eta_tp_counts",) for j in (0, 1)]
-            fp = [sum(int(d[k].split("/")[j]) for d in ds) for k in ("eta_fp_counts",) for j in (0, 1)]
-            r["eta"] = (f"{tp[0] / tp[1]:.3f} / {fp[0] / fp[1]:.3f}" if tp[1] and fp[1] else "–")
-        rows.append(r)
-    lat = {r["variant"]: r["latency_ms_per_token"] for r in rows}
-    ar = lat.get("ar")
-    sds = {r["variant"]: r["latency_ms_per_token"] for r in rows if r["method"] == "sd"}
-    sd_ref = lat.get(f"sd gamma={a.sd_ref_gamma}")
-    best_sd = min(sds.values()) if sds else None
-    for r in rows:
-        x = r["latency_ms_per_token"]
-        r["speedup_vs_ar"] = ar / x if ar else None
-        r["speedup_vs_sd_ref"] = sd_ref / x if sd_ref else None
-        r["speedup_vs_best_sd"] = best_sd / x if best_sd else None
-    doc["best_sd"] = min(sds, key=sds.get) if sds else None
-    doc["rows"] = rows
-    doc["settings"] = {"draft": os.path.relpath(a.draft, ROOT), "target": os.path.relpath(a.target, ROOT),
-                       "data": os.path.relpath(a.data, ROOT), "prompts": len(prompts), "max_new": a.max_new,
-                       "temperature": a.temperature, "seed": a.seed, "threads": a.threads, "gammas": a.gammas,
-                       "taus": a.taus, "gamma_max": a.gamma_max, "p_min": a.p_min, "alpha": a.alpha,
-                       "lambda": a.lam, "audit": a.audit}
-    doc["model_sha256"] = {"draft": sha256(os.path.join(a.draft, "model.safetensors")),
-                           "target": sha256(os.path.join(a.target, "model.safetensors"))}
-    doc["loadavg_at_end"] = [float(x) for x in open("/proc/loadavg").read().split()[:3]]
-    if rows and rows[0].get("flops_per_token") is None:
-        doc["notes"].append("FLOPs per token: `sprinter decode` does not print DecodeStats' flops_* / *_tokens "
-                            "fields yet; the column fills in once it prints one JSON object per method")
-    doc["elapsed_s"] = time.time() - t0
-    write_outputs(a, doc)
-    print(f"wrote {os.path.relpath(a.out_dir, ROOT)}/decode.json, decode.md ({time.time() - t0:.0f} s)")
+    rc, out = run([a.sprinter, "sweep", spec, "--out", sweep_dir, "--jobs", "1", "--threads", str(a.threads),
+                   "--quiet"], log)
+    if rc not in (0, 3):
+        sys.stderr.write(out[-3000:])
+        raise SystemExit(f"bench_decode: sprinter sweep failed (exit {rc}); see {log}")
+    if rc == 3:
+        doc["notes"].append("some runs failed (see the log); they are left out of the table")
+    rc, out = run([a.sprinter, "score", sweep_dir, "--quiet"], log)
+    if rc != 0:
+        raise SystemExit(f"bench_decode: sprinter score failed (exit {rc}); see {log}")
+    doc["wall_s"] = time.time() - t0
+    rc, out = run([a.sprinter, "sweep", spec, "--out", sweep_dir, "--dry-run"], log)
+    prefixes = [ln.split()[1] for ln in out.splitlines()[1:] if len(ln.split()) > 1 and ln.split()[0].isdigit()]
+    if rc != 0 or not prefixes:
+        raise SystemExit(f"bench_decode: sprinter sweep --dry-run failed (exit {rc}); see {log}")
+    runs, per_prompt, failed = collect(os.path.join(sweep_dir, "runs.sqlite"), prefixes)
+    doc["rows"], doc["best_sd"] = aggregate(runs, per_prompt)
+    doc["failed"] = failed
+    doc["verdict"] = verdict(doc["rows"], doc["best_sd"])
+    doc["notes"].append("A rerun reuses the finished sweep in results/bench/decode_sweep (resume); "
+                        "`make -f Makefile.bench decode FRESH=1` measures again from scratch.")
+    with open(os.path.join(a.out_dir, "decode.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    write_md(os.path.join(a.out_dir, "decode.md"), doc)
+    with open(os.path.join(a.out_dir, "decode.md")) as f:
+        print(f.read())
     return 0
 
 
