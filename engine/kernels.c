@@ -103,21 +103,23 @@ static void rows_scalar(const float *W, int in, const float *x, int n, int ldx, 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SP_HAVE_X86_KERNELS 1
 
-/* One block: outputs [o, o + O) for R rows of x. acc[a][b] = sum over lanes of W[o + a, i] x[b, i]. */
-#define SP_BLOCK(ISA, TGT, VT, LANES, LD, FMA, ZERO, HSUM, R, O)                                      \
-    __attribute__((target(TGT))) static void blk_##ISA##_r##R##_o##O(const float *W, int in, const float *x, \
-                                                                     int ldx, float *y, int ldy, int o) { \
+/* One block: outputs [o, o + O) for R rows of x. acc[a][b] = sum over lanes of W[o + a, i] x[b, i].
+ * WT: stored weight element (float, or uint16_t for bf16/f16 widened by LDW in registers). */
+#define SP_BLOCK(NAME, TGT, WT, VT, LANES, LDW, WIDEN1, LD, FMA, ZERO, HSUM, R, O)                  \
+    __attribute__((target(TGT))) static void NAME(const void *Wv, int in, const float *x, int ldx, float *y, \
+                                                  int ldy, int o) {                                  \
+        const WT *W = Wv;                                                                            \
         VT acc[O][R];                                                                                \
         _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                           \
             _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) acc[a][b] = ZERO();                  \
-        const float *w0 = W + (size_t)o * in;                                                        \
+        const WT *w0 = W + (size_t)o * in;                                                           \
         int i = 0;                                                                                   \
         for (; i + LANES <= in; i += LANES) {                                                        \
             VT wv[O];                                                                                \
-            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) wv[a] = LD(w0 + (size_t)a * in + i); \
+            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) wv[a] = LDW(w0 + (size_t)a * in + i); \
             /* the next block's lines at the same offset: one block of lookahead (never faults) */    \
             _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                       \
-                _mm_prefetch((const char *)(w0 + (size_t)(SP_PF_BLOCKS * O + a) * in + i), _MM_HINT_T0); \
+                _mm_prefetch((const char *)(w0 + (size_t)(O + a) * in + i), _MM_HINT_T0);            \
             _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) {                                    \
                 VT xv = LD(x + (size_t)b * ldx + i);                                                 \
                 _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) acc[a][b] = FMA(wv[a], xv, acc[a][b]); \
@@ -126,15 +128,12 @@ static void rows_scalar(const float *W, int in, const float *x, int n, int ldx, 
         for (int a = 0; a < O; a++)                                                                  \
             for (int b = 0; b < R; b++) {                                                            \
                 float s = HSUM(acc[a][b]);                                                           \
-                for (int j = i; j < in; j++) s += w0[(size_t)a * in + j] * x[(size_t)b * ldx + j];   \
+                for (int j = i; j < in; j++) s += WIDEN1(w0[(size_t)a * in + j]) * x[(size_t)b * ldx + j]; \
                 y[(size_t)b * ldy + o + a] = s;                                                      \
             }                                                                                        \
     }
 
-#ifndef SP_PF_BLOCKS
-#define SP_PF_BLOCKS 1
-#endif
-typedef void (*BlockFn)(const float *W, int in, const float *x, int ldx, float *y, int ldy, int o);
+typedef void (*BlockFn)(const void *W, int in, const float *x, int ldx, float *y, int ldy, int o);
 
 __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) {
     __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -143,16 +142,41 @@ __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(a);
 }
 __attribute__((target("avx512f"))) static inline float hsum16(__m512 v) { return _mm512_reduce_add_ps(v); }
+/* 8 stored 16-bit weights -> 8 floats: bf16 is the high half of an f32; f16 by F16C (exact). */
+__attribute__((target("avx2,fma"))) static inline __m256 ld_bf16x8(const uint16_t *p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 ld_f16x8(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline float id_f32(float v) { return v; }
 
 /* AVX2 + FMA: 16 ymm registers -> O*R + O + 1 <= 16: O = 2 for R <= 6 (O = 4 for one row). */
-#define SP_AVX2(R, O) SP_BLOCK(avx2, "avx2,fma", __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, R, O)
+#define SP_AVX2(R, O)                                                                                      \
+    SP_BLOCK(blk_avx2_r##R##_o##O, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, id_f32, _mm256_loadu_ps,      \
+             _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, R, O)
 SP_AVX2(1, 4) SP_AVX2(1, 2) SP_AVX2(2, 2) SP_AVX2(3, 2) SP_AVX2(4, 2) SP_AVX2(5, 2) SP_AVX2(6, 2)
 SP_AVX2(1, 1) SP_AVX2(2, 1) SP_AVX2(3, 1) SP_AVX2(4, 1) SP_AVX2(5, 1) SP_AVX2(6, 1)
 /* AVX-512: one row only, O = 8 (8 + 8 + 1 of 32 zmm). For 2..6 rows the AVX2 blocks measured
  * faster on the machines we had (AMD EPYC, 2 cores: verify g5 / g1 on 3072 x 768 about 1.3x with
  * AVX2 O = 2, about 2x with AVX-512 O = 2 or 4), so the AVX-512 set reuses them. */
-#define SP_AVX512(R, O) SP_BLOCK(avx512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, hsum16, R, O)
+#define SP_AVX512(R, O)                                                                                    \
+    SP_BLOCK(blk_avx512_r##R##_o##O, "avx512f", float, __m512, 16, _mm512_loadu_ps, id_f32, _mm512_loadu_ps,    \
+             _mm512_fmadd_ps, _mm512_setzero_ps, hsum16, R, O)
 SP_AVX512(1, 8)
+
+/* 16-bit weights (AVX2 + FMA; f16 also F16C): half the bytes per weight, widened in registers. */
+#define SP_BF16(R, O)                                                                                      \
+    SP_BLOCK(blk_bf16_r##R##_o##O, "avx2,fma", uint16_t, __m256, 8, ld_bf16x8, bf16_to_float, _mm256_loadu_ps,  \
+             _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, R, O)
+#define SP_F16(R, O)                                                                                       \
+    SP_BLOCK(blk_f16_r##R##_o##O, "avx2,fma,f16c", uint16_t, __m256, 8, ld_f16x8, half_to_float, _mm256_loadu_ps, \
+             _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, R, O)
+SP_BF16(1, 4) SP_BF16(1, 2) SP_BF16(2, 2) SP_BF16(3, 2) SP_BF16(4, 2) SP_BF16(5, 2) SP_BF16(6, 2)
+SP_BF16(1, 1) SP_BF16(2, 1) SP_BF16(3, 1) SP_BF16(4, 1) SP_BF16(5, 1) SP_BF16(6, 1)
+SP_F16(1, 4) SP_F16(1, 2) SP_F16(2, 2) SP_F16(3, 2) SP_F16(4, 2) SP_F16(5, 2) SP_F16(6, 2)
+SP_F16(1, 1) SP_F16(2, 1) SP_F16(3, 1) SP_F16(4, 1) SP_F16(5, 1) SP_F16(6, 1)
 
 typedef struct BlockSet {
     int o_one, o_many;        /* outputs per block for n = 1 and for n >= 2 */
@@ -167,8 +191,15 @@ static const BlockSet kAvx512 = {8, 2, blk_avx512_r1_o8,
                                  {NULL, blk_avx2_r1_o2, blk_avx2_r2_o2, blk_avx2_r3_o2, blk_avx2_r4_o2, blk_avx2_r5_o2, blk_avx2_r6_o2},
                                  {NULL, blk_avx2_r1_o1, blk_avx2_r2_o1, blk_avx2_r3_o1, blk_avx2_r4_o1, blk_avx2_r5_o1, blk_avx2_r6_o1}};
 
+static const BlockSet kBf16 = {4, 2, blk_bf16_r1_o4,
+                               {NULL, blk_bf16_r1_o2, blk_bf16_r2_o2, blk_bf16_r3_o2, blk_bf16_r4_o2, blk_bf16_r5_o2, blk_bf16_r6_o2},
+                               {NULL, blk_bf16_r1_o1, blk_bf16_r2_o1, blk_bf16_r3_o1, blk_bf16_r4_o1, blk_bf16_r5_o1, blk_bf16_r6_o1}};
+static const BlockSet kF16 = {4, 2, blk_f16_r1_o4,
+                              {NULL, blk_f16_r1_o2, blk_f16_r2_o2, blk_f16_r3_o2, blk_f16_r4_o2, blk_f16_r5_o2, blk_f16_r6_o2},
+                              {NULL, blk_f16_r1_o1, blk_f16_r2_o1, blk_f16_r3_o1, blk_f16_r4_o1, blk_f16_r5_o1, blk_f16_r6_o1}};
+
 /* Rows [0, n) as at most two groups of <= 6 (n <= 8), every group over the same output block. */
-static void rows_blocked(const BlockSet *k, const float *W, int in, const float *x, int n, int ldx, float *y, int ldy,
+static void rows_blocked(const BlockSet *k, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
                          int o0, int o1) {
     int g0 = n <= 6 ? n : (n + 1) / 2, g1 = n - g0; /* group sizes */
     int O = n == 1 ? k->o_one : k->o_many;
@@ -208,10 +239,38 @@ KernelIsa kernel_isa_best(void) {
     return ISA_SCALAR;
 }
 
-void matmul_few_rows(KernelIsa isa, const float *W, int in, const float *x, int n, int ldx, float *y, int ldy, int o0,
-                     int o1) {
+int kernel_half_supported(KernelIsa isa, DType dt) {
+    if (isa == ISA_AUTO) isa = kernel_isa_best();
+    if (dt == DT_F32 || isa == ISA_SCALAR) return kernel_isa_supported(isa);
+#ifdef SP_HAVE_X86_KERNELS
+    if (dt == DT_BF16) return kernel_isa_supported(isa);
+    if (dt == DT_F16) return kernel_isa_supported(isa) && __builtin_cpu_supports("f16c");
+#endif
+    return 0;
+}
+
+/* Scalar reference for 16-bit weights (tests; CPUs without AVX2). */
+static void rows_scalar_half(DType dt, const uint16_t *W, int in, const float *x, int n, int ldx, float *y, int ldy,
+                             int o0, int o1) {
+    for (int o = o0; o < o1; o++) {
+        const uint16_t *w = W + (size_t)o * in;
+        for (int r = 0; r < n; r++) {
+            const float *xr = x + (size_t)r * ldx;
+            float s = 0;
+            for (int i = 0; i < in; i++) s += (dt == DT_BF16 ? bf16_to_float(w[i]) : half_to_float(w[i])) * xr[i];
+            y[(size_t)r * ldy + o] = s;
+        }
+    }
+}
+
+void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
+                     int o0, int o1) {
     if (isa == ISA_AUTO) isa = kernel_isa_best();
 #ifdef SP_HAVE_X86_KERNELS
+    if (isa != ISA_SCALAR && dt != DT_F32) { /* 16-bit weights: the AVX2 blocks at either level */
+        rows_blocked(dt == DT_BF16 ? &kBf16 : &kF16, W, in, x, n, ldx, y, ldy, o0, o1);
+        return;
+    }
     if (isa == ISA_AVX512) {
         rows_blocked(&kAvx512, W, in, x, n, ldx, y, ldy, o0, o1);
         return;
@@ -221,16 +280,19 @@ void matmul_few_rows(KernelIsa isa, const float *W, int in, const float *x, int 
         return;
     }
 #endif
-    rows_scalar(W, in, x, n, ldx, y, ldy, o0, o1);
+    if (dt == DT_F32)
+        rows_scalar(W, in, x, n, ldx, y, ldy, o0, o1);
+    else
+        rows_scalar_half(dt, W, in, x, n, ldx, y, ldy, o0, o1);
 }
 
-/* Out-major f32 W, n <= LIN_FEW_ROWS: output rows split across the BLAS thread count for big
+/* Out-major W, n <= LIN_FEW_ROWS: output rows split across the BLAS thread count for big
  * matrices (contiguous weight streams per thread). */
 static void linear_few_rows(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
     int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
     KernelIsa isa = kernel_isa_best();
     if (T <= 1) { /* no parallel region at all (small matrices, one thread) */
-        matmul_few_rows(isa, L->w, L->in, x, n, ldx, y, ldy, 0, L->out);
+        matmul_few_rows(isa, L->dtype, L->w, L->in, x, n, ldx, y, ldy, 0, L->out);
         return;
     }
 #pragma omp parallel num_threads(T)
@@ -240,18 +302,13 @@ static void linear_few_rows(const LinearW *L, const float *x, int n, int ldx, fl
         int blocks = (L->out + 7) / 8;
         int o0 = (int)((long)blocks * t / nt) * 8, o1 = (int)((long)blocks * (t + 1) / nt) * 8;
         if (o1 > L->out) o1 = L->out;
-        if (o0 < o1) matmul_few_rows(isa, L->w, L->in, x, n, ldx, y, ldy, o0, o1);
+        if (o0 < o1) matmul_few_rows(isa, L->dtype, L->w, L->in, x, n, ldx, y, ldy, o0, o1);
     }
 }
 
-/* f32 weights: the few-row kernel for out-major W and up to LIN_FEW_ROWS rows (the model loader
- * stores f32 matrices out-major), else one BLAS call (sgemm for many rows, prefill). */
+/* f32 weights, many rows (prefill), or a layout the few-row kernel does not take: one BLAS call. */
 static void linear_f32(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
     const float *W = L->w;
-    if (L->out_major && n <= LIN_FEW_ROWS) {
-        linear_few_rows(L, x, n, ldx, y, ldy);
-        return;
-    }
     if (n == 1 && ldy >= L->out && !L->out_major) { /* y[out] = W[in,out]^T x */
         cblas_sgemv(CblasRowMajor, CblasTrans, L->in, L->out, 1.0f, W, L->out, x, 1, 0.0f, y, 1);
         return;
@@ -262,14 +319,24 @@ static void linear_f32(const LinearW *L, const float *x, int n, int ldx, float *
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, L->out, L->in, 1.0f, x, ldx, W, L->out, 0.0f, y, ldy);
 }
 
-/* Transposes src[rows, cols] into dst[cols, rows] in 32 x 32 tiles. */
-void transpose_f32(const float *src, int rows, int cols, float *dst) {
+/* Transposes a [rows, cols] matrix of elem-byte elements into [cols, rows], in 32 x 32 tiles. */
+void transpose_elems(const void *src, int rows, int cols, size_t elem, void *dst) {
     enum { TB = 32 };
+    const char *s = src;
+    char *d = dst;
     for (int r0 = 0; r0 < rows; r0 += TB)
         for (int c0 = 0; c0 < cols; c0 += TB) {
             int r1 = r0 + TB < rows ? r0 + TB : rows, c1 = c0 + TB < cols ? c0 + TB : cols;
             for (int c = c0; c < c1; c++)
-                for (int r = r0; r < r1; r++) dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+                for (int r = r0; r < r1; r++) {
+                    size_t from = ((size_t)r * cols + c) * elem, to = ((size_t)c * rows + r) * elem;
+                    if (elem == 4)
+                        memcpy(d + to, s + from, 4);
+                    else if (elem == 2)
+                        memcpy(d + to, s + from, 2);
+                    else
+                        memcpy(d + to, s + from, elem);
+                }
         }
 }
 
@@ -299,7 +366,9 @@ static void linear_tiled(const LinearW *L, const float *x, int n, int ldx, float
 }
 
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
-    if (L->dtype == DT_F32)
+    if (L->out_major && n <= LIN_FEW_ROWS && kernel_half_supported(ISA_AUTO, L->dtype))
+        linear_few_rows(L, x, n, ldx, y, ldy);
+    else if (L->dtype == DT_F32)
         linear_f32(L, x, n, ldx, y, ldy);
     else
         linear_tiled(L, x, n, ldx, y, ldy, tile, tile_elems);

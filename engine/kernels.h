@@ -34,14 +34,20 @@ int kernel_isa_supported(KernelIsa isa);
 KernelIsa kernel_isa_best(void);
 const char *kernel_isa_name(KernelIsa isa);
 
-/* y[r, o] = x[r, :] . W[o, :] for r < n (1 <= n <= KERNEL_MAX_ROWS), o in [o0, o1).
- * W: out-major f32 [out, in]; x: [n, in] (row stride ldx); y: [n, *] (row stride ldy).
- * Every weight row is read from memory once for all n rows. isa must be supported. */
-void matmul_few_rows(KernelIsa isa, const float *W, int in, const float *x, int n, int ldx, float *y, int ldy, int o0,
-                     int o1);
+/* 1 when matmul_few_rows runs weights of dtype dt at this ISA (f32: the ISA; bf16: AVX2; f16:
+ * AVX2 + F16C; scalar: all). */
+int kernel_half_supported(KernelIsa isa, DType dt);
 
-/* dst[cols, rows] = src[rows, cols]^T (the loader stores f32 Conv1D weights out-major). */
-void transpose_f32(const float *src, int rows, int cols, float *dst);
+/* y[r, o] = x[r, :] . W[o, :] for r < n (1 <= n <= KERNEL_MAX_ROWS), o in [o0, o1).
+ * W: out-major [out, in] of dtype dt (f32, bf16 or f16, widened in registers); x: [n, in] (row
+ * stride ldx); y: [n, *] (row stride ldy). Every weight row is read from memory once for all n
+ * rows. kernel_half_supported(isa, dt) must hold. */
+void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
+                     int o0, int o1);
+
+/* dst[cols, rows] = src[rows, cols]^T for elem-byte elements (the loader stores Conv1D weights
+ * out-major). */
+void transpose_elems(const void *src, int rows, int cols, size_t elem, void *dst);
 
 /* out[n, d] = LayerNorm(x[n, d]) * g + b (biased variance, as torch). */
 void layernorm(const float *x, const float *g, const float *b, int n, int d, float eps, float *out);

@@ -310,20 +310,25 @@ static int bind_layers(Binder *b) {
     return 0;
 }
 
-/* Every f32 weight matrix the forward pass multiplies by (and the tied embedding, which is the
- * LM head), in layer order. */
-static int f32_matrices(Model *m, LinearW **out) {
+static size_t dtype_bytes(DType t) { return t == DT_F32 ? 4 : 2; }
+
+/* A matrix the few-row kernel takes (f32 always; bf16/f16 where this CPU has the instructions). */
+static int kernel_takes(const LinearW *L) { return L->w && kernel_half_supported(ISA_AUTO, L->dtype); }
+
+/* Every weight matrix the few-row kernel takes (and the tied embedding, which is the LM head),
+ * in layer order. */
+static int kernel_matrices(Model *m, LinearW **out) {
     int n = 0;
     for (int i = 0; i < m->cfg.n_layers; i++) {
         Layer *Ly = &m->layers[i];
         LinearW *all[] = {&Ly->qkv, &Ly->q, &Ly->k, &Ly->v, &Ly->o, &Ly->fc, &Ly->proj, &Ly->gate, &Ly->up, &Ly->down};
         for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-            if (all[k]->w && all[k]->dtype == DT_F32) {
+            if (kernel_takes(all[k])) {
                 if (out) out[n] = all[k];
                 n++;
             }
     }
-    if (m->lm_head.dtype == DT_F32) {
+    if (kernel_takes(&m->lm_head)) {
         if (out) out[n] = &m->lm_head;
         n++;
     }
@@ -333,22 +338,24 @@ static int f32_matrices(Model *m, LinearW **out) {
 #define ARENA_ALIGN ((size_t)64)
 #define HUGE_PAGE ((size_t)1 << 21)
 
-/* f32 matrices move from the file map into one owned arena, out-major (GPT-2's Conv1D [in, out]
- * is transposed) and 64-byte aligned, backed by transparent huge pages where the kernel allows:
+/* The kernel's matrices move from the file map into one owned arena in their stored dtype,
+ * out-major (GPT-2's Conv1D [in, out] is transposed) and 64-byte aligned, backed by transparent huge pages where the kernel allows:
  * the few-row kernel streams out-major rows, and 4 kB pages cost it ~20% of its bandwidth
  * (TLB misses; hardware prefetchers stop at page boundaries). The stored pages are dropped as
- * each matrix is copied, so peak RSS stays ~1x the weights. f16/bf16 stay mapped (widened by tile). */
-static int relayout_f32(Model *m, SpErr *err) {
-    int n = f32_matrices(m, NULL);
+ * each matrix is copied, so peak RSS stays ~1x the weights. Matrices the kernel does not take
+ * (f16/bf16 on a CPU without AVX2) stay mapped and are widened tile by tile. */
+static int relayout_weights(Model *m, SpErr *err) {
+    int n = kernel_matrices(m, NULL);
     if (n == 0) return 0;
     LinearW **mats = malloc((size_t)n * sizeof *mats);
     if (!mats) return sp_fail(err, "out of memory");
-    f32_matrices(m, mats);
+    kernel_matrices(m, mats);
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        total += ((size_t)mats[i]->in * (size_t)mats[i]->out * sizeof(float) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+        total += ((size_t)mats[i]->in * (size_t)mats[i]->out * dtype_bytes(mats[i]->dtype) + ARENA_ALIGN - 1) /
+                 ARENA_ALIGN * ARENA_ALIGN;
     size_t align = total >= HUGE_PAGE ? HUGE_PAGE : ARENA_ALIGN;
-    float *arena = aligned_alloc(align, (total + align - 1) / align * align);
+    float *arena = aligned_alloc(align, (total + align - 1) / align * align); /* float* only for Model.owned */
     if (own(m, arena, err)) {
         free(mats);
         return -1;
@@ -357,12 +364,12 @@ static int relayout_f32(Model *m, SpErr *err) {
     char *at = (char *)arena;
     for (int i = 0; i < n; i++) {
         LinearW *L = mats[i];
-        size_t bytes = (size_t)L->in * (size_t)L->out * sizeof(float);
-        float *dst = (float *)at;
+        size_t bytes = (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype);
+        void *dst = at;
         if (L->out_major)
             memcpy(dst, L->w, bytes);
         else
-            transpose_f32(L->w, L->in, L->out, dst); /* [in, out] -> [out, in] */
+            transpose_elems(L->w, L->in, L->out, dtype_bytes(L->dtype), dst); /* [in, out] -> [out, in] */
         if (st_is_mapped(&m->st, L->w)) drop_pages(L->w, bytes);
         if (L == &m->lm_head && m->wte.data == L->w) m->wte.data = dst; /* tied: same [V, d] bytes */
         L->w = dst;
@@ -391,7 +398,7 @@ Model *model_load(const char *dir, SpErr *err) {
     }
     if (model_tensor_specs(&m->cfg, &specs, &n_specs, err)) goto fail;
     Binder b = {m, specs, 0, n_specs, err};
-    if (bind_layers(&b) || relayout_f32(m, err)) goto fail;
+    if (bind_layers(&b) || relayout_weights(m, err)) goto fail;
     free(specs);
     return m;
 fail:

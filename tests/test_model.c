@@ -170,50 +170,72 @@ static float rnd_unit(uint64_t *s) {
     return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
+/* A random finite value of dtype dt in about [-2, 2], as stored bits (f32: the float itself). */
+static void rnd_weight(DType dt, uint64_t *seed, void *W, size_t i) {
+    float v = rnd_unit(seed) * 2.0f;
+    if (dt == DT_F32) {
+        ((float *)W)[i] = v;
+    } else if (dt == DT_BF16) {
+        uint32_t bits;
+        memcpy(&bits, &v, 4);
+        ((uint16_t *)W)[i] = (uint16_t)(bits >> 16); /* truncation: any bf16 value is fine */
+    } else { /* f16: sign, exponent 1..17 (2^-14 .. 2^2), random mantissa: finite normal halves */
+        uint64_t z = (uint64_t)((rnd_unit(seed) + 1.0f) * 1e9f);
+        ((uint16_t *)W)[i] = (uint16_t)(((z & 1) << 15) | ((1 + (z >> 1) % 17) << 10) | ((z >> 6) & 0x3ff));
+    }
+}
+
 static void test_few_rows(void) {
     const int shapes[][2] = {{1, 1}, {3, 7}, {8, 16}, {17, 33}, {64, 96}, {130, 257}, {41, 768}}; /* {out, in} */
     const KernelIsa isas[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
+    const DType dts[] = {DT_F32, DT_BF16, DT_F16};
+    const char *dtn[] = {"f32", "bf16", "f16"};
     uint64_t seed = 42;
-    for (size_t k = 0; k < sizeof isas / sizeof *isas; k++) {
-        if (!kernel_isa_supported(isas[k])) {
-            printf("few-row kernel: %s not supported by this CPU, skipped\n", kernel_isa_name(isas[k]));
-            continue;
-        }
-        int bad = 0, cases = 0;
-        for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
-            for (int n = 1; n <= KERNEL_MAX_ROWS; n++) {
-                int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
-                int o0 = out > 4 ? 1 : 0, o1 = out > 4 ? out - 2 : out; /* a sub-range of outputs */
-                float *W = malloc((size_t)out * in * sizeof *W), *x = malloc((size_t)n * ldx * sizeof *x);
-                float *y = malloc((size_t)n * ldy * sizeof *y);
-                for (size_t i = 0; i < (size_t)out * in; i++) W[i] = rnd_unit(&seed);
-                for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
-                for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f; /* sentinel */
-                matmul_few_rows(isas[k], W, in, x, n, ldx, y, ldy, o0, o1);
-                for (int r = 0; r < n; r++)
-                    for (int o = 0; o < ldy; o++) {
-                        float got = y[(size_t)r * ldy + o];
-                        if (o < o0 || o >= o1) {
-                            bad += got != 12345.0f;
-                            continue;
-                        }
-                        double ref = 0, mag = 0;
-                        for (int i = 0; i < in; i++) {
-                            ref += (double)W[(size_t)o * in + i] * x[(size_t)r * ldx + i];
-                            mag += fabs((double)W[(size_t)o * in + i] * x[(size_t)r * ldx + i]);
-                        }
-                        bad += !(fabs(got - ref) <= 1e-6 * (1.0 + mag));
-                    }
-                cases++;
-                free(W);
-                free(x);
-                free(y);
+    for (size_t k = 0; k < sizeof isas / sizeof *isas; k++)
+        for (int t = 0; t < 3; t++) {
+            if (!kernel_half_supported(isas[k], dts[t])) {
+                printf("few-row kernel: %s %s not supported by this CPU, skipped\n", kernel_isa_name(isas[k]), dtn[t]);
+                continue;
             }
-        char what[200];
-        snprintf(what, sizeof what, "few-row kernel %s == float64 product (%d shapes x rows, %d bad values)",
-                 kernel_isa_name(isas[k]), cases, bad);
-        check(bad == 0, what);
-    }
+            size_t esz = dts[t] == DT_F32 ? 4 : 2;
+            int bad = 0, cases = 0;
+            for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+                for (int n = 1; n <= KERNEL_MAX_ROWS; n++) {
+                    int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
+                    int o0 = out > 4 ? 1 : 0, o1 = out > 4 ? out - 2 : out; /* a sub-range of outputs */
+                    void *W = malloc((size_t)out * in * esz);
+                    float *Wf = malloc((size_t)out * in * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x);
+                    float *y = malloc((size_t)n * ldy * sizeof *y);
+                    for (size_t i = 0; i < (size_t)out * in; i++) rnd_weight(dts[t], &seed, W, i);
+                    widen(W, dts[t], 0, (size_t)out * in, Wf); /* exact (checked by test_widen) */
+                    for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
+                    for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f; /* sentinel */
+                    matmul_few_rows(isas[k], dts[t], W, in, x, n, ldx, y, ldy, o0, o1);
+                    for (int r = 0; r < n; r++)
+                        for (int o = 0; o < ldy; o++) {
+                            float got = y[(size_t)r * ldy + o];
+                            if (o < o0 || o >= o1) {
+                                bad += got != 12345.0f;
+                                continue;
+                            }
+                            double ref = 0, mag = 0;
+                            for (int i = 0; i < in; i++) {
+                                ref += (double)Wf[(size_t)o * in + i] * x[(size_t)r * ldx + i];
+                                mag += fabs((double)Wf[(size_t)o * in + i] * x[(size_t)r * ldx + i]);
+                            }
+                            bad += !(fabs(got - ref) <= 1e-6 * (1.0 + mag));
+                        }
+                    cases++;
+                    free(W);
+                    free(Wf);
+                    free(x);
+                    free(y);
+                }
+            char what[200];
+            snprintf(what, sizeof what, "few-row kernel %s %s == float64 product (%d shapes x rows, %d bad values)",
+                     kernel_isa_name(isas[k]), dtn[t], cases, bad);
+            check(bad == 0, what);
+        }
 }
 
 int main(int argc, char **argv) {
