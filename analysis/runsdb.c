@@ -191,8 +191,8 @@ int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
     } else {
         if (sqlite3_step(st) == SQLITE_ROW) rs->schema_version = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
-        if (rs->schema_version < 1 || rs->schema_version > 3)
-            rc = sp_fail(err, "%s: meta.schema_version is %d, the analysis reads versions 1 to 3", db_path,
+        if (rs->schema_version < 1 || rs->schema_version > 4) /* 4: runs.status may be 'failed' (not read) */
+            rc = sp_fail(err, "%s: meta.schema_version is %d, the analysis reads versions 1 to 4", db_path,
                          rs->schema_version);
     }
     if (rc == 0) rc = load_runs(&d, rs, err);

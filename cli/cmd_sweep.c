@@ -20,8 +20,11 @@ static const char kSweepHelp[] =
     "usage: sprinter sweep SPEC.ini [--out DIR] [--shard I/N] [--jobs K] [options]\n"
     "Expands the spec's grid into runs (each named by the SHA-256 of its configuration), runs those\n"
     "not yet done and prints the summary table. Rerunning resumes: finished runs are skipped and\n"
-    "unfinished ones redone. See experiments/default.ini for the spec format, results/README.md for\n"
-    "the output.\n"
+    "unfinished ones redone. A run whose model produces NaN/Inf logits is marked failed in\n"
+    "runs.sqlite with the reason (no token log kept) and the sweep goes on with the others; a rerun\n"
+    "does not retry failed runs (the same configuration fails the same way; a repaired model file\n"
+    "has another hash, hence new runs). See experiments/default.ini for the spec format,\n"
+    "results/README.md for the output.\n"
     "  --out DIR          results directory (default results/NAME, NAME from [sweep] name or the file)\n"
     "  --shard I/N        run only the runs with index % N == I (0 <= I < N), into DIR/shard-I; merge the\n"
     "                     shards with `sprinter merge DIR/shard-*`\n"
@@ -29,16 +32,23 @@ static const char kSweepHelp[] =
     "                     depend on K\n"
     "  --threads N        OpenBLAS threads per process (default 1)\n"
     "  --verifier-cache DIR   verifier cache (default [verifier] cache_dir, else DIR/verifiers)\n"
-    "  --dry-run          list the runs (index, hash, shard, done) and exit\n"
+    "  --retry-failed     reset the runs marked failed and run them again (after fixing what failed\n"
+    "                     outside the configuration, e.g. a sprinter or BLAS bug)\n"
+    "  --dry-run          list the runs (index, hash, shard, status) and exit\n"
     "  --quiet            no progress on stderr\n"
     "  --test-delay-ms MS     testing: sleep MS after each prompt\n"
     "  --test-crash-at K      testing: SIGKILL itself at the K-th checkpoint (run start, each\n"
-    "                     prompt, token log renamed, run committed)\n";
+    "                     prompt, token log renamed, run committed, run marked failed)\n"
+    "  --test-nan-logits METHOD  testing: runs of METHOD fail as if their logits were NaN (same hashes)\n"
+    "exit status: 0 every run of the grid (this shard) is done; 1 error (the sweep stopped: I/O, disk\n"
+    "full, database, models); 2 bad usage or spec; 3 finished, but some runs failed (one line each on\n"
+    "stderr: \"sprinter sweep: run HASH (METHOD) failed: REASON\", then a count); 128+N stopped by\n"
+    "signal N (SIGINT 130, SIGTERM 143; the runs in progress are discarded and redone by a rerun).\n";
 
 typedef struct SweepArgs {
-    const char *spec, *out, *ver_cache;
+    const char *spec, *out, *ver_cache, *nan_method;
     long shard_i, shard_n, jobs, threads, delay_ms, crash_at;
-    int dry_run, quiet;
+    int dry_run, quiet, retry_failed;
 } SweepArgs;
 
 static int parse_shard(const char *s, long *i, long *n) {
@@ -59,6 +69,7 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
         {"verifier-cache", required_argument, 0, 'v'}, {"dry-run", no_argument, 0, 'n'},
         {"quiet", no_argument, 0, 'q'},            {"test-delay-ms", required_argument, 0, 'D'},
         {"test-crash-at", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
+        {"retry-failed", no_argument, 0, 'R'},     {"test-nan-logits", required_argument, 0, 'N'},
         {0, 0, 0, 0}};
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -77,6 +88,16 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
         case 'q': a->quiet = 1; break;
         case 'D': if (arg_long(cmd, "test-delay-ms", optarg, 0, 600000, &a->delay_ms)) return 2; break;
         case 'C': if (arg_long(cmd, "test-crash-at", optarg, 0, 1L << 30, &a->crash_at)) return 2; break;
+        case 'R': a->retry_failed = 1; break;
+        case 'N': {
+            DecodeMethod m;
+            if (decode_method_parse(optarg, &m)) {
+                fprintf(stderr, "sprinter sweep: --test-nan-logits: \"%s\" is not a decoding method\n", optarg);
+                return 2;
+            }
+            a->nan_method = decode_method_name(m);
+            break;
+        }
         case 'h': fputs(kSweepHelp, stdout); return 1;
         default: fprintf(stderr, "sprinter sweep: unknown or incomplete option (see sprinter sweep --help)\n"); return 2;
         }
@@ -120,7 +141,16 @@ int cmd_sweep(int argc, char **argv) {
     if (a.ver_cache) snprintf(cache, sizeof cache, "%s", a.ver_cache);
     else if (s->ver_cache_dir[0]) snprintf(cache, sizeof cache, "%s", s->ver_cache_dir);
     else snprintf(cache, sizeof cache, "%s/verifiers", base);
-    RunnerOpts o = {out, cache, (int)a.shard_i, (int)a.shard_n, (int)a.jobs, !a.quiet, (int)a.delay_ms, (int)a.crash_at};
+    RunnerOpts o = {.out_dir = out,
+                    .verifier_cache = cache,
+                    .shard_i = (int)a.shard_i,
+                    .shard_n = (int)a.shard_n,
+                    .jobs = (int)a.jobs,
+                    .progress = !a.quiet,
+                    .test_delay_ms = (int)a.delay_ms,
+                    .test_crash_at = (int)a.crash_at,
+                    .retry_failed = a.retry_failed,
+                    .test_nan_method = a.nan_method};
     if (a.dry_run) {
         rc = runner_dry_run(s, &o, &err) ? 2 : 0;
         goto done;
@@ -135,12 +165,30 @@ int cmd_sweep(int argc, char **argv) {
             err.msg[0] = '\0';
             rc = 128 + c.stop_signal;
         }
+        sweep_counts_free(&c);
         goto done;
     }
-    if (!a.quiet)
-        fprintf(stderr, "sweep: %d runs in the grid, %d in this shard: %d already done, %d run now -> %s\n", c.total,
-                c.mine, c.skipped, c.ran, out);
+    if (!a.quiet) {
+        char failed[160] = "";
+        if (c.failed_now || c.failed_kept)
+            snprintf(failed, sizeof failed, ", %d failed now, %d failed before and not retried", c.failed_now,
+                     c.failed_kept);
+        fprintf(stderr, "sweep: %d runs in the grid, %d in this shard: %d already done, %d run now%s -> %s\n", c.total,
+                c.mine, c.skipped, c.ran, failed, out);
+    }
     rc = print_summary(out, 0, &err) ? 1 : 0;
+    if (rc == 0 && c.failed > 0) { /* documented: exit 3, one line per failed run, then the count */
+        fflush(stdout);
+        for (int i = 0; i < c.failed; i++)
+            fprintf(stderr, "sprinter sweep: run %s (%s) failed: %s\n", c.failures[i].hash, c.failures[i].method,
+                    c.failures[i].reason);
+        fprintf(stderr, "sprinter sweep: finished, but %d of %d runs failed (%d now, %d in an earlier sweep); a rerun "
+                        "does not retry them, --retry-failed does\n",
+                c.failed, c.mine, c.failed_now, c.failed_kept);
+        err.msg[0] = '\0'; /* reported above */
+        rc = 3;
+    }
+    sweep_counts_free(&c);
 done:
     if (rc && err.msg[0]) fprintf(stderr, "sprinter sweep: %s\n", err.msg);
     free(s);
@@ -153,7 +201,8 @@ static const char kMergeHelp[] =
     "usage: sprinter merge [--out DIR] SHARD_DIR...\n"
     "Merges the finished runs of shard results directories (database rows and token logs) into DIR\n"
     "(default: the directory above the first shard). A run already in DIR, or in an earlier shard,\n"
-    "is not added twice; unfinished runs are left out. Prints the summary table.\n"
+    "is not added twice; unfinished runs are left out. Failed runs are carried (their rows, with the\n"
+    "reason) unless the run is done in DIR or another shard: a done run wins. Prints the summary table.\n"
     "  --out DIR          merged results directory\n"
     "  --quiet            print only the one-line report\n";
 
@@ -192,8 +241,9 @@ int cmd_merge(int argc, char **argv) {
         fprintf(stderr, "sprinter merge: %s\n", err.msg);
         return 1;
     }
-    printf("merged %d runs from %d directories into %s/runs.sqlite (%d duplicates skipped, %d unfinished left out)\n",
-           mc.runs_added, argc - optind, out, mc.duplicates, mc.unfinished);
+    printf("merged %d runs from %d directories into %s/runs.sqlite (%d duplicates skipped, %d unfinished left out, "
+           "%d failed runs carried, %d failed runs left out as done elsewhere)\n",
+           mc.runs_added, argc - optind, out, mc.duplicates, mc.unfinished, mc.failed_added, mc.failed_superseded);
     if (!quiet && print_summary(out, 0, &err)) {
         fprintf(stderr, "sprinter merge: %s\n", err.msg);
         return 1;
@@ -209,7 +259,8 @@ static const char kSummaryHelp[] =
     "method, summed over seeds and prompts of finished runs: runs, tokens, tokens/s (audit excluded),\n"
     "speed-up over ar, target calls per token, mean accepted run (draft tokens emitted per target\n"
     "call), eta_FP = P(accept | q/p > lambda), eta_TP = P(accept | q/p <= lambda) from the audit,\n"
-    "and the audit's own seconds (never part of tok/s).\n";
+    "and the audit's own seconds (never part of tok/s). Below it: the number of failed runs with\n"
+    "each one's reason, and the number of unfinished runs (neither is counted in the table).\n";
 
 int cmd_summary(int argc, char **argv) {
     static const struct option opts[] = {{"by", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};

@@ -173,6 +173,8 @@ typedef struct Run {
     int n;          /* committed length of d->seq */
     int n_prompt;
     int done;       /* max_new reached or eos emitted */
+    int nonfinite;  /* the error in err is non-finite logits (decoder_run returns DECODE_ERR_NONFINITE) */
+    int forwards;   /* forward passes so far (fault_nan_logits poisons the first) */
     SpErr *err;
 } Run;
 
@@ -196,12 +198,17 @@ static int lane_advance(Run *R, Lane *L, int upto, int n_tail, const float **log
     *flops += 2.0 * L->params * c;
     /* A NaN/Inf weight surfaces here: name the model and the position (the sampler could not). */
     int V = model_config(L->m)->vocab_size;
-    for (size_t i = 0; i < (size_t)n_tail * (size_t)V; i++)
-        if (!isfinite((*logits)[i]))
+    int poison = R->cfg->fault_nan_logits && R->forwards++ == 0; /* tests only */
+    for (size_t i = 0; i < (size_t)n_tail * (size_t)V; i++) {
+        float x = poison && i == 0 ? NAN : (*logits)[i];
+        if (!isfinite(x)) {
+            R->nonfinite = 1;
             return sp_fail(R->err, "%s model: logits at position %d contain %s at index %d",
                            L == &R->d->draft ? "draft" : L == &R->d->target ? "target" : "target (audit)",
-                           upto - n_tail + (int)(i / (size_t)V),
-                           isnan((*logits)[i]) ? "NaN" : (*logits)[i] > 0 ? "+Inf" : "-Inf", (int)(i % (size_t)V));
+                           upto - n_tail + (int)(i / (size_t)V), isnan(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf",
+                           (int)(i % (size_t)V));
+        }
+    }
     return 0;
 }
 
@@ -522,7 +529,7 @@ int decoder_run(Decoder *d, const DecodeConfig *cfg, const int32_t *prompt, int 
     Lane *lanes[] = {&d->draft, &d->target, &d->audit};
     for (int i = 0; i < 3; i++)
         if (lanes[i]->s) session_truncate(lanes[i]->s, 0, NULL);
-    Run R = {d, cfg, rng, out, n_prompt, n_prompt, 0, err};
+    Run R = {d, cfg, rng, out, n_prompt, n_prompt, 0, 0, 0, err};
     double t0 = now_s();
     int rc;
     switch (m) {
@@ -536,7 +543,7 @@ int decoder_run(Decoder *d, const DecodeConfig *cfg, const int32_t *prompt, int 
     }
     out->stats.t_total = now_s() - t0 - out->stats.t_audit;
     if (rc) decode_output_free(out);
-    return rc;
+    return rc == 0 ? 0 : R.nonfinite ? DECODE_ERR_NONFINITE : -1;
 }
 
 void sprinter_next_token_law(const float *p, const float *q, const double *a, int V, double *out) {

@@ -73,6 +73,8 @@ typedef struct DecodeConfig {
     int audit;              /* learn p(x) and the true label for every verifier decision */
     int capture_hidden;     /* store the draft hidden state of every drafted token (collect) */
     int fault_broken_residual; /* tests only: resample from p instead of norm(max(p - q, 0)) */
+    int fault_nan_logits;      /* tests only: the first forward's logits read as NaN at index 0, as with a
+                                * NaN weight (decoder_run then fails with DECODE_ERR_NONFINITE) */
 } DecodeConfig;
 
 /* Fills defaults: greedy off (T = 1), gamma 5, tau 0.5, lambda 1, max_run 0, ... */
@@ -135,7 +137,14 @@ typedef struct Decoder Decoder;
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err);
 void decoder_free(Decoder *d);
 
-/* Runs cfg on prompt[0..n_prompt); all randomness from rng. out is filled (caller frees). */
+/* decoder_run's return value when a model's logits were not finite (NaN or +-Inf: a NaN/Inf weight,
+ * an overflow). It is a property of the models and the input, not of the machine: running the same
+ * configuration again fails the same way. err names the model, the position and the index:
+ * "draft model: logits at position 5 contain NaN at index 0". Every other failure returns -1. */
+#define DECODE_ERR_NONFINITE (-2)
+
+/* Runs cfg on prompt[0..n_prompt); all randomness from rng. out is filled (caller frees).
+ * Returns 0, DECODE_ERR_NONFINITE (see above) or -1 (any other error); on error out holds nothing. */
 int decoder_run(Decoder *d, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
                 DecodeOutput *out, SpErr *err);
 

@@ -8,29 +8,49 @@
 #include <sys/time.h>
 #include <time.h>
 
+#if SQLITE_VERSION_NUMBER < 3022000
+#error "experiments/db.c needs SQLite >= 3.22 (sqlite3_system_errno, SQLITE_READONLY_DIRECTORY)"
+#endif
+
 struct Db {
     sqlite3 *h;
     char path[1024];
 };
 
+/* The runs table (schema v4), used by kSchema for a new file and by the v3 -> v4 rebuild. */
+#define RUNS_TABLE_BODY                                                                                       \
+    "(\n"                                                                                                     \
+    "  run_hash TEXT PRIMARY KEY, run_index INTEGER NOT NULL,\n"                                              \
+    "  status TEXT NOT NULL CHECK(status IN ('running','done','failed')),\n" /* v4: 'failed' */              \
+    "  method TEXT NOT NULL, seed INTEGER NOT NULL,\n"                                                        \
+    "  dataset TEXT NOT NULL, dataset_sha256 TEXT NOT NULL, data_format TEXT NOT NULL,\n"                     \
+    "  prompt_offset INTEGER NOT NULL, n_prompts INTEGER NOT NULL,\n"                                         \
+    "  max_new INTEGER NOT NULL, temperature REAL NOT NULL, top_k INTEGER NOT NULL, top_p REAL NOT NULL,\n"   \
+    "  stop_at_eos INTEGER NOT NULL, audit INTEGER NOT NULL,\n"                                               \
+    "  gamma INTEGER, tau REAL, lambda REAL, max_run INTEGER, alpha REAL, p_min REAL,\n"                      \
+    "  eta_fp REAL, eta_tp REAL,\n"                                                                           \
+    "  draft_dir TEXT, draft_sha256 TEXT, target_dir TEXT, target_sha256 TEXT,\n"                             \
+    "  verifier_path TEXT, verifier_sha256 TEXT,\n"                                                           \
+    "  config TEXT NOT NULL, spec_name TEXT NOT NULL, spec_path TEXT NOT NULL, spec_sha256 TEXT NOT NULL,\n"  \
+    "  git_commit TEXT NOT NULL, host TEXT, token_log TEXT NOT NULL,\n"                                       \
+    "  started_at TEXT NOT NULL, finished_at TEXT,\n"                                                         \
+    "  oracle_stay REAL,\n" /* v3 */                                                                          \
+    "  failure TEXT,\n"     /* v4: why a failed run failed (one line), NULL for every other status */         \
+    "  CHECK((status = 'failed') = (failure IS NOT NULL)))"
+
+#define RUN_TOTALS_VIEW                                                                                       \
+    "CREATE VIEW IF NOT EXISTS run_totals AS SELECT r.run_hash, r.method, r.seed, r.gamma, r.tau, r.lambda,\n" \
+    "  r.max_run, COUNT(*) AS prompts, SUM(p.tokens) AS tokens, SUM(p.target_calls) AS target_calls,\n"       \
+    "  SUM(p.accepted) AS accepted, SUM(p.t_total) AS t_total, SUM(p.t_audit) AS t_audit,\n"                  \
+    "  SUM(p.tokens) / SUM(p.t_total) AS tokens_per_s,\n"                                                     \
+    "  CAST(SUM(p.target_calls) AS REAL) / SUM(p.tokens) AS target_calls_per_token,\n"                        \
+    "  CAST(SUM(p.fp) AS REAL) / SUM(p.audited_neg) AS eta_fp,\n"                                             \
+    "  CAST(SUM(p.tp) AS REAL) / SUM(p.audited_pos) AS eta_tp\n"                                              \
+    "  FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done' GROUP BY r.run_hash;\n"
+
 static const char kSchema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS runs(\n"
-    "  run_hash TEXT PRIMARY KEY, run_index INTEGER NOT NULL,\n"
-    "  status TEXT NOT NULL CHECK(status IN ('running','done')),\n"
-    "  method TEXT NOT NULL, seed INTEGER NOT NULL,\n"
-    "  dataset TEXT NOT NULL, dataset_sha256 TEXT NOT NULL, data_format TEXT NOT NULL,\n"
-    "  prompt_offset INTEGER NOT NULL, n_prompts INTEGER NOT NULL,\n"
-    "  max_new INTEGER NOT NULL, temperature REAL NOT NULL, top_k INTEGER NOT NULL, top_p REAL NOT NULL,\n"
-    "  stop_at_eos INTEGER NOT NULL, audit INTEGER NOT NULL,\n"
-    "  gamma INTEGER, tau REAL, lambda REAL, max_run INTEGER, alpha REAL, p_min REAL,\n"
-    "  eta_fp REAL, eta_tp REAL,\n"
-    "  draft_dir TEXT, draft_sha256 TEXT, target_dir TEXT, target_sha256 TEXT,\n"
-    "  verifier_path TEXT, verifier_sha256 TEXT,\n"
-    "  config TEXT NOT NULL, spec_name TEXT NOT NULL, spec_path TEXT NOT NULL, spec_sha256 TEXT NOT NULL,\n"
-    "  git_commit TEXT NOT NULL, host TEXT, token_log TEXT NOT NULL,\n"
-    "  started_at TEXT NOT NULL, finished_at TEXT,\n"
-    "  oracle_stay REAL);\n" /* schema v3 */
+    "CREATE TABLE IF NOT EXISTS runs" RUNS_TABLE_BODY ";\n"
     "CREATE TABLE IF NOT EXISTS prompts(\n"
     "  run_hash TEXT NOT NULL, prompt_index INTEGER NOT NULL, example_id TEXT,\n"
     "  n_prompt_tokens INTEGER NOT NULL, prompt_truncated INTEGER NOT NULL, rng_seed TEXT NOT NULL,\n"
@@ -47,14 +67,7 @@ static const char kSchema[] =
     "  output_text TEXT,\n"
     "  quality_ppl REAL, quality_rouge_l REAL, quality_bleu REAL, quality_json TEXT,\n"
     "  PRIMARY KEY(run_hash, prompt_index));\n"
-    "CREATE VIEW IF NOT EXISTS run_totals AS SELECT r.run_hash, r.method, r.seed, r.gamma, r.tau, r.lambda,\n"
-    "  r.max_run, COUNT(*) AS prompts, SUM(p.tokens) AS tokens, SUM(p.target_calls) AS target_calls,\n"
-    "  SUM(p.accepted) AS accepted, SUM(p.t_total) AS t_total, SUM(p.t_audit) AS t_audit,\n"
-    "  SUM(p.tokens) / SUM(p.t_total) AS tokens_per_s,\n"
-    "  CAST(SUM(p.target_calls) AS REAL) / SUM(p.tokens) AS target_calls_per_token,\n"
-    "  CAST(SUM(p.fp) AS REAL) / SUM(p.audited_neg) AS eta_fp,\n"
-    "  CAST(SUM(p.tp) AS REAL) / SUM(p.audited_pos) AS eta_tp\n"
-    "  FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done' GROUP BY r.run_hash;\n"
+    RUN_TOTALS_VIEW
     /* schema v2: written by `sprinter score` (experiments/score.c owns the queries on this table) */
     "CREATE TABLE IF NOT EXISTS outputs(\n"
     "  run_hash TEXT NOT NULL, prompt_index INTEGER NOT NULL,\n"
@@ -68,19 +81,17 @@ static const char kOutputCols[] =
     "run_hash, prompt_index, n_prompt_tokens, n_tokens, text, target_logprob, target_mean_logprob, target_ppl, "
     "target_dir, target_sha256, scored_at";
 
+/* The runs columns every schema version has (1 to 4), in table order. */
+#define RUN_COLS_V1                                                                                             \
+    "run_hash, run_index, status, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, " \
+    "max_new, temperature, top_k, top_p, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, " \
+    "eta_tp, draft_dir, draft_sha256, target_dir, target_sha256, verifier_path, verifier_sha256, config, "         \
+    "spec_name, spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at"
+/* The runs columns of schema v3, in table order (the v3 -> v4 rebuild copies them). */
+#define RUN_COLS_V3 RUN_COLS_V1 ", oracle_stay"
 /* The runs columns, in table order: the insert and the merge both use this list. */
-static const char kRunCols[] =
-    "run_hash, run_index, status, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, "
-    "max_new, temperature, top_k, top_p, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, "
-    "eta_tp, draft_dir, draft_sha256, target_dir, target_sha256, verifier_path, verifier_sha256, config, spec_name, "
-    "spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at, oracle_stay";
-#define N_RUN_COLS 40
-/* The same from a source of schema version < 3 (no oracle_stay column): merge selects NULL. */
-static const char kRunColsV2[] =
-    "run_hash, run_index, status, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, "
-    "max_new, temperature, top_k, top_p, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, "
-    "eta_tp, draft_dir, draft_sha256, target_dir, target_sha256, verifier_path, verifier_sha256, config, spec_name, "
-    "spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at, NULL";
+static const char kRunCols[] = RUN_COLS_V3 ", failure";
+#define N_RUN_COLS 41
 
 static const char kPromptCols[] =
     "run_hash, prompt_index, example_id, n_prompt_tokens, prompt_truncated, rng_seed, tokens, target_calls, "
@@ -90,18 +101,120 @@ static const char kPromptCols[] =
     "quality_ppl, quality_rouge_l, quality_bleu, quality_json";
 #define N_PROMPT_COLS 39
 
-static int fail_sql(Db *db, SpErr *err, const char *what) {
-    return sp_fail(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+/* ------------------------------------------------------------------ errors */
+
+#define SQL_CODE(c) {c, #c},
+/* Names of SQLite's result codes, extended ones included: sqlite3_errmsg says "disk I/O error" for
+ * thirty different failures; the extended code says which (SQLITE_IOERR_WRITE, _FSYNC, _SHMSIZE, ...). */
+static const struct {
+    int code;
+    const char *name;
+} kSqlCodes[] = {
+    SQL_CODE(SQLITE_ERROR) SQL_CODE(SQLITE_INTERNAL) SQL_CODE(SQLITE_PERM) SQL_CODE(SQLITE_ABORT)
+    SQL_CODE(SQLITE_BUSY) SQL_CODE(SQLITE_LOCKED) SQL_CODE(SQLITE_NOMEM) SQL_CODE(SQLITE_READONLY)
+    SQL_CODE(SQLITE_INTERRUPT) SQL_CODE(SQLITE_IOERR) SQL_CODE(SQLITE_CORRUPT) SQL_CODE(SQLITE_NOTFOUND)
+    SQL_CODE(SQLITE_FULL) SQL_CODE(SQLITE_CANTOPEN) SQL_CODE(SQLITE_PROTOCOL) SQL_CODE(SQLITE_EMPTY)
+    SQL_CODE(SQLITE_SCHEMA) SQL_CODE(SQLITE_TOOBIG) SQL_CODE(SQLITE_CONSTRAINT) SQL_CODE(SQLITE_MISMATCH)
+    SQL_CODE(SQLITE_MISUSE) SQL_CODE(SQLITE_NOLFS) SQL_CODE(SQLITE_AUTH) SQL_CODE(SQLITE_FORMAT)
+    SQL_CODE(SQLITE_RANGE) SQL_CODE(SQLITE_NOTADB) SQL_CODE(SQLITE_NOTICE) SQL_CODE(SQLITE_WARNING)
+    SQL_CODE(SQLITE_IOERR_READ) SQL_CODE(SQLITE_IOERR_SHORT_READ) SQL_CODE(SQLITE_IOERR_WRITE)
+    SQL_CODE(SQLITE_IOERR_FSYNC) SQL_CODE(SQLITE_IOERR_DIR_FSYNC) SQL_CODE(SQLITE_IOERR_TRUNCATE)
+    SQL_CODE(SQLITE_IOERR_FSTAT) SQL_CODE(SQLITE_IOERR_UNLOCK) SQL_CODE(SQLITE_IOERR_RDLOCK)
+    SQL_CODE(SQLITE_IOERR_DELETE) SQL_CODE(SQLITE_IOERR_BLOCKED) SQL_CODE(SQLITE_IOERR_NOMEM)
+    SQL_CODE(SQLITE_IOERR_ACCESS) SQL_CODE(SQLITE_IOERR_CHECKRESERVEDLOCK) SQL_CODE(SQLITE_IOERR_LOCK)
+    SQL_CODE(SQLITE_IOERR_CLOSE) SQL_CODE(SQLITE_IOERR_DIR_CLOSE) SQL_CODE(SQLITE_IOERR_SHMOPEN)
+    SQL_CODE(SQLITE_IOERR_SHMSIZE) SQL_CODE(SQLITE_IOERR_SHMLOCK) SQL_CODE(SQLITE_IOERR_SHMMAP)
+    SQL_CODE(SQLITE_IOERR_SEEK) SQL_CODE(SQLITE_IOERR_DELETE_NOENT) SQL_CODE(SQLITE_IOERR_MMAP)
+    SQL_CODE(SQLITE_IOERR_GETTEMPPATH) SQL_CODE(SQLITE_IOERR_CONVPATH) SQL_CODE(SQLITE_IOERR_VNODE)
+    SQL_CODE(SQLITE_IOERR_AUTH) SQL_CODE(SQLITE_IOERR_BEGIN_ATOMIC) SQL_CODE(SQLITE_IOERR_COMMIT_ATOMIC)
+    SQL_CODE(SQLITE_IOERR_ROLLBACK_ATOMIC)
+#ifdef SQLITE_IOERR_DATA
+    SQL_CODE(SQLITE_IOERR_DATA)
+#endif
+#ifdef SQLITE_IOERR_CORRUPTFS
+    SQL_CODE(SQLITE_IOERR_CORRUPTFS)
+#endif
+    SQL_CODE(SQLITE_LOCKED_SHAREDCACHE) SQL_CODE(SQLITE_LOCKED_VTAB) SQL_CODE(SQLITE_BUSY_RECOVERY)
+    SQL_CODE(SQLITE_BUSY_SNAPSHOT)
+#ifdef SQLITE_BUSY_TIMEOUT
+    SQL_CODE(SQLITE_BUSY_TIMEOUT)
+#endif
+    SQL_CODE(SQLITE_CANTOPEN_NOTEMPDIR) SQL_CODE(SQLITE_CANTOPEN_ISDIR) SQL_CODE(SQLITE_CANTOPEN_FULLPATH)
+    SQL_CODE(SQLITE_CANTOPEN_CONVPATH) SQL_CODE(SQLITE_CANTOPEN_DIRTYWAL)
+#ifdef SQLITE_CANTOPEN_SYMLINK
+    SQL_CODE(SQLITE_CANTOPEN_SYMLINK)
+#endif
+    SQL_CODE(SQLITE_CORRUPT_VTAB)
+#ifdef SQLITE_CORRUPT_SEQUENCE
+    SQL_CODE(SQLITE_CORRUPT_SEQUENCE)
+#endif
+#ifdef SQLITE_CORRUPT_INDEX
+    SQL_CODE(SQLITE_CORRUPT_INDEX)
+#endif
+    SQL_CODE(SQLITE_READONLY_RECOVERY) SQL_CODE(SQLITE_READONLY_CANTLOCK) SQL_CODE(SQLITE_READONLY_ROLLBACK)
+    SQL_CODE(SQLITE_READONLY_DBMOVED) SQL_CODE(SQLITE_READONLY_CANTINIT) SQL_CODE(SQLITE_READONLY_DIRECTORY)
+    SQL_CODE(SQLITE_ABORT_ROLLBACK) SQL_CODE(SQLITE_CONSTRAINT_CHECK) SQL_CODE(SQLITE_CONSTRAINT_COMMITHOOK)
+    SQL_CODE(SQLITE_CONSTRAINT_FOREIGNKEY) SQL_CODE(SQLITE_CONSTRAINT_FUNCTION) SQL_CODE(SQLITE_CONSTRAINT_NOTNULL)
+    SQL_CODE(SQLITE_CONSTRAINT_PRIMARYKEY) SQL_CODE(SQLITE_CONSTRAINT_TRIGGER) SQL_CODE(SQLITE_CONSTRAINT_UNIQUE)
+    SQL_CODE(SQLITE_CONSTRAINT_VTAB) SQL_CODE(SQLITE_CONSTRAINT_ROWID)
+#ifdef SQLITE_CONSTRAINT_PINNED
+    SQL_CODE(SQLITE_CONSTRAINT_PINNED)
+#endif
+#ifdef SQLITE_CONSTRAINT_DATATYPE
+    SQL_CODE(SQLITE_CONSTRAINT_DATATYPE)
+#endif
+    SQL_CODE(SQLITE_NOTICE_RECOVER_WAL) SQL_CODE(SQLITE_NOTICE_RECOVER_ROLLBACK) SQL_CODE(SQLITE_WARNING_AUTOINDEX)
+};
+#undef SQL_CODE
+
+/* " (SQLITE_IOERR_WRITE, errno 28: No space left on device)": the name of the connection's last
+ * extended result code and, for the codes that come from a system call (I/O, open, full), the errno
+ * SQLite saw (sqlite3_system_errno: SQLite >= 3.22; 0 = none, as for SQLITE_FULL from a short
+ * write). "" when there is no error to describe. */
+static void sql_detail(sqlite3 *h, char *buf, size_t cap) {
+    buf[0] = '\0';
+    if (!h) return;
+    int ext = sqlite3_extended_errcode(h), prim = ext & 0xff;
+    if (ext == SQLITE_OK || ext == SQLITE_ROW || ext == SQLITE_DONE) return;
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof kSqlCodes / sizeof *kSqlCodes && !name; i++)
+        if (kSqlCodes[i].code == ext) name = kSqlCodes[i].name;
+    char code[48];
+    if (name) snprintf(code, sizeof code, "%s", name);
+    else snprintf(code, sizeof code, "SQLite result code %d", ext);
+    int sys = prim == SQLITE_IOERR || prim == SQLITE_CANTOPEN || prim == SQLITE_FULL ? sqlite3_system_errno(h) : 0;
+    if (sys > 0) snprintf(buf, cap, " (%s, errno %d: %s)", code, sys, strerror(sys));
+    else snprintf(buf, cap, " (%s)", code);
 }
 
-static int exec(Db *db, const char *sql, SpErr *err) {
+/* "PATH: WHAT: MESSAGE (CODE[, errno N: TEXT])" from the connection's last error. */
+static int fail_sql(Db *db, SpErr *err, const char *what) {
+    char detail[160];
+    sql_detail(db->h, detail, sizeof detail);
+    int ext = sqlite3_extended_errcode(db->h);
+    const char *msg = ext == SQLITE_OK ? "unknown error" : sqlite3_errmsg(db->h);
+    return sp_fail(err, "%s: %s: %s%s", db->path, what, msg, detail);
+}
+
+/* Runs sql (one or more statements); on error "PATH: [WHAT: ]MESSAGE (CODE...)". */
+static int exec_what(Db *db, const char *sql, const char *what, SpErr *err) {
     char *msg = NULL;
-    if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        sp_fail(err, "%s: %s", db->path, msg ? msg : sqlite3_errmsg(db->h));
+    int rc = sqlite3_exec(db->h, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        char detail[160];
+        sql_detail(db->h, detail, sizeof detail);
+        sp_fail(err, "%s: %s%s%s%s", db->path, what ? what : "", what ? ": " : "", msg ? msg : sqlite3_errstr(rc),
+                detail);
         sqlite3_free(msg);
         return -1;
     }
     return 0;
+}
+
+/* The same; a short single statement ("BEGIN IMMEDIATE", "COMMIT") names itself in the message. */
+static int exec(Db *db, const char *sql, SpErr *err) {
+    int short_one = strlen(sql) < 40 && !strpbrk(sql, ";\n");
+    return exec_what(db, sql, short_one ? sql : NULL, err);
 }
 
 static int scalar_text(Db *db, const char *sql, char *buf, size_t cap, SpErr *err) {
@@ -135,6 +248,49 @@ static int upgrade_to_v3(Db *db, SpErr *err) {
     return exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version' AND value = '2'", err);
 }
 
+/* upgrade 3 -> 4 (inside db_open's transaction): status may be 'failed', and runs gains the column
+ * failure. SQLite cannot alter a CHECK constraint, so the table is rebuilt (SQLite's documented
+ * procedure: new table, copy, drop, rename; legacy_alter_table keeps the rename from rewriting or
+ * validating views, and run_totals is dropped and recreated around it). Every row is copied as it
+ * is: a v3 file has only 'running' and 'done' runs, whose failure is NULL. */
+static int upgrade_to_v4(Db *db, SpErr *err) {
+    char ver[32];
+    if (scalar_text(db, "SELECT value FROM meta WHERE key = 'schema_version'", ver, sizeof ver, err)) return -1;
+    if (strcmp(ver, "3")) return 0;
+    static const char kRebuild[] =
+        "DROP VIEW IF EXISTS run_totals;\n"
+        "DROP TABLE IF EXISTS runs_v4;\n"
+        "CREATE TABLE runs_v4" RUNS_TABLE_BODY ";\n"
+        "INSERT INTO runs_v4(" RUN_COLS_V3 ") SELECT " RUN_COLS_V3 " FROM runs;\n"
+        "DROP TABLE runs;\n"
+        "PRAGMA legacy_alter_table = ON;\n"
+        "ALTER TABLE runs_v4 RENAME TO runs;\n"
+        "PRAGMA legacy_alter_table = OFF;\n" RUN_TOTALS_VIEW
+        "UPDATE meta SET value = '4' WHERE key = 'schema_version' AND value = '3';\n";
+    if (exec_what(db, kRebuild, "cannot upgrade schema version 3 to 4 (the file is left as it was)", err)) {
+        exec(db, "PRAGMA legacy_alter_table = OFF", NULL);
+        return -1;
+    }
+    return 0;
+}
+
+/* The file's meta.schema_version before db_open touches it: "" for a new file (no meta table). */
+static int stored_version(Db *db, char *ver, size_t cap, SpErr *err) {
+    char name[16];
+    ver[0] = '\0';
+    if (scalar_text(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'", name, sizeof name, err))
+        return -1;
+    if (!name[0]) return 0;
+    return scalar_text(db, "SELECT value FROM meta WHERE key = 'schema_version'", ver, cap, err);
+}
+
+/* 1 if ver is a version db_open can read (upgrading it), else 0. */
+static int version_readable(const char *ver) {
+    char *end;
+    long v = strtol(ver, &end, 10);
+    return end != ver && *end == '\0' && v >= DB_SCHEMA_MIN && v <= DB_SCHEMA_VERSION;
+}
+
 Db *db_open(const char *path, SpErr *err) {
     Db *db = calloc(1, sizeof *db);
     if (!db) {
@@ -142,21 +298,32 @@ Db *db_open(const char *path, SpErr *err) {
         return NULL;
     }
     snprintf(db->path, sizeof db->path, "%s", path);
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        sp_fail(err, "%s: cannot open database: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    int orc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (orc != SQLITE_OK) {
+        char detail[160];
+        sql_detail(db->h, detail, sizeof detail);
+        sp_fail(err, "%s: cannot open database: %s%s", path, db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(orc), detail);
         db_close(db);
         return NULL;
     }
     sqlite3_busy_timeout(db->h, 120000);
-    char ver[32];
+    char ver[32], before[32] = "";
     /* WAL survives in the file; synchronous NORMAL is durable at each checkpoint under WAL. */
-    if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err) ||
-        exec(db, "BEGIN IMMEDIATE", err) || exec(db, kSchema, err) ||
-        exec(db, "INSERT OR IGNORE INTO meta VALUES('schema_version','3'),('format','sprinter-runs')", err) ||
+    int rc = exec_what(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "set WAL mode", err) ||
+             exec(db, "BEGIN IMMEDIATE", err) || stored_version(db, before, sizeof before, err);
+    if (rc == 0 && before[0] && !version_readable(before)) {
+        /* a newer sprinter's file (or not ours): refuse before writing anything */
+        sp_fail(err, "%s: meta.schema_version is %s, this sprinter reads versions %d to %d%s", path, before,
+                DB_SCHEMA_MIN, DB_SCHEMA_VERSION, atoi(before) > DB_SCHEMA_VERSION ? " (written by a newer sprinter)" : "");
+        rc = -1;
+    }
+    if (rc || exec_what(db, kSchema, "create schema", err) ||
+        exec(db, "INSERT OR IGNORE INTO meta VALUES('schema_version','" DB_SCHEMA_VERSION_STR "'),('format','sprinter-runs')",
+             err) ||
         /* upgrade 1 -> 2: kSchema has just added the outputs table */
         exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version' AND value = '1'", err) ||
-        upgrade_to_v3(db, err) ||
-        exec(db, "COMMIT", err) || scalar_text(db, "SELECT value FROM meta WHERE key='schema_version'", ver, sizeof ver, err)) {
+        upgrade_to_v3(db, err) || upgrade_to_v4(db, err) || exec(db, "COMMIT", err) ||
+        scalar_text(db, "SELECT value FROM meta WHERE key='schema_version'", ver, sizeof ver, err)) {
         exec(db, "ROLLBACK", NULL);
         db_close(db);
         return NULL;
@@ -190,16 +357,27 @@ void db_now_iso(char *buf, size_t cap) {
 
 /* ------------------------------------------------------------------ runs */
 
-int db_run_done(Db *db, const char *run_hash, SpErr *err) {
+int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr *err) {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->h, "SELECT status FROM runs WHERE run_hash = ?", -1, &st, NULL) != SQLITE_OK)
+    if (failure && cap) failure[0] = '\0';
+    if (sqlite3_prepare_v2(db->h, "SELECT status, failure FROM runs WHERE run_hash = ?", -1, &st, NULL) != SQLITE_OK)
         return fail_sql(db, err, "query runs");
     sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), done = 0;
-    if (rc == SQLITE_ROW) done = !strcmp((const char *)sqlite3_column_text(st, 0), "done");
+    int rc = sqlite3_step(st), status = DB_RUN_NONE;
+    if (rc == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        status = !t ? DB_RUN_RUNNING : !strcmp(t, "done") ? DB_RUN_DONE : !strcmp(t, "failed") ? DB_RUN_FAILED : DB_RUN_RUNNING;
+        if (status == DB_RUN_FAILED && failure && cap && sqlite3_column_text(st, 1))
+            snprintf(failure, cap, "%s", (const char *)sqlite3_column_text(st, 1));
+    }
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail_sql(db, err, "query runs");
-    return done;
+    return status;
+}
+
+int db_run_done(Db *db, const char *run_hash, SpErr *err) {
+    int s = db_run_status(db, run_hash, NULL, 0, err);
+    return s < 0 ? -1 : s == DB_RUN_DONE;
 }
 
 static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
@@ -368,16 +546,46 @@ int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, co
     return exec(db, "COMMIT", err);
 }
 
-int db_progress(Db *db, int64_t *runs_done, int64_t *tokens, SpErr *err) {
+int db_run_fail(Db *db, const char *run_hash, const char *reason, const char *finished_at, SpErr *err) {
+    sqlite3_stmt *up = NULL;
+    if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
+    /* a failed run keeps no per-prompt results: the prompts it did finish are not a sample of the run */
+    int rc = exec_hash(db, "DELETE FROM outputs WHERE run_hash = ?", run_hash, err) ||
+                     exec_hash(db, "DELETE FROM prompts WHERE run_hash = ?", run_hash, err)
+                 ? -1
+                 : 0;
+    if (rc == 0 && sqlite3_prepare_v2(db->h, "UPDATE runs SET status = 'failed', failure = ?, finished_at = ? "
+                                               "WHERE run_hash = ? AND status = 'running'",
+                                      -1, &up, NULL) != SQLITE_OK)
+        rc = fail_sql(db, err, "prepare update of runs");
+    if (rc == 0) {
+        sqlite3_bind_text(up, 1, reason && reason[0] ? reason : "unknown", -1, SQLITE_STATIC);
+        sqlite3_bind_text(up, 2, finished_at, -1, SQLITE_STATIC);
+        sqlite3_bind_text(up, 3, run_hash, -1, SQLITE_STATIC);
+        if (sqlite3_step(up) != SQLITE_DONE) rc = fail_sql(db, err, "mark run failed");
+        else if (sqlite3_changes(db->h) != 1)
+            rc = sp_fail(err, "%s: run %.16s has no running row to mark failed", db->path, run_hash);
+    }
+    sqlite3_finalize(up);
+    if (rc) {
+        exec(db, "ROLLBACK", NULL);
+        return -1;
+    }
+    return exec(db, "COMMIT", err);
+}
+
+int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *tokens, SpErr *err) {
     sqlite3_stmt *st;
     const char *sql = "SELECT (SELECT COUNT(*) FROM runs WHERE status='done'), "
+                      "(SELECT COUNT(*) FROM runs WHERE status='failed'), "
                       "(SELECT COALESCE(SUM(p.tokens),0) FROM prompts p JOIN runs r ON r.run_hash = p.run_hash "
                       "WHERE r.status='done')";
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query progress");
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         *runs_done = sqlite3_column_int64(st, 0);
-        *tokens = sqlite3_column_int64(st, 1);
+        if (runs_failed) *runs_failed = sqlite3_column_int64(st, 1);
+        *tokens = sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? 0 : fail_sql(db, err, "query progress");
@@ -411,14 +619,33 @@ static int src_has_outputs(Db *db) {
            name[0] != '\0';
 }
 
-int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_dup, int *n_unfinished, SpErr *err) {
-    *hashes = NULL;
-    *n = *n_dup = *n_unfinished = 0;
+static int plan_add(char ***list, int *n, int *cap, const char *h, SpErr *err) {
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        char **nl = realloc(*list, (size_t)nc * sizeof *nl);
+        if (!nl) return sp_fail(err, "out of memory");
+        *list = nl;
+        *cap = nc;
+    }
+    if (!((*list)[*n] = strdup(h))) return sp_fail(err, "out of memory");
+    (*n)++;
+    return 0;
+}
+
+void db_merge_plan_free(MergePlan *p) {
+    for (int i = 0; i < p->n; i++) free(p->hashes[i]);
+    free(p->hashes);
+    memset(p, 0, sizeof *p);
+}
+
+int db_merge_plan(Db *dst, const char *src_path, MergePlan *p, SpErr *err) {
+    memset(p, 0, sizeof *p);
     if (attach(dst, src_path, err)) return -1;
     sqlite3_stmt *st;
     const char *sql = "SELECT s.run_hash, s.status, (SELECT status FROM main.runs m WHERE m.run_hash = s.run_hash) "
                       "FROM src.runs s ORDER BY s.run_index, s.run_hash";
-    int rc = 0, cap = 0;
+    char **failed = NULL;
+    int n_failed = 0, cap = 0, cap_f = 0, rc = 0;
     if (sqlite3_prepare_v2(dst->h, sql, -1, &st, NULL) != SQLITE_OK) {
         rc = fail_sql(dst, err, "read source runs");
     } else {
@@ -429,32 +656,38 @@ int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_
             }
             const char *h = (const char *)sqlite3_column_text(st, 0), *status = (const char *)sqlite3_column_text(st, 1);
             const char *mine = (const char *)sqlite3_column_text(st, 2);
-            if (strcmp(status, "done")) (*n_unfinished)++;
-            else if (mine && !strcmp(mine, "done")) (*n_dup)++;
-            else {
-                if (*n == cap) {
-                    char **nh = realloc(*hashes, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *nh);
-                    if (!nh) {
-                        rc = sp_fail(err, "out of memory");
-                        break;
-                    }
-                    *hashes = nh;
-                }
-                if (!((*hashes)[*n] = strdup(h))) rc = sp_fail(err, "out of memory");
-                else (*n)++;
+            int mine_done = mine && !strcmp(mine, "done"), mine_failed = mine && !strcmp(mine, "failed");
+            if (!strcmp(status, "done")) { /* a done run wins over a failed or unfinished one */
+                if (mine_done) p->duplicates++;
+                else rc = plan_add(&p->hashes, &p->n, &cap, h, err);
+            } else if (!strcmp(status, "failed")) { /* stays failed, unless the run is done elsewhere */
+                if (mine_done) p->failed_superseded++;
+                else if (mine_failed) p->duplicates++;
+                else rc = plan_add(&failed, &n_failed, &cap_f, h, err);
+            } else {
+                p->unfinished++;
             }
         }
         sqlite3_finalize(st);
     }
     exec(dst, "DETACH DATABASE src", NULL);
+    p->n_done = p->n;
+    for (int i = 0; i < n_failed; i++) { /* failed runs after the done ones */
+        if (rc == 0) rc = plan_add(&p->hashes, &p->n, &cap, failed[i], err);
+        free(failed[i]);
+    }
+    free(failed);
+    if (rc) db_merge_plan_free(p);
     return rc;
 }
 
 int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err) {
     if (attach(dst, src_path, err)) return -1;
     char sql_r[2048], sql_p[2048];
-    snprintf(sql_r, sizeof sql_r, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs WHERE run_hash = ?", kRunCols,
-             has_column(dst, "src", "runs", "oracle_stay") ? kRunCols : kRunColsV2);
+    /* a source of schema version < 3 has no oracle_stay, one < 4 no failure: NULL is copied for them */
+    snprintf(sql_r, sizeof sql_r, "INSERT INTO main.runs(%s) SELECT %s, %s, %s FROM src.runs WHERE run_hash = ?", kRunCols,
+             RUN_COLS_V1, has_column(dst, "src", "runs", "oracle_stay") ? "oracle_stay" : "NULL",
+             has_column(dst, "src", "runs", "failure") ? "failure" : "NULL");
     snprintf(sql_p, sizeof sql_p, "INSERT INTO main.prompts(%s) SELECT %s FROM src.prompts WHERE run_hash = ?",
              kPromptCols, kPromptCols);
     char sql_o[1024];
@@ -502,17 +735,19 @@ static void fmt_ratio(char *buf, size_t cap, double num, double den, const char 
     else snprintf(buf, cap, "-");
 }
 
-static void label_from(sqlite3_stmt *st, char *buf, size_t cap) {
+/* "lambda=1.5 tau=0.3 ..." from the 8 parameter columns starting at column `first` (lambda, tau, gamma,
+ * max_run, alpha, p_min, eta_fp, eta_tp; NULL ones left out) and oracle_stay at column `stay`. */
+static void label_from(sqlite3_stmt *st, int first, int stay, char *buf, size_t cap) {
     static const char *const names[] = {"lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp"};
     size_t k = 0;
     buf[0] = '\0';
     for (int j = 0; j < 8; j++) {
-        if (sqlite3_column_type(st, 2 + j) == SQLITE_NULL) continue;
-        int w = snprintf(buf + k, cap - k, "%s%s=%g", k ? " " : "", names[j], sqlite3_column_double(st, 2 + j));
+        if (sqlite3_column_type(st, first + j) == SQLITE_NULL) continue;
+        int w = snprintf(buf + k, cap - k, "%s%s=%g", k ? " " : "", names[j], sqlite3_column_double(st, first + j));
         if (w > 0 && (size_t)w < cap - k) k += (size_t)w;
     }
-    if (sqlite3_column_type(st, 21) != SQLITE_NULL && k < cap) /* oracle-markov */
-        snprintf(buf + k, cap - k, "%soracle_stay=%g", k ? " " : "", sqlite3_column_double(st, 21));
+    if (sqlite3_column_type(st, stay) != SQLITE_NULL && k < cap) /* oracle-markov */
+        snprintf(buf + k, cap - k, "%soracle_stay=%g", k ? " " : "", sqlite3_column_double(st, stay));
 }
 
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
@@ -550,7 +785,7 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
         memset(r, 0, sizeof *r);
         snprintf(r->method, sizeof r->method, "%s", (const char *)sqlite3_column_text(st, 0));
         snprintf(r->dataset, sizeof r->dataset, "%s", base((const char *)sqlite3_column_text(st, 1)));
-        if (!by_method) label_from(st, r->label, sizeof r->label);
+        if (!by_method) label_from(st, 2, 21, r->label, sizeof r->label);
         r->runs = sqlite3_column_int64(st, 10);
         r->tokens = sqlite3_column_int64(st, 11);
         r->t_total = sqlite3_column_double(st, 12);
@@ -565,6 +800,45 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
     }
     sqlite3_finalize(st);
     return rc;
+}
+
+/* Below the table: how many runs failed, each with its reason (at most SUMMARY_MAX_FAILED of them),
+ * and how many are unfinished. Neither kind is counted in the table. */
+#define SUMMARY_MAX_FAILED 50
+static int summary_not_done(Db *db, FILE *out, SpErr *err) {
+    char n_failed[32], n_running[32];
+    if (scalar_text(db, "SELECT COUNT(*) FROM runs WHERE status = 'failed'", n_failed, sizeof n_failed, err) ||
+        scalar_text(db, "SELECT COUNT(*) FROM runs WHERE status = 'running'", n_running, sizeof n_running, err))
+        return -1;
+    int nf = atoi(n_failed), nr = atoi(n_running);
+    if (nf > 0) {
+        fprintf(out, "failed: %d run%s, not in the table (a rerun does not retry %s: sprinter sweep --retry-failed)\n", nf,
+                nf == 1 ? "" : "s", nf == 1 ? "it" : "them");
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db->h,
+                               "SELECT run_hash, method, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp, "
+                               "oracle_stay, seed, failure FROM runs WHERE status = 'failed' ORDER BY run_index, run_hash",
+                               -1, &st, NULL) != SQLITE_OK)
+            return fail_sql(db, err, "query failed runs");
+        int shown = 0, s;
+        while (shown < SUMMARY_MAX_FAILED && (s = sqlite3_step(st)) == SQLITE_ROW) {
+            char label[200];
+            label_from(st, 2, 10, label, sizeof label);
+            const char *reason = (const char *)sqlite3_column_text(st, 12);
+            fprintf(out, "  %.12s %s%s%s seed=%lld: %s\n", (const char *)sqlite3_column_text(st, 0),
+                    (const char *)sqlite3_column_text(st, 1), label[0] ? " " : "", label,
+                    (long long)sqlite3_column_int64(st, 11), reason ? reason : "?");
+            shown++;
+        }
+        sqlite3_finalize(st);
+        if (nf > shown)
+            fprintf(out, "  ... and %d more (sqlite3 runs.sqlite \"SELECT run_hash, method, failure FROM runs WHERE "
+                         "status = 'failed'\")\n", nf - shown);
+    }
+    if (nr > 0)
+        fprintf(out, "unfinished: %d run%s, not in the table (started, not finished: the next sweep redoes %s)\n", nr,
+                nr == 1 ? "" : "s", nr == 1 ? "it" : "them");
+    return 0;
 }
 
 int db_summary(Db *db, FILE *out, int by_method, SpErr *err) {
@@ -600,14 +874,14 @@ int db_summary(Db *db, FILE *out, int by_method, SpErr *err) {
     }
     if (n == 0) fprintf(out, "(no finished runs)\n");
     free(rows);
-    return 0;
+    return summary_not_done(db, out, err);
 }
 
 int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, "SELECT run_hash FROM runs WHERE status = 'running' ORDER BY run_index", -1, &st, NULL) !=
         SQLITE_OK)
-        return sp_fail(err, "runs.sqlite: %s", sqlite3_errmsg(db->h));
+        return fail_sql(db, err, "query unfinished runs");
     size_t k = 0;
     buf[0] = '\0';
     while (sqlite3_step(st) == SQLITE_ROW) {

@@ -3,7 +3,9 @@
  *   meta(key, value)           schema_version (DB_SCHEMA_VERSION), format "sprinter-runs"
  *   runs(run_hash PRIMARY KEY, ...)  one row per run: its configuration (parameters that do not
  *                              apply to the method are NULL), content hashes, provenance, status
- *                              'running' or 'done', start and end time (ISO 8601 UTC)
+ *                              'running', 'done' or 'failed' (schema v4; with the one-line reason in
+ *                              failure, NULL otherwise), start and end time (ISO 8601 UTC; a failed
+ *                              run's finished_at is when it failed)
  *   prompts(run_hash, prompt_index, ...)  one row per (run, prompt): counters, wall times
  *                              (seconds, audit excluded from t_total), FLOPs, audited verifier
  *                              confusion counts, output text, and NULL quality columns that the
@@ -30,18 +32,24 @@
 /* Schema versions: 1 = meta, runs, prompts, run_totals (the sweep runner).
  *                  2 = 1 + table outputs (sprinter score, experiments/score.c).
  *                  3 = 2 + runs.oracle_stay (REAL, NULL except for oracle-markov runs).
- * db_open() upgrades older files in place (it only adds the outputs table and the oracle_stay
- * column), so every older database stays readable; merge accepts shards of any version in
- * [DB_SCHEMA_MIN, DB_SCHEMA_VERSION].
+ *                  4 = 3 + runs.status 'failed' and runs.failure (TEXT, the reason; NULL unless
+ *                      failed; CHECK: failure is set exactly when status is 'failed').
+ * db_open() upgrades older files in place, in one transaction (it adds the outputs table and the
+ * oracle_stay column, and rebuilds the runs table for v4, since SQLite cannot alter a CHECK
+ * constraint), so every older database stays readable; a newer file is refused before anything is
+ * written. Merge accepts shards of any version in [DB_SCHEMA_MIN, DB_SCHEMA_VERSION].
  * A later schema change: bump DB_SCHEMA_VERSION, add the upgrade step to db_open (db.c, "upgrade"),
  * document it in results/README.md. */
-#define DB_SCHEMA_VERSION 3
+#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION_STR "4"
 #define DB_SCHEMA_MIN 1
 
 typedef struct Db Db;
 
 /* Opens (creating the schema if the file is new, upgrading an older version) and checks
- * schema_version. */
+ * schema_version. SQLite errors here and in every function below read "PATH: [WHAT: ]MESSAGE (CODE)"
+ * with SQLite's extended result code, plus the errno for I/O failures:
+ * "OUT/runs.sqlite: COMMIT: disk I/O error (SQLITE_IOERR_FSYNC, errno 28: No space left on device)". */
 Db *db_open(const char *path, SpErr *err);
 void db_close(Db *db);
 /* The connection itself, for a module that owns its own table's queries (score.c: outputs).
@@ -70,35 +78,58 @@ typedef struct PromptRow {
     char *output_text;        /* owned by the caller; NULL when there is no tokenizer */
 } PromptRow;
 
+/* A run's status: no row, 'running', 'done', 'failed'. */
+enum { DB_RUN_NONE = 0, DB_RUN_RUNNING = 1, DB_RUN_DONE = 2, DB_RUN_FAILED = 3 };
+/* The run's DB_RUN_* status, -1 on error; a failed run's reason goes to failure[cap] (if non-NULL). */
+int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr *err);
 /* 1 if the run is marked done, else 0; -1 on error. */
 int db_run_done(Db *db, const char *run_hash, SpErr *err);
-/* Deletes the run's row and its prompt (and outputs) rows (an unfinished run about to be redone). */
+/* Deletes the run's row and its prompt (and outputs) rows (an unfinished run about to be redone, or a
+ * failed one retried). */
 int db_run_reset(Db *db, const char *run_hash, SpErr *err);
 /* One transaction: replaces the run's row with status 'running' and deletes its prompt rows. */
 int db_run_begin(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err);
 /* One transaction: inserts the prompt rows and marks the run done with finished_at. */
 int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const char *finished_at, SpErr *err);
+/* One transaction: marks the 'running' run failed with the one-line reason and finished_at, and
+ * deletes its prompt and outputs rows (a failed run keeps no partial results). */
+int db_run_fail(Db *db, const char *run_hash, const char *reason, const char *finished_at, SpErr *err);
 
-/* Number of done runs and their emitted tokens (for progress across worker processes). */
-int db_progress(Db *db, int64_t *runs_done, int64_t *tokens, SpErr *err);
+/* Numbers of done and failed runs (runs_failed may be NULL) and the done runs' emitted tokens (for
+ * progress across worker processes). */
+int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *tokens, SpErr *err);
 /* Hashes of runs begun but not finished (status 'running'), comma-separated into buf. */
 int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err);
 
 /* ---- merging ---- */
 typedef struct MergeCounts {
-    int runs_added, duplicates, unfinished;
+    int runs_added;  /* done runs copied */
+    int failed_added; /* failed runs copied (their rows only: a failed run has no prompts or token log) */
+    int duplicates;  /* runs dst already had with the same status */
+    int unfinished;  /* runs left out: 'running' in the source */
+    int failed_superseded; /* runs left out: failed in the source, done in dst */
 } MergeCounts;
-/* The done run hashes of the database at src_path that dst lacks (as done), malloc'd array of
- * malloc'd strings; *n_dup counts those dst already has. */
-int db_merge_plan(Db *dst, const char *src_path, char ***hashes, int *n, int *n_dup, int *n_unfinished, SpErr *err);
-/* One transaction: copies the runs and prompt rows (and outputs rows, when the source has the
- * table) of hashes[0..n) from src_path into dst. */
+/* What to copy from the database at src_path into dst: a done run replaces anything but a done
+ * run (so a done run anywhere wins); a failed run is copied where dst has no row or a 'running'
+ * one, never over a done run. hashes[0..n_done) are done runs, hashes[n_done..n) failed ones, in
+ * the source's run order; the rest is counted. */
+typedef struct MergePlan {
+    char **hashes; /* malloc'd array of malloc'd strings */
+    int n, n_done;
+    int duplicates, unfinished, failed_superseded;
+} MergePlan;
+int db_merge_plan(Db *dst, const char *src_path, MergePlan *plan, SpErr *err);
+void db_merge_plan_free(MergePlan *plan);
+/* One transaction: replaces dst's rows of hashes[0..n) by the source's runs and prompt rows (and
+ * outputs rows, when the source has the table). */
 int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err);
 
 /* ---- reporting ---- */
 /* Prints the summary table (per method and parameter setting, summed over seeds and prompts, or
  * per method only when by_method): runs, tokens, tokens/s, speed-up over ar, target calls per
- * token, mean accepted run (draft tokens emitted per target call), eta_FP and eta_TP. */
+ * token, mean accepted run (draft tokens emitted per target call), eta_FP and eta_TP, of the done
+ * runs; then the number of failed runs with each one's reason (the first 50) and the number of
+ * unfinished runs, when there are any. */
 int db_summary(Db *db, FILE *out, int by_method, SpErr *err);
 
 /* Current time as ISO 8601 UTC with milliseconds: buf of at least 32 bytes. */

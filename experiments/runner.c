@@ -23,6 +23,9 @@
 #include "verifier.h"
 #include "verifier_train.h"
 
+/* What run_one returns besides -1 (an error that stops the sweep). */
+enum { RUN_DONE = 0, RUN_FAILED = 1 };
+
 /* ------------------------------------------------------------------ small helpers */
 
 static double now_s(void) {
@@ -341,7 +344,10 @@ static void remove_run_files(const Ctx *c, const RunConfig *r) {
     unlink(tmp);
 }
 
-static int decode_prompts(Ctx *c, const RunConfig *r, Decoder *dec, TokenLog *log, PromptRow *rows, SpErr *err) {
+/* Decodes every prompt of r with dc (r->dc, maybe with a test fault) and appends its events to log:
+ * 0, RUN_FAILED (non-finite logits; err: "prompt P: draft model: logits ... contain NaN ...") or -1. */
+static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Decoder *dec, TokenLog *log,
+                          PromptRow *rows, SpErr *err) {
     const SweepSpec *s = c->s;
     const Prompts *P = &c->prompts[r->dataset];
     for (int i = 0; i < s->n_prompts; i++) {
@@ -354,8 +360,13 @@ static int decode_prompts(Ctx *c, const RunConfig *r, Decoder *dec, TokenLog *lo
         gsl_rng *rng = sampler_rng_new(row->rng_seed);
         if (!rng) return sp_fail(err, "out of memory");
         DecodeOutput out;
-        int rc = decoder_run(dec, &r->dc, P->ids[i], P->n[i], rng, &out, err);
+        int rc = decoder_run(dec, dc, P->ids[i], P->n[i], rng, &out, err);
         gsl_rng_free(rng);
+        /* non-finite logits: the run fails (the same configuration fails again), the sweep goes on */
+        if (rc == DECODE_ERR_NONFINITE) {
+            sp_err_prefix(err, "prompt %d", row->prompt_index);
+            return RUN_FAILED;
+        }
         if (rc) return sp_err_prefix(err, "run %.12s (%s) prompt %d", r->hash, decode_method_name(r->dc.method), row->prompt_index);
         fill_row(row, r, &out);
         size_t len;
@@ -375,6 +386,8 @@ static int decode_prompts(Ctx *c, const RunConfig *r, Decoder *dec, TokenLog *lo
     return 0;
 }
 
+/* Runs r from scratch: RUN_DONE (0), RUN_FAILED (marked failed in the database: decoding hit non-finite
+ * logits; its token log deleted) or -1 (anything else: the sweep stops). */
 static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     const SweepSpec *s = c->s;
     VerEntry *v = method_needs_verifier(r->dc.method) ? find_verifier(c, r->dc.lambda) : NULL;
@@ -398,9 +411,22 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
         goto done;
     }
     TokenLogMeta lm = {r->hash, decode_method_name(r->dc.method), r->canon, s->name, s->sha256, s->n_prompts};
-    if (tokenlog_create(&log, abs, &lm, err) ||
-        decode_prompts(c, r, dec, &log, rows, err) || tokenlog_commit(&log, err))
+    DecodeConfig dc = r->dc; /* the test fault below is not part of the configuration (nor of its hash) */
+    dc.fault_nan_logits = c->o->test_nan_method && !strcmp(c->o->test_nan_method, decode_method_name(r->dc.method));
+    if (tokenlog_create(&log, abs, &lm, err)) goto done;
+    int drc = decode_prompts(c, r, &dc, dec, &log, rows, err);
+    if (drc == RUN_FAILED) {
+        char reason[sizeof err->msg];
+        snprintf(reason, sizeof reason, "%s", err->msg);
+        tokenlog_abort(&log); /* no token log of a failed run, not even a partial one */
+        db_now_iso(finished, sizeof finished);
+        if (db_run_fail(c->db, r->hash, reason, finished, err)) goto done;
+        sp_fail(err, "%s", reason); /* for the progress line */
+        checkpoint(c);
+        rc = RUN_FAILED;
         goto done;
+    }
+    if (drc || tokenlog_commit(&log, err)) goto done;
     checkpoint(c);
     db_now_iso(finished, sizeof finished);
     if (db_run_finish(c->db, r->hash, rows, s->n_prompts, finished, err)) goto done;
@@ -421,15 +447,22 @@ static void run_label(const RunConfig *r, char *buf, size_t cap) {
              (unsigned long long)r->seed, r->hash);
 }
 
-/* Runs pending[k] for k % n_workers == worker. */
-static int run_share(Ctx *c, int worker, int n_workers, int *ran, SpErr *err) {
+/* Runs pending[k] for k % n_workers == worker; a run that fails (RUN_FAILED, recorded in the
+ * database) does not stop the others. *ran counts the runs done, *failed those failed. */
+static int run_share(Ctx *c, int worker, int n_workers, int *ran, int *failed, SpErr *err) {
     for (int k = worker; k < c->n_pending; k += n_workers) {
         const RunConfig *r = &c->runs[c->pending[k]];
-        if (run_one(c, r, err)) return -1;
-        (*ran)++;
+        int rc = run_one(c, r, err);
+        if (rc < 0) return -1;
+        if (rc == RUN_FAILED) (*failed)++;
+        else (*ran)++;
         c->prog.done++;
-        char what[400];
+        char what[1500];
         run_label(r, what, sizeof what);
+        if (rc == RUN_FAILED) {
+            size_t k2 = strlen(what);
+            snprintf(what + k2, sizeof what - k2, " FAILED: %s", err->msg);
+        }
         progress_print(&c->prog, 0, what);
     }
     return 0;
@@ -437,7 +470,7 @@ static int run_share(Ctx *c, int worker, int n_workers, int *ran, SpErr *err) {
 
 /* ------------------------------------------------------------------ worker processes */
 
-static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
+static int run_workers(Ctx *c, int jobs, int *ran, int *n_failed, SpErr *err) {
     db_close(c->db); /* an SQLite connection must not cross fork() */
     c->db = NULL;
     fflush(NULL);
@@ -454,10 +487,10 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed sweep takes its workers with it */
             if (getppid() != parent) _exit(1); /* it died before prctl took effect */
             SpErr e = {{0}};
-            int k = 0, rc = 1;
+            int k = 0, f = 0, rc = 1;
             c->prog.enabled = 0;
             if ((c->db = db_open(c->db_path, &e))) {
-                rc = run_share(c, w, jobs, &k, &e) ? 1 : 0;
+                rc = run_share(c, w, jobs, &k, &f, &e) ? 1 : 0; /* failed runs are in the database */
                 db_close(c->db);
             }
             if (rc && !g_stop_signal) fprintf(stderr, "sprinter sweep: worker %d: %s\n", w, e.msg);
@@ -466,9 +499,9 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
         }
         pids[n++] = pid;
     }
-    int64_t done0 = 0, tok0 = 0, done, tok;
+    int64_t done0 = 0, failed0 = 0, tok0 = 0, done, failed_runs, tok;
     Db *db = db_open(c->db_path, err);
-    if (db) db_progress(db, &done0, &tok0, NULL);
+    if (db) db_progress(db, &done0, &failed0, &tok0, NULL);
     int alive = n, failed = n < jobs;
     int base = c->prog.done;
     while (alive > 0) {
@@ -484,8 +517,8 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
             continue;
         }
         if (p < 0 && errno != EINTR) break;
-        if (db && db_progress(db, &done, &tok, NULL) == 0) {
-            int d = base + (int)(done - done0);
+        if (db && db_progress(db, &done, &failed_runs, &tok, NULL) == 0) {
+            int d = base + (int)(done - done0) + (int)(failed_runs - failed0);
             c->prog.tokens = tok - tok0;
             if (d != c->prog.done) {
                 c->prog.done = d;
@@ -496,9 +529,10 @@ static int run_workers(Ctx *c, int jobs, int *ran, SpErr *err) {
         }
         sleep_ms(200);
     }
-    if (db && db_progress(db, &done, &tok, NULL) == 0) {
+    if (db && db_progress(db, &done, &failed_runs, &tok, NULL) == 0) {
         *ran = (int)(done - done0);
-        c->prog.done = base + *ran;
+        *n_failed = (int)(failed_runs - failed0);
+        c->prog.done = base + *ran + *n_failed;
         c->prog.tokens = tok - tok0;
     }
     db_close(db);
@@ -547,7 +581,8 @@ static int prepare(Ctx *c, SpErr *err) {
     return 0;
 }
 
-/* Finds the runs of this shard that are not done, and clears their leftovers. */
+/* Finds the runs of this shard that are to run: neither done nor failed (failed ones too with
+ * retry_failed), and clears their leftovers. */
 static int find_pending(Ctx *c, SweepCounts *cnt, SpErr *err) {
     if (!(c->pending = malloc((size_t)(c->n_runs ? c->n_runs : 1) * sizeof *c->pending))) return sp_fail(err, "out of memory");
     cnt->total = c->n_runs;
@@ -555,12 +590,17 @@ static int find_pending(Ctx *c, SweepCounts *cnt, SpErr *err) {
         const RunConfig *r = &c->runs[i];
         if (!run_in_shard(r, c->o->shard_i, c->o->shard_n)) continue;
         cnt->mine++;
-        int done = db_run_done(c->db, r->hash, err);
-        if (done < 0) return -1;
-        if (done) {
+        int status = db_run_status(c->db, r->hash, NULL, 0, err);
+        if (status < 0) return -1;
+        if (status == DB_RUN_DONE) {
             cnt->skipped++;
             continue;
         }
+        if (status == DB_RUN_FAILED && !c->o->retry_failed) { /* it would fail the same way again */
+            cnt->failed_kept++;
+            continue;
+        }
+        if (status == DB_RUN_FAILED) cnt->retried++;
         if (db_run_reset(c->db, r->hash, err)) return -1;
         remove_run_files(c, r);
         c->pending[c->n_pending++] = i;
@@ -583,6 +623,45 @@ static int load_inputs(Ctx *c, SpErr *err) {
     return 0;
 }
 
+/* Lists the failed runs of this shard (failed now, or earlier and not retried) into cnt, grid order. */
+static int collect_failures(Ctx *c, SweepCounts *cnt, SpErr *err) {
+    Db *db = c->db ? c->db : db_open(c->db_path, err);
+    if (!db) return -1;
+    int rc = 0, cap = 0;
+    for (int i = 0; rc == 0 && i < c->n_runs; i++) {
+        const RunConfig *r = &c->runs[i];
+        if (!run_in_shard(r, c->o->shard_i, c->o->shard_n)) continue;
+        char reason[1024];
+        int status = db_run_status(db, r->hash, reason, sizeof reason, err);
+        if (status < 0) rc = -1;
+        if (status != DB_RUN_FAILED) continue;
+        if (cnt->failed == cap) {
+            int nc = cap ? cap * 2 : 16;
+            SweepFailure *nf = realloc(cnt->failures, (size_t)nc * sizeof *nf);
+            if (!nf) {
+                rc = sp_fail(err, "out of memory");
+                break;
+            }
+            cnt->failures = nf;
+            cap = nc;
+        }
+        SweepFailure *f = &cnt->failures[cnt->failed];
+        snprintf(f->hash, sizeof f->hash, "%s", r->hash);
+        snprintf(f->method, sizeof f->method, "%s", decode_method_name(r->dc.method));
+        if (!(f->reason = strdup(reason))) rc = sp_fail(err, "out of memory");
+        else cnt->failed++;
+    }
+    if (db != c->db) db_close(db);
+    return rc;
+}
+
+void sweep_counts_free(SweepCounts *cnt) {
+    for (int i = 0; i < cnt->failed; i++) free(cnt->failures[i].reason);
+    free(cnt->failures);
+    cnt->failures = NULL;
+    cnt->failed = 0;
+}
+
 int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err) {
     Ctx c = {.s = s, .o = o, .lock_fd = -1};
     memset(cnt, 0, sizeof *cnt);
@@ -590,11 +669,14 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
     if (prepare(&c, err) || find_pending(&c, cnt, err)) goto done;
     git_commit(s->path, c.git, sizeof c.git);
     if (gethostname(c.host, sizeof c.host) != 0) snprintf(c.host, sizeof c.host, "unknown");
-    c.prog = (Progress){o->progress, isatty(2), cnt->mine, cnt->skipped, 0, 0, now_s(), 0};
-    if (o->progress && cnt->skipped)
-        fprintf(stderr, "sweep: %d of %d runs already done, %d to run\n", cnt->skipped, cnt->mine, c.n_pending);
+    c.prog = (Progress){o->progress, isatty(2), cnt->mine, cnt->skipped + cnt->failed_kept, 0, 0, now_s(), 0};
+    if (o->progress && (cnt->skipped || cnt->failed_kept || cnt->retried))
+        fprintf(stderr, "sweep: %d of %d runs already done, %d failed before%s, %d to run\n", cnt->skipped, cnt->mine,
+                cnt->failed_kept + cnt->retried,
+                cnt->retried ? " (retried: --retry-failed)" : cnt->failed_kept ? " (not retried without --retry-failed)" : "",
+                c.n_pending);
     if (c.n_pending == 0) {
-        rc = 0;
+        rc = collect_failures(&c, cnt, err);
         goto done;
     }
     if (load_inputs(&c, err) || prepare_verifiers(&c, err)) goto done;
@@ -608,7 +690,8 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
     g_stop_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    rc = jobs > 1 ? run_workers(&c, jobs, &cnt->ran, err) : run_share(&c, 0, 1, &cnt->ran, err);
+    rc = jobs > 1 ? run_workers(&c, jobs, &cnt->ran, &cnt->failed_now, err)
+                  : run_share(&c, 0, 1, &cnt->ran, &cnt->failed_now, err);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     progress_print(&c.prog, 1, NULL);
@@ -618,6 +701,7 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
         if (db) db_unfinished(db, cnt->discarded, sizeof cnt->discarded, NULL);
         if (db && db != c.db) db_close(db);
     }
+    if (rc == 0) rc = collect_failures(&c, cnt, err);
 done:
     ctx_free(&c);
     return rc;
@@ -630,15 +714,17 @@ int runner_dry_run(SweepSpec *s, const RunnerOpts *o, SpErr *err) {
     char db_path[4200];
     snprintf(db_path, sizeof db_path, "%s/runs.sqlite", o->out_dir);
     Db *db = access(db_path, F_OK) == 0 ? db_open(db_path, err) : NULL;
-    printf("%5s %-16s %-6s %-5s %s\n", "index", "run", "shard", "done", "configuration");
+    printf("%5s %-16s %-6s %-7s %s\n", "index", "run", "shard", "status", "configuration");
     int mine = 0;
     for (int i = 0; i < n; i++) {
         const RunConfig *r = &runs[i];
-        int in = run_in_shard(r, o->shard_i, o->shard_n), done = db ? db_run_done(db, r->hash, NULL) : 0;
+        int in = run_in_shard(r, o->shard_i, o->shard_n), st = db ? db_run_status(db, r->hash, NULL, 0, NULL) : 0;
+        static const char *const names[] = {"-", "running", "done", "failed"};
         char what[400];
         run_label(r, what, sizeof what);
         mine += in;
-        printf("%5d %.16s %-6s %-5s %s\n", r->index, r->hash, in ? "yes" : "no", done > 0 ? "yes" : "no", what);
+        printf("%5d %.16s %-6s %-7s %s\n", r->index, r->hash, in ? "yes" : "no", st >= 0 && st <= 3 ? names[st] : "?",
+               what);
     }
     printf("%d runs, %d in this shard\n", n, mine);
     db_close(db);
@@ -678,24 +764,28 @@ static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCount
     char src_db[4200];
     snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard);
     if (access(src_db, R_OK) != 0) return sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard);
-    char **hashes;
-    int n, dup, unfinished;
-    if (db_merge_plan(dst, src_db, &hashes, &n, &dup, &unfinished, err)) return -1;
+    MergePlan p;
+    if (db_merge_plan(dst, src_db, &p, err)) return -1;
     int rc = 0;
-    for (int i = 0; rc == 0 && i < n; i++) {
+    for (int i = 0; rc == 0 && i < p.n; i++) {
         char src[4400], dstp[4400];
-        snprintf(src, sizeof src, "%s/tokens/%s.h5", shard, hashes[i]);
-        snprintf(dstp, sizeof dstp, "%s/tokens/%s.h5", out_dir, hashes[i]);
+        snprintf(dstp, sizeof dstp, "%s/tokens/%s.h5", out_dir, p.hashes[i]);
+        if (i >= p.n_done) { /* a failed run has no token log: a stale one of an unfinished try in dst goes */
+            unlink(dstp);
+            continue;
+        }
+        snprintf(src, sizeof src, "%s/tokens/%s.h5", shard, p.hashes[i]);
         rc = copy_log(src, dstp, err);
     }
-    if (rc == 0) rc = db_merge_rows(dst, src_db, hashes, n, err);
+    if (rc == 0) rc = db_merge_rows(dst, src_db, p.hashes, p.n, err);
     if (rc == 0) {
-        mc->runs_added += n;
-        mc->duplicates += dup;
-        mc->unfinished += unfinished;
+        mc->runs_added += p.n_done;
+        mc->failed_added += p.n - p.n_done;
+        mc->duplicates += p.duplicates;
+        mc->unfinished += p.unfinished;
+        mc->failed_superseded += p.failed_superseded;
     }
-    for (int i = 0; i < n; i++) free(hashes[i]);
-    free(hashes);
+    db_merge_plan_free(&p);
     return rc;
 }
 

@@ -11,6 +11,13 @@
  * A run not marked done is redone from scratch by the next sweep (its rows and files are removed
  * first), so killing a sweep at any point loses at most the runs in progress and duplicates nothing.
  *
+ * Run failures: when decoding fails with non-finite logits (decoder_run's DECODE_ERR_NONFINITE, a
+ * property of the run's models and inputs, so a retry fails the same way), the run's HASH.h5.tmp is
+ * deleted and one transaction marks it 'failed' with the one-line reason ("prompt P: draft model:
+ * logits at position I contain NaN at index J"); the sweep goes on with the other runs. A later
+ * sweep does not retry a failed run unless retry_failed is set. Every other error (I/O, disk full,
+ * database, memory) stops the sweep at once, as does a signal: those are not run failures.
+ *
  * Everything that can fail before the first run (spec, models, data, output directory, prompts that
  * do not fit the context, verifier training) fails before it starts. With jobs > 1 the pending runs
  * are dealt round-robin to that many forked worker processes, each with its own decoder and
@@ -31,26 +38,44 @@ typedef struct RunnerOpts {
     int progress;               /* progress lines on stderr */
     int test_delay_ms;          /* tests: sleep this long after each prompt */
     int test_crash_at;          /* tests: SIGKILL itself at the K-th checkpoint (0 = never) */
+    int retry_failed;           /* reset and rerun the runs marked failed (default: leave them failed) */
+    const char *test_nan_method; /* tests: runs of this method fail as if their logits were NaN (NULL = none) */
 } RunnerOpts;
+
+/* A failed run of this shard (strings owned by SweepCounts). */
+typedef struct SweepFailure {
+    char hash[65];
+    char method[32];
+    char *reason; /* runs.failure */
+} SweepFailure;
 
 /* Counts of one sweep invocation. */
 typedef struct SweepCounts {
     int total;   /* runs in the grid */
     int mine;    /* runs in this shard */
     int skipped; /* already done */
-    int ran;     /* finished now */
+    int ran;     /* finished (done) now */
+    int failed_now;  /* run now and failed */
+    int failed_kept; /* failed in an earlier sweep, not retried (no retry_failed) */
+    int retried;     /* failed in an earlier sweep, run again (retry_failed) */
+    int failed;      /* failed runs of this shard after the sweep (failed_now + failed_kept), each in failures */
+    SweepFailure *failures; /* [failed] in grid order, when runner_sweep succeeds; sweep_counts_free */
     int stop_signal;       /* SIGINT / SIGTERM that stopped the sweep, else 0 */
     char discarded[1024];  /* hashes of the runs in progress then (not marked done, logs deleted) */
 } SweepCounts;
 
-/* Resolves s (hashes models and data), expands it and runs what is not done yet. */
+/* Resolves s (hashes models and data), expands it and runs what is neither done nor failed (failed
+ * ones too with o->retry_failed). Returns 0 when every run of the shard was tried, even if some
+ * failed (c->failed > 0: the caller reports them), -1 on an error that stopped the sweep. */
 int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *c, SpErr *err);
+void sweep_counts_free(SweepCounts *c);
 
-/* Lists the expanded runs (index, hash, method, parameters, shard, done) without running them. */
+/* Lists the expanded runs (index, hash, shard, status, method, parameters) without running them. */
 int runner_dry_run(SweepSpec *s, const RunnerOpts *o, SpErr *err);
 
 /* Merges the done runs of each shard directory into out_dir (database rows and token logs),
- * skipping runs out_dir already has. */
+ * skipping runs out_dir already has done, and carries failed runs (their rows) where out_dir has no
+ * done run of the same hash: a done run anywhere wins, a failed one stays failed (db_merge_plan). */
 int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *c, SpErr *err);
 
 #endif

@@ -10,6 +10,11 @@ forces the shim.
 Documented behaviour checked here:
   - exit 1, nothing from the sanitizers, and one last stderr line "sprinter CMD: FILE: ..." saying the
     disk is full ("No space left", "disk is full", "disk full", "write failed");
+  - a message from SQLite names SQLite's extended result code, and the errno where SQLite saw one
+    (experiments/db.c), instead of SQLite's vague text alone:
+        runs.sqlite: BEGIN IMMEDIATE: disk I/O error (SQLITE_IOERR_SHMSIZE, errno 28: No space left on device)
+        runs.sqlite: COMMIT: database or disk is full (SQLITE_FULL)
+    (SQLite reports a short write as SQLITE_FULL and clears its errno, so that one has none);
   - no *.tmp left behind; a model or HDF5 file under its final name is complete;
   - sweep: runs.sqlite passes PRAGMA integrity_check, every run marked done has its token log and
     both match an uninterrupted sweep exactly (nothing lost among finished runs), and rerunning the
@@ -23,16 +28,34 @@ usage: fault_disk_full.py --sprinter BIN --dump SWEEP_DUMP [--shim LIB] --work D
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 
 from fault_common import SANITIZER, Checks, Space, check_results_dir, clean_failure, leftovers, run, space_mode, sweep_fixture, reference_sweep
 
 FULL = r"No space left|disk is full|disk full|write failed|flush failed|close failed|disk I/O error"
+# SQLite's messages (runs.sqlite) and what each must carry: the extended result code, and errno 28 for
+# an I/O error (SQLITE_FULL comes from a short write, for which SQLite keeps no errno)
+SQLITE_MESSAGES = (
+    ("disk I/O error", r"disk I/O error \(SQLITE_IOERR_[A-Z_]+, errno 28: No space left on device\)$"),
+    ("database or disk is full", r"database or disk is full \(SQLITE_FULL\)$"),
+    ("runs.sqlite: ", r"\((SQLITE_[A-Z_]+)(, errno \d+: [^)]+)?\)$"),
+)
+
+
+def check_sqlite_message(ck, what, msg):
+    """A full-disk message from SQLite has the form its row of SQLITE_MESSAGES gives."""
+    for text, form in SQLITE_MESSAGES:
+        if text in msg:
+            ck.check(re.search(form, msg) is not None, "%s: SQLite's message %r lacks the extended code / errno (%s)" %
+                     (what, msg, form))
+            return
 
 
 def sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size, tokens_only=False):
-    """One sweep whose results directory (or only its tokens/) sits on a disk of `size` bytes."""
+    """One sweep whose results directory (or only its tokens/) sits on a disk of `size` bytes: its error
+    message, or "" when the sweep fitted."""
     what = "sweep, %s on %d bytes" % ("tokens/" if tokens_only else "results dir", size)
     if tokens_only:
         res = os.path.join(a.work, "res-tokens")
@@ -49,8 +72,9 @@ def sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size, tokens_onl
         if os.path.exists(res):
             shutil.copytree(res, saved, symlinks=True)
     if rc == 0:
-        return 0  # it fitted: no fault this time
+        return ""  # it fitted: no fault this time
     msg = clean_failure(ck, what, rc, err, "sprinter sweep: ", reason=FULL)
+    check_sqlite_message(ck, what, msg)
     done = check_results_dir(ck, what, saved, ref_lines, a.dump, a.work) if os.path.exists(saved) else 0
     # resume with space again: the finished runs are kept, the rest redone, same bytes as never failing
     rc, _, err = run([a.sprinter, "sweep", spec, "--out", saved, "--quiet"])
@@ -58,8 +82,8 @@ def sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size, tokens_onl
     drc, out, derr = sweep_fixture.dump(a.dump, saved)
     ck.check(drc == 0 and out == ref_dump, "%s: rerun differs from the uninterrupted sweep: %s" %
              (what, derr[-500:] or sweep_fixture.first_difference(ref_dump, out)))
-    print("  %-36s %d runs done, rerun ok; %s" % (what, done, msg[:150]), flush=True)
-    return 1
+    print("  %-36s %d runs done, rerun ok; %s" % (what, done, msg[-150:]), flush=True)
+    return msg
 
 
 def main():
@@ -88,17 +112,21 @@ def main():
 
     # 1. the whole results directory on a small disk: the fault lands in SQLite's first pages, the
     #    token logs, and the commits of later runs
-    faults = 0
+    faults = []
     sizes = [8 << 10, 120 << 10, int(total * 0.95)] if mode == "tmpfs" else \
             [2 << 10, int(total * 0.6), int(total * 0.9)]
     for size in sizes:
-        faults += sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size)
-    ck.check(faults >= 2, "only %d of %d small-disk sweeps hit the full disk" % (faults, len(sizes)))
+        msg = sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size)
+        if msg:
+            faults.append(msg)
+    ck.check(len(faults) >= 2, "only %d of %d small-disk sweeps hit the full disk" % (len(faults), len(sizes)))
+    ck.check(any(re.search(r"runs\.sqlite: .*\(SQLITE_[A-Z_]+", m) for m in faults),
+             "no small-disk sweep failed inside SQLite (expected at %d bytes): %s" % (sizes[0], faults))
 
     # 2. HDF5 write failure: tokens/ on a disk with room for about one and a half token logs, the
     #    database on a healthy disk
     hit = sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, logs[0] + logs[0] // 2, tokens_only=True)
-    ck.check(hit == 1, "the tokens/-only small disk did not make the sweep fail")
+    ck.check(bool(hit), "the tokens/-only small disk did not make the sweep fail")
 
     # 3. collect: its HDF5 output on a small disk
     cdir = os.path.join(a.work, "collect-disk")

@@ -6,8 +6,10 @@
  * Prints every runs and prompts row (sorted by run hash and prompt index) except the columns that
  * measure wall-clock time or depend on when and where the sweep ran (started_at, finished_at,
  * t_*, git_commit, host), then every token log's datasets, floats as their bit patterns. Exits 1
- * (after printing "sweep_dump: ..." lines on stderr) when a run is not done, a done run's token log
- * is missing or does not open, a token log has no done run, or a *.tmp file is left over. */
+ * (after printing "sweep_dump: ..." lines on stderr) when a run is neither done nor failed, a done
+ * run's token log is missing or does not open, a failed run has prompt rows or no reason, a token
+ * log has no done run, or a *.tmp file is left over. A failed run (schema v4) is a consistent state:
+ * its runs row is dumped like any other. */
 #include <dirent.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -137,6 +139,23 @@ static void check_files(const char *dir, sqlite3 *db, int *bad) {
     closedir(d);
 }
 
+/* A failed run has its reason and no prompt or outputs rows. */
+static void check_failed(sqlite3 *db, const char *hash, int *bad) {
+    sqlite3_stmt *st;
+    const char *sql = "SELECT (SELECT failure FROM runs WHERE run_hash = ?1) IS NOT NULL, "
+                      "(SELECT COUNT(*) FROM prompts WHERE run_hash = ?1)";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        problem(bad, "failed run %s: %s", hash, sqlite3_errmsg(db));
+        return;
+    }
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        if (!sqlite3_column_int(st, 0)) problem(bad, "failed run %s has no failure reason%s", hash, "");
+        if (sqlite3_column_int(st, 1)) problem(bad, "failed run %s has prompt rows%s", hash, "");
+    }
+    sqlite3_finalize(st);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: sweep_dump RESULTS_DIR\n");
@@ -159,8 +178,9 @@ int main(int argc, char **argv) {
     if (sqlite3_prepare_v2(db, "SELECT run_hash, status FROM runs ORDER BY run_hash", -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             const char *h = (const char *)sqlite3_column_text(st, 0), *s = (const char *)sqlite3_column_text(st, 1);
-            if (strcmp(s, "done")) problem(bad, "run %s is %s", h, s);
-            else dump_log(dir, h, bad);
+            if (!strcmp(s, "done")) dump_log(dir, h, bad);
+            else if (!strcmp(s, "failed")) check_failed(db, h, bad);
+            else problem(bad, "run %s is %s", h, s);
         }
         sqlite3_finalize(st);
     }

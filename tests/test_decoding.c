@@ -14,7 +14,8 @@
  * deterministic; for a correct sampler each check would fail with probability 0.001 on fresh
  * seeds (union bound over the checks here: < 3%). Negative controls must be rejected: the SD
  * residual replaced by p (fault_broken_residual), and oracle-iid tested against p alone.
- * Also: greedy sd / pmin / specdecpp equal greedy ar token for token on 50 prompts.
+ * Also: greedy sd / pmin / specdecpp equal greedy ar token for token on 50 prompts; non-finite logits
+ * return DECODE_ERR_NONFINITE, other errors -1.
  * usage: test_decoding WORKDIR */
 #include <gsl/gsl_cdf.h>
 #include <math.h>
@@ -322,6 +323,35 @@ static void test_bookkeeping(Fixture *f) {
     gsl_rng_free(rng);
 }
 
+/* decoder_run's return values: DECODE_ERR_NONFINITE for non-finite logits (fault_nan_logits stands in
+ * for a NaN weight; it reads the first forward's logit 0 as NaN), -1 for any other error; after either,
+ * the same decoder decodes normally again. */
+static void test_nonfinite(Fixture *f) {
+    gsl_rng *rng = sampler_rng_new(11);
+    const DecodeMethod ms[] = {DM_AR, DM_DRAFT, DM_SD, DM_SPRINTER};
+    for (int m = 0; m < 4; m++) {
+        SpErr err = {{0}};
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.method = ms[m];
+        cfg.max_new = 8;
+        cfg.fault_nan_logits = 1;
+        DecodeOutput o;
+        int rc = decoder_run(f->dec, &cfg, f->prefix, f->n_prefix, rng, &o, &err);
+        const char *model = ms[m] == DM_AR ? "target model" : "draft model";
+        check(rc == DECODE_ERR_NONFINITE && strstr(err.msg, model) && strstr(err.msg, "contain NaN at index 0") &&
+                  o.tokens == NULL && o.n_tokens == 0,
+              "%s with NaN logits: rc %d (want %d), \"%s\"", decode_method_name(ms[m]), rc, DECODE_ERR_NONFINITE, err.msg);
+        cfg.fault_nan_logits = 0;
+        rc = decoder_run(f->dec, &cfg, f->prefix, 0, rng, &o, &err);
+        check(rc == -1, "%s on an empty prompt: rc %d, want -1 (not a non-finite failure)", decode_method_name(ms[m]), rc);
+        rc = decoder_run(f->dec, &cfg, f->prefix, f->n_prefix, rng, &o, &err);
+        check(rc == 0 && o.n_tokens == 8, "%s decodes again after the failures (rc %d)", decode_method_name(ms[m]), rc);
+        if (rc == 0) decode_output_free(&o);
+    }
+    gsl_rng_free(rng);
+}
+
 /* Learns a verifier for the fixture's models: collect (hidden, label) rows with the collect method
  * on 60 random prompts, write them in the collect format, fit with verifier_train. */
 static int learned_verifier(Fixture *f, const char *work, Verifier *out) {
@@ -448,6 +478,7 @@ int main(int argc, char **argv) {
     test_laws(&f, &ver, 0);
     test_greedy(&f);
     test_bookkeeping(&f);
+    test_nonfinite(&f);
     test_markov(&f);
     decoder_free(f.dec);
     model_free(f.draft);
