@@ -216,6 +216,15 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
 }
 #endif
 
+#ifdef SP_HAVE_X86_KERNELS
+#include <cpuid.h>
+/* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). */
+static int cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+#endif
+
 int kernel_isa_supported(KernelIsa isa) {
     switch (isa) {
     case ISA_AUTO:
@@ -244,7 +253,7 @@ int kernel_half_supported(KernelIsa isa, DType dt) {
     if (dt == DT_F32 || isa == ISA_SCALAR) return kernel_isa_supported(isa);
 #ifdef SP_HAVE_X86_KERNELS
     if (dt == DT_BF16) return kernel_isa_supported(isa);
-    if (dt == DT_F16) return kernel_isa_supported(isa) && __builtin_cpu_supports("f16c");
+    if (dt == DT_F16) return kernel_isa_supported(isa) && cpu_has_f16c();
 #endif
     return 0;
 }

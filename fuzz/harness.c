@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,10 +61,34 @@ static void cleanup(void) {
     if (g_root[0]) rm_tree(g_root);
 }
 
+/* A process that dies on a sanitizer report or a signal (what a fuzzer is for) runs no atexit
+ * handler and leaves its directory behind. The directory is named spfuzz.PID.XXXXXX, so the next
+ * harness process removes those of dead processes of the same user in the same parent directory
+ * (fuzz/Makefile also points TMPDIR at build-fuzz/tmp/TARGET and empties it around each run). */
+static void remove_stale(const char *parent) {
+    DIR *d = opendir(parent);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, "spfuzz.", 7) != 0) continue;
+        long pid = strtol(e->d_name + 7, &end, 10);
+        if (end == e->d_name + 7 || *end != '.' || strlen(end) != 7 || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        char p[1024];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid()) rm_tree(p);
+    }
+    closedir(d);
+}
+
 static const char *root_dir(void) {
     if (!g_root[0]) {
         const char *t = getenv("TMPDIR");
-        snprintf(g_root, sizeof g_root, "%s/spfuzz.XXXXXX", t && *t ? t : "/tmp");
+        const char *parent = t && *t ? t : "/tmp";
+        remove_stale(parent);
+        snprintf(g_root, sizeof g_root, "%s/spfuzz.%ld.XXXXXX", parent, (long)getpid());
         if (!mkdtemp(g_root)) {
             perror("fuzz harness: mkdtemp");
             abort();

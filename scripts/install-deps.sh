@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sprinter needs, skipping those already installed.
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also the test oracles (PyTorch, numpy, Node.js for npm tokenizers)
+#   scripts/install-deps.sh --test   also the test oracles (PyTorch, numpy, Node.js for npm tokenizers),
+#                                    the fuzzers' toolchain (clang, libFuzzer, llvm-symbolizer) and valgrind
 # Runs as root (or via sudo when available). Safe to rerun.
 set -euo pipefail
 
@@ -9,6 +10,11 @@ pkgs=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libgsl-dev l
       libhdf5-dev libsqlite3-dev libinih-dev sqlite3 nettle-dev hdf5-tools gnuplot-nox)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3 python3-torch python3-numpy)
+  # `make test` also runs the libFuzzer targets (fuzz/Makefile: clang; libclang-rt-14-dev holds
+  # libFuzzer and the sanitizer runtimes; libomp-14-dev because clang's -fopenmp links LLVM's
+  # libomp; llvm-14 for llvm-symbolizer, without which a sanitizer report names no function and
+  # fuzz/classify.sh cannot tell libhdf5's bugs from ours) and the valgrind memcheck subset
+  pkgs+=(clang libclang-rt-14-dev libomp-14-dev llvm-14 valgrind)
   # Node.js and npm for the tokenizer oracles; keep an existing installation if there is one.
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
