@@ -70,6 +70,8 @@ static void add_bias(float *y, int n, int out, int ldy, const float *bias) {
 
 /* dot(a, b) over n floats with 8 independent partial sums, so the compiler vectorises it
  * without reassociating a single running sum. */
+static inline float dot8(const float *a, const float *b, int n);
+float dot_f32(const float *a, const float *b, int n) { return dot8(a, b, n); }
 static inline float dot8(const float *a, const float *b, int n) {
     float acc[8] = {0};
     int i = 0;
@@ -89,8 +91,9 @@ static inline float dot8(const float *a, const float *b, int n) {
  * variants are compiled with target attributes and chosen at run time, so a portable build still
  * gets them. */
 #define LIN_FEW_ROWS KERNEL_MAX_ROWS
-/* OpenMP only for matrices big enough (4 MB of f32) that a parallel region's barrier is noise. */
-#define LIN_PAR_MIN ((size_t)1 << 20)
+/* OpenMP only for matrices big enough (1 MB of f32, ~20 us of streaming) that a parallel region's
+ * barrier (~1-2 us on idle cores) is noise; GPT-Neo's 768 x 768 projections (2.4 MB) need it. */
+#define LIN_PAR_MIN ((size_t)1 << 18)
 
 /* Scalar reference: y[r, o] for o in [o0, o1). */
 static void rows_scalar(const float *W, int in, const float *x, int n, int ldx, float *y, int ldy, int o0, int o1) {
@@ -164,8 +167,46 @@ SP_AVX2(1, 1) SP_AVX2(2, 1) SP_AVX2(3, 1) SP_AVX2(4, 1) SP_AVX2(5, 1) SP_AVX2(6,
 #define SP_AVX512(R, O)                                                                                    \
     SP_BLOCK(blk_avx512_r##R##_o##O, "avx512f", float, __m512, 16, _mm512_loadu_ps, id_f32, _mm512_loadu_ps,    \
              _mm512_fmadd_ps, _mm512_setzero_ps, hsum16, R, O)
-SP_AVX512(1, 8) SP_AVX512(1, 4) SP_AVX512(2, 4) SP_AVX512(3, 4) SP_AVX512(4, 4) SP_AVX512(5, 4) SP_AVX512(6, 4)
+SP_AVX512(1, 4) SP_AVX512(2, 4) SP_AVX512(3, 4) SP_AVX512(4, 4) SP_AVX512(5, 4) SP_AVX512(6, 4)
 SP_AVX512(1, 1) SP_AVX512(2, 1) SP_AVX512(3, 1) SP_AVX512(4, 1) SP_AVX512(5, 1) SP_AVX512(6, 1)
+
+/* One row, 8 outputs (batch-1 decode): the 8 accumulators are reduced together (halves, then a
+ * transpose-add) instead of one horizontal sum each, which cost ~1/3 of the block on short rows
+ * (the default draft: in = 96). PF: prefetch the next block (off for cache-resident matrices). */
+#define SP_AVX512_R1O8(NAME, PF)                                                                           \
+    __attribute__((target("avx512f"))) static void NAME(const void *Wv, int in, const float *x, int ldx,    \
+                                                        float *y, int ldy, int o) {                        \
+        (void)ldx;                                                                                         \
+        (void)ldy;                                                                                         \
+        const float *w0 = (const float *)Wv + (size_t)o * in;                                              \
+        __m512 acc[8];                                                                                     \
+        _Pragma("GCC unroll 8") for (int a = 0; a < 8; a++) acc[a] = _mm512_setzero_ps();                  \
+        int i = 0;                                                                                         \
+        for (; i + 16 <= in; i += 16) {                                                                    \
+            __m512 xv = _mm512_loadu_ps(x + i);                                                            \
+            _Pragma("GCC unroll 8") for (int a = 0; a < 8; a++) {                                          \
+                acc[a] = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + (size_t)a * in + i), xv, acc[a]);            \
+                if (PF) _mm_prefetch((const char *)(w0 + (size_t)(8 + a) * in + i), _MM_HINT_T0);         \
+            }                                                                                              \
+        }                                                                                                  \
+        __m256 h[8];                                                                                       \
+        _Pragma("GCC unroll 8") for (int a = 0; a < 8; a++)                                                \
+            h[a] = _mm256_add_ps(_mm512_castps512_ps256(acc[a]),                                          \
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[a]), 1)));   \
+        __m256 s01 = _mm256_hadd_ps(h[0], h[1]), s23 = _mm256_hadd_ps(h[2], h[3]);                        \
+        __m256 s45 = _mm256_hadd_ps(h[4], h[5]), s67 = _mm256_hadd_ps(h[6], h[7]);                        \
+        __m256 lo = _mm256_hadd_ps(s01, s23), hi = _mm256_hadd_ps(s45, s67);                               \
+        /* lo = [o0..o3 of the low 128-bit lanes | o0..o3 of the high], hi likewise for o4..o7 */          \
+        __m256 sum = _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31)); \
+        float out[8];                                                                                      \
+        _mm256_storeu_ps(out, sum);                                                                        \
+        for (int a = 0; a < 8; a++) {                                                                      \
+            for (int j = i; j < in; j++) out[a] += w0[(size_t)a * in + j] * x[j];                          \
+            y[o + a] = out[a];                                                                             \
+        }                                                                                                  \
+    }
+SP_AVX512_R1O8(blk_avx512_r1_o8, 1)
+SP_AVX512_R1O8(blk_avx512_r1_o8_np, 0)
 
 /* 16-bit weights (AVX2 + FMA; f16 also F16C): half the bytes per weight, widened in registers. */
 #define SP_BF16(R, O)                                                                                      \
@@ -182,19 +223,20 @@ SP_F16(1, 1) SP_F16(2, 1) SP_F16(3, 1) SP_F16(4, 1) SP_F16(5, 1) SP_F16(6, 1)
 typedef struct BlockSet {
     int o_one, o_many;        /* outputs per block for n = 1 and for n >= 2 */
     BlockFn one;              /* R = 1, O = o_one */
+    BlockFn one_small;        /* the same without prefetch, for cache-resident matrices (or NULL) */
     BlockFn many[7], tail[7]; /* [R]: O = o_many and O = 1, R = 1..6 */
 } BlockSet;
 
-static const BlockSet kAvx2 = {4, 2, blk_avx2_r1_o4,
+static const BlockSet kAvx2 = {4, 2, blk_avx2_r1_o4, NULL,
                                {NULL, blk_avx2_r1_o2, blk_avx2_r2_o2, blk_avx2_r3_o2, blk_avx2_r4_o2, blk_avx2_r5_o2, blk_avx2_r6_o2},
                                {NULL, blk_avx2_r1_o1, blk_avx2_r2_o1, blk_avx2_r3_o1, blk_avx2_r4_o1, blk_avx2_r5_o1, blk_avx2_r6_o1}};
-static const BlockSet kAvx512 = {8, 4, blk_avx512_r1_o8,
+static const BlockSet kAvx512 = {8, 4, blk_avx512_r1_o8, blk_avx512_r1_o8_np,
                                  {NULL, blk_avx512_r1_o4, blk_avx512_r2_o4, blk_avx512_r3_o4, blk_avx512_r4_o4, blk_avx512_r5_o4, blk_avx512_r6_o4},
                                  {NULL, blk_avx512_r1_o1, blk_avx512_r2_o1, blk_avx512_r3_o1, blk_avx512_r4_o1, blk_avx512_r5_o1, blk_avx512_r6_o1}};
-static const BlockSet kBf16 = {4, 2, blk_bf16_r1_o4,
+static const BlockSet kBf16 = {4, 2, blk_bf16_r1_o4, NULL,
                                {NULL, blk_bf16_r1_o2, blk_bf16_r2_o2, blk_bf16_r3_o2, blk_bf16_r4_o2, blk_bf16_r5_o2, blk_bf16_r6_o2},
                                {NULL, blk_bf16_r1_o1, blk_bf16_r2_o1, blk_bf16_r3_o1, blk_bf16_r4_o1, blk_bf16_r5_o1, blk_bf16_r6_o1}};
-static const BlockSet kF16 = {4, 2, blk_f16_r1_o4,
+static const BlockSet kF16 = {4, 2, blk_f16_r1_o4, NULL,
                               {NULL, blk_f16_r1_o2, blk_f16_r2_o2, blk_f16_r3_o2, blk_f16_r4_o2, blk_f16_r5_o2, blk_f16_r6_o2},
                               {NULL, blk_f16_r1_o1, blk_f16_r2_o1, blk_f16_r3_o1, blk_f16_r4_o1, blk_f16_r5_o1, blk_f16_r6_o1}};
 
@@ -203,7 +245,9 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
                          int o0, int o1) {
     int g0 = n <= 6 ? n : (n + 1) / 2, g1 = n - g0; /* group sizes */
     int O = n == 1 ? k->o_one : k->o_many;
-    BlockFn f0 = n == 1 ? k->one : k->many[g0], f1 = g1 ? k->many[g1] : NULL;
+    /* a slice under 256 kB stays in L2 between calls: prefetching it only costs issue slots */
+    int small = (size_t)in * (size_t)(o1 - o0) * sizeof(float) <= ((size_t)256 << 10);
+    BlockFn f0 = n == 1 ? (small && k->one_small ? k->one_small : k->one) : k->many[g0], f1 = g1 ? k->many[g1] : NULL;
     int o = o0;
     for (; o + O <= o1; o += O) {
         f0(W, in, x, ldx, y, ldy, o);

@@ -27,6 +27,10 @@ typedef struct LinearW {
  * tile: scratch of tile_elems floats, used only for f16/bf16. */
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems);
 
+/* sum_i a[i] b[i] with 8 independent partial sums (vectorised; a single running sum is a chain of
+ * dependent adds the compiler may not reorder). */
+float dot_f32(const float *a, const float *b, int n);
+
 /* Instruction sets of the few-row kernel (x86-64: chosen at run time; elsewhere scalar only). */
 typedef enum { ISA_AUTO = 0, ISA_SCALAR = 1, ISA_AVX2 = 2, ISA_AVX512 = 3 } KernelIsa;
 #define KERNEL_MAX_ROWS 8

@@ -570,10 +570,7 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
             const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
             const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
             for (int j = 0; j < m; j++) {
-                const float *kj = Kg + (size_t)(lo + j) * kvd;
-                float dot = 0;
-                for (int t = 0; t < hd; t++) dot += qh[t] * kj[t];
-                sc[j] = dot * scale;
+                sc[j] = dot_f32(qh, Kg + (size_t)(lo + j) * kvd, hd) * scale;
             }
             softmax_inplace(sc, m);
             float *out = s->att + (size_t)i * H * hd + (size_t)h * hd;

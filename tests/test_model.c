@@ -186,7 +186,7 @@ static void rnd_weight(DType dt, uint64_t *seed, void *W, size_t i) {
 }
 
 static void test_few_rows(void) {
-    const int shapes[][2] = {{1, 1}, {3, 7}, {8, 16}, {17, 33}, {64, 96}, {130, 257}, {41, 768}}; /* {out, in} */
+    const int shapes[][2] = {{1, 1}, {3, 7}, {8, 16}, {17, 33}, {64, 96}, {130, 257}, {41, 768}, {523, 160}}; /* {out, in}; the last > 256 kB (prefetching blocks) */
     const KernelIsa isas[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
     const DType dts[] = {DT_F32, DT_BF16, DT_F16};
     const char *dtn[] = {"f32", "bf16", "f16"};
