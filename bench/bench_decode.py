@@ -67,7 +67,9 @@ def parse_args():
     ap.add_argument("--p-min", type=float, default=0.5)
     ap.add_argument("--alpha", type=float, default=0.5)
     ap.add_argument("--verifier-prompts", type=int, default=300)
-    ap.add_argument("--fresh", action="store_true", help="delete the previous sweep directory first")
+    ap.add_argument("--fresh", action="store_true", help="delete the previous sweep directories first")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="time the whole sweep R times (same runs, same outputs); latency = median over reps")
     return ap.parse_args()
 
 
@@ -160,7 +162,7 @@ def collect(db_path, prefixes):
     return runs, per_prompt, failed
 
 
-def aggregate(runs, per_prompt):
+def aggregate(runs, per_prompt, rep_times):
     out = []
     ar = next((r for r in runs if r["method"] == "ar"), None)
     ar_lp = {p["prompt_index"]: p["target_mean_logprob"] for p in per_prompt[ar["run_hash"]]} if ar else {}
@@ -174,10 +176,13 @@ def aggregate(runs, per_prompt):
         pos = sum(p["audited_pos"] or 0 for p in ps)
         d = [p["target_mean_logprob"] - ar_lp[p["prompt_index"]] for p in ps
              if p["target_mean_logprob"] is not None and ar_lp.get(p["prompt_index"]) is not None]
+        lat = sorted(1e3 * rt / rtok for rt, rtok in rep_times.get(r["run_hash"], []) if rtok)
+        med = lat[len(lat) // 2] if len(lat) % 2 else (0.5 * (lat[len(lat) // 2 - 1] + lat[len(lat) // 2]) if lat else None)
         row = {"variant": variant_name(r), "method": r["method"], "gamma": r["gamma"], "tau": r["tau"],
                "lambda": r["lambda"], "alpha": r["alpha"], "p_min": r["p_min"], "prompts": len(ps), "tokens": tok,
-               "seconds": t, "latency_ms_per_token": 1e3 * t / tok if tok else None,
-               "tokens_per_s": tok / t if t > 0 else None,
+               "seconds": t, "latency_ms_per_token": med, "latency_ms_per_token_reps": lat,
+               "latency_spread": (lat[-1] - lat[0]) / med if lat and med else None,
+               "tokens_per_s": 1e3 / med if med else None,
                "target_calls_per_token": calls / tok if tok else None,
                "flops_per_token": flops / tok if tok else None,
                "eta_fp": (sum(p["fp"] or 0 for p in ps) / neg) if neg else None,
@@ -230,10 +235,12 @@ def verdict(rows, best_sd):
                 + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "") + frac)
 
     lossless = [x for x in spr if x["quality_delta_ci95"] and x["quality_delta_ci95"][0] <= 0 <= x["quality_delta_ci95"][1]]
-    faster = [x for x in spr if x["latency_ms_per_token"] < bsd["latency_ms_per_token"]]
+    # faster = every rep of the variant beat every rep of the best SD (ranges do not overlap)
+    faster = [x for x in spr if x["latency_ms_per_token_reps"] and bsd["latency_ms_per_token_reps"]
+              and max(x["latency_ms_per_token_reps"]) < min(bsd["latency_ms_per_token_reps"])]
     fast_lossless = [x for x in lossless if x in faster]
     head = (f"Best SD: {bsd['variant']} at {bsd['speedup_vs_ar']:.2f}x AR "
-            f"({bsd['target_calls_per_token']:.3f} target calls/token). ")
+            f"({bsd['target_calls_per_token']:.3f} target calls/token). \"Faster\" = slower in no timing rep. ")
     if fast_lossless:
         b = min(fast_lossless, key=lambda x: x["latency_ms_per_token"])
         return head + "The claim HOLDS on this pair: " + describe(b) + "."
@@ -245,7 +252,8 @@ def verdict(rows, best_sd):
             best_l = min(lossless, key=lambda x: x["latency_ms_per_token"])
             out += f" (fastest such: {describe(best_l)})"
         return out + ("; the only faster settings buy speed with quality, fastest: " + describe(b) + ".")
-    return head + "The claim is REFUTED on this pair: no SPRINTER setting is faster than the best SD."
+    return head + ("The claim is REFUTED on this pair: no SPRINTER setting is faster than the best SD in every "
+                   "timing rep.")
 
 
 def write_md(path, doc):
@@ -258,11 +266,12 @@ def write_md(path, doc):
              f"One `sprinter sweep` (one process, methods one after another on warm models) over {s['prompts']} "
              f"prompts of `{os.path.relpath(s['data'], ROOT)}` (after the verifier's {s['verifier_prompts']} training "
              f"prompts), {s['max_new']} new tokens each, temperature {s['temperature']}, seed {s['seed']}; then "
-             "`sprinter score`. Latency = decode wall time / tokens summed over prompts (the audit that measures "
-             "eta is excluded). FLOPs = forward FLOPs counted by the decoder (draft + target + verifier). Quality "
+             f"`sprinter score`. The sweep is timed {len(doc['rows'][0]['latency_ms_per_token_reps']) if doc['rows'] else 0} times (same runs, same outputs); latency = "
+             "decode wall time / tokens summed over prompts, median over the reps, [spread] = (max - min) / median "
+             "(the audit that measures eta is excluded). FLOPs = forward FLOPs counted by the decoder (draft + target + verifier). Quality "
              "cost = target log-likelihood per token of the output minus AR's on the same prompt (nats/token; "
              "mean and 95% t interval over prompts). Exact methods should be 0 within the interval.", "",
-             "| variant | ms / token | speedup vs AR | vs SD g5 | vs best SD | target calls / token "
+             "| variant | ms / token (median of reps) [spread] | speedup vs AR | vs SD g5 | vs best SD | target calls / token "
              "| FLOPs / token | quality cost (nats/token) [95%] | eta_FP / eta_TP |",
              "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in doc["rows"]:
@@ -270,7 +279,8 @@ def write_md(path, doc):
         q = fmt(r["quality_delta_logprob"], "{:+.3f}") + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
         eta = (f"{fmt(r['eta_fp'], '{:.3f}')} / {fmt(r['eta_tp'], '{:.3f}')}"
                if r["eta_fp"] is not None or r["eta_tp"] is not None else "–")
-        lines.append(f"| {r['variant']} | {fmt(r['latency_ms_per_token'], '{:.3f}')} | {fmt(r['speedup_vs_ar'])}x | "
+        spread = f" [{100 * r['latency_spread']:.0f}%]" if r.get("latency_spread") is not None else ""
+        lines.append(f"| {r['variant']} | {fmt(r['latency_ms_per_token'], '{:.3f}')}{spread} | {fmt(r['speedup_vs_ar'])}x | "
                      f"{fmt(r['speedup_vs_sd_g5'])}x | {fmt(r['speedup_vs_best_sd'])}x | "
                      f"{fmt(r['target_calls_per_token'], '{:.3f}')} | {fmt(r['flops_per_token'], '{:.3g}')} | {q} | {eta} |")
     lines += ["", "**Verdict.** " + doc["verdict"], ""]
@@ -320,18 +330,22 @@ def main():
         print("bench_decode: " + doc["notes"][0])
         return 0
     sweep_dir = os.path.join(a.out_dir, "decode_sweep")
-    if a.fresh and os.path.isdir(sweep_dir):
-        shutil.rmtree(sweep_dir)
+    rep_dirs = [sweep_dir] + [os.path.join(a.out_dir, f"decode_sweep_rep{r}") for r in range(2, a.reps + 1)]
+    if a.fresh:
+        for d in rep_dirs:
+            if os.path.isdir(d):
+                shutil.rmtree(d)
     spec = os.path.join(a.out_dir, "decode.ini")
     write_spec(a, spec)
     t0 = time.time()
-    rc, out = run([a.sprinter, "sweep", spec, "--out", sweep_dir, "--jobs", "1", "--threads", str(a.threads),
-                   "--quiet"], log)
-    if rc not in (0, 3):
-        sys.stderr.write(out[-3000:])
-        raise SystemExit(f"bench_decode: sprinter sweep failed (exit {rc}); see {log}")
-    if rc == 3:
-        doc["notes"].append("some runs failed (see the log); they are left out of the table")
+    for d in rep_dirs:  # rep 1 trains the verifier; the others reuse its cache
+        rc, out = run([a.sprinter, "sweep", spec, "--out", d, "--jobs", "1", "--threads", str(a.threads), "--quiet",
+                       "--verifier-cache", os.path.join(sweep_dir, "verifiers")], log)
+        if rc not in (0, 3):
+            sys.stderr.write(out[-3000:])
+            raise SystemExit(f"bench_decode: sprinter sweep failed (exit {rc}); see {log}")
+        if rc == 3 and d == sweep_dir:
+            doc["notes"].append("some runs failed (see the log); they are left out of the table")
     rc, out = run([a.sprinter, "score", sweep_dir, "--quiet"], log)
     if rc != 0:
         raise SystemExit(f"bench_decode: sprinter score failed (exit {rc}); see {log}")
@@ -341,11 +355,27 @@ def main():
     if rc != 0 or not prefixes:
         raise SystemExit(f"bench_decode: sprinter sweep --dry-run failed (exit {rc}); see {log}")
     runs, per_prompt, failed = collect(os.path.join(sweep_dir, "runs.sqlite"), prefixes)
-    doc["rows"], doc["best_sd"] = aggregate(runs, per_prompt)
+    # timing of every rep: t_total per run; the outputs must be the same run for run
+    rep_times, mismatch = {r["run_hash"]: [] for r in runs}, 0
+    for d in rep_dirs:
+        con = sqlite3.connect(os.path.join(d, "runs.sqlite"))
+        for h, t, tok in con.execute("SELECT p.run_hash, SUM(p.t_total), SUM(p.tokens) FROM prompts p JOIN runs r "
+                                     "ON r.run_hash = p.run_hash WHERE r.status = 'done' GROUP BY p.run_hash"):
+            if h in rep_times:
+                rep_times[h].append((t, tok))
+        con.close()
+    for r in runs:
+        toks = {tok for _, tok in rep_times[r["run_hash"]]}
+        mismatch += len(toks) > 1
+    if mismatch:
+        doc["notes"].append(f"{mismatch} runs emitted different token counts across reps (nondeterminism?)")
+    doc["rows"], doc["best_sd"] = aggregate(runs, per_prompt, rep_times)
     doc["failed"] = failed
     doc["verdict"] = verdict(doc["rows"], doc["best_sd"])
-    doc["notes"].append("A rerun reuses the finished sweep in results/bench/decode_sweep (resume); "
+    doc["notes"].append("A rerun reuses the finished sweeps in results/bench/decode_sweep* (resume); "
                         "`make -f Makefile.bench decode FRESH=1` measures again from scratch.")
+    doc["notes"].append("The machine is a shared VM: the same sweep timed twice in a row differed by up to 30% "
+                        "per variant (see [spread]); differences smaller than the spread are not findings.")
     with open(os.path.join(a.out_dir, "decode.json"), "w") as f:
         json.dump(doc, f, indent=1)
     write_md(os.path.join(a.out_dir, "decode.md"), doc)
