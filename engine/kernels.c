@@ -70,8 +70,6 @@ static void add_bias(float *y, int n, int out, int ldy, const float *bias) {
 
 /* dot(a, b) over n floats with 8 independent partial sums, so the compiler vectorises it
  * without reassociating a single running sum. */
-static inline float dot8(const float *a, const float *b, int n);
-float dot_f32(const float *a, const float *b, int n) { return dot8(a, b, n); }
 static inline float dot8(const float *a, const float *b, int n) {
     float acc[8] = {0};
     int i = 0;
@@ -82,6 +80,8 @@ static inline float dot8(const float *a, const float *b, int n) {
     return s;
 }
 
+float dot_f32(const float *a, const float *b, int n) { return dot8(a, b, n); }
+
 /* ---- few-row products y[n, out] = x[n, in] W^T for out-major W[out, in], n <= KERNEL_MAX_ROWS ----
  * Batch-1 decode (n = 1) and speculative verification (n = gamma + 1) are matrix-vector-like:
  * BLAS sgemm packs the whole weight matrix for a handful of rows (3-5x a matrix-vector product).
@@ -90,7 +90,6 @@ static inline float dot8(const float *a, const float *b, int n) {
  * (R <= 6; n = 7, 8 run as two row groups over the same weights, which are then in L1). The ISA
  * variants are compiled with target attributes and chosen at run time, so a portable build still
  * gets them. */
-#define LIN_FEW_ROWS KERNEL_MAX_ROWS
 /* OpenMP only for matrices big enough (1 MB of f32, ~20 us of streaming) that a parallel region's
  * barrier (~1-2 us on idle cores) is noise; GPT-Neo's 768 x 768 projections (2.4 MB) need it. */
 #define LIN_PAR_MIN ((size_t)1 << 18)
@@ -138,6 +137,12 @@ static void rows_scalar(const float *W, int in, const float *x, int n, int ldx, 
 
 typedef void (*BlockFn)(const void *W, int in, const float *x, int ldx, float *y, int ldy, int o);
 
+/* DEF(R, O) for R = 1..6, and the table {NULL, blk_P_r1_oO, ..., blk_P_r6_oO} indexed by R. */
+#define SP_FOR_ROWS(DEF, O) DEF(1, O) DEF(2, O) DEF(3, O) DEF(4, O) DEF(5, O) DEF(6, O)
+#define SP_ROW_TABLE(P, O)                                                                                 \
+    { NULL, blk_##P##_r1_o##O, blk_##P##_r2_o##O, blk_##P##_r3_o##O, blk_##P##_r4_o##O, blk_##P##_r5_o##O, \
+      blk_##P##_r6_o##O }
+
 __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) {
     __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     a = _mm_add_ps(a, _mm_movehl_ps(a, a));
@@ -159,16 +164,14 @@ static inline float id_f32(float v) { return v; }
 #define SP_AVX2(R, O)                                                                                      \
     SP_BLOCK(blk_avx2_r##R##_o##O, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, id_f32, _mm256_loadu_ps,      \
              _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, R, O)
-SP_AVX2(1, 4) SP_AVX2(1, 2) SP_AVX2(2, 2) SP_AVX2(3, 2) SP_AVX2(4, 2) SP_AVX2(5, 2) SP_AVX2(6, 2)
-SP_AVX2(1, 1) SP_AVX2(2, 1) SP_AVX2(3, 1) SP_AVX2(4, 1) SP_AVX2(5, 1) SP_AVX2(6, 1)
+SP_AVX2(1, 4) SP_FOR_ROWS(SP_AVX2, 2) SP_FOR_ROWS(SP_AVX2, 1)
 /* AVX-512: 32 zmm registers -> O = 4 for R <= 6 (24 + 4 + 1), O = 8 for one row. Measured on the
  * 2-core AMD EPYC here (huge-page weights, 64-byte aligned x): verify 5 / 1 rows of a 3072 x 768
  * matrix 1.43x and 768 x 3072 1.30x, against 1.37x / 1.59x with the AVX2 O = 2 blocks. */
 #define SP_AVX512(R, O)                                                                                    \
     SP_BLOCK(blk_avx512_r##R##_o##O, "avx512f", float, __m512, 16, _mm512_loadu_ps, id_f32, _mm512_loadu_ps,    \
              _mm512_fmadd_ps, _mm512_setzero_ps, hsum16, R, O)
-SP_AVX512(1, 4) SP_AVX512(2, 4) SP_AVX512(3, 4) SP_AVX512(4, 4) SP_AVX512(5, 4) SP_AVX512(6, 4)
-SP_AVX512(1, 1) SP_AVX512(2, 1) SP_AVX512(3, 1) SP_AVX512(4, 1) SP_AVX512(5, 1) SP_AVX512(6, 1)
+SP_FOR_ROWS(SP_AVX512, 4) SP_FOR_ROWS(SP_AVX512, 1)
 
 /* One row, 8 outputs (batch-1 decode): the 8 accumulators are reduced together (halves, then a
  * transpose-add) instead of one horizontal sum each, which cost ~1/3 of the block on short rows
@@ -215,10 +218,8 @@ SP_AVX512_R1O8(blk_avx512_r1_o8_np, 0)
 #define SP_F16(R, O)                                                                                       \
     SP_BLOCK(blk_f16_r##R##_o##O, "avx2,fma,f16c", uint16_t, __m256, 8, ld_f16x8, half_to_float, _mm256_loadu_ps, \
              _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, R, O)
-SP_BF16(1, 4) SP_BF16(1, 2) SP_BF16(2, 2) SP_BF16(3, 2) SP_BF16(4, 2) SP_BF16(5, 2) SP_BF16(6, 2)
-SP_BF16(1, 1) SP_BF16(2, 1) SP_BF16(3, 1) SP_BF16(4, 1) SP_BF16(5, 1) SP_BF16(6, 1)
-SP_F16(1, 4) SP_F16(1, 2) SP_F16(2, 2) SP_F16(3, 2) SP_F16(4, 2) SP_F16(5, 2) SP_F16(6, 2)
-SP_F16(1, 1) SP_F16(2, 1) SP_F16(3, 1) SP_F16(4, 1) SP_F16(5, 1) SP_F16(6, 1)
+SP_BF16(1, 4) SP_FOR_ROWS(SP_BF16, 2) SP_FOR_ROWS(SP_BF16, 1)
+SP_F16(1, 4) SP_FOR_ROWS(SP_F16, 2) SP_FOR_ROWS(SP_F16, 1)
 
 typedef struct BlockSet {
     int o_one, o_many;        /* outputs per block for n = 1 and for n >= 2 */
@@ -227,18 +228,11 @@ typedef struct BlockSet {
     BlockFn many[7], tail[7]; /* [R]: O = o_many and O = 1, R = 1..6 */
 } BlockSet;
 
-static const BlockSet kAvx2 = {4, 2, blk_avx2_r1_o4, NULL,
-                               {NULL, blk_avx2_r1_o2, blk_avx2_r2_o2, blk_avx2_r3_o2, blk_avx2_r4_o2, blk_avx2_r5_o2, blk_avx2_r6_o2},
-                               {NULL, blk_avx2_r1_o1, blk_avx2_r2_o1, blk_avx2_r3_o1, blk_avx2_r4_o1, blk_avx2_r5_o1, blk_avx2_r6_o1}};
-static const BlockSet kAvx512 = {8, 4, blk_avx512_r1_o8, blk_avx512_r1_o8_np,
-                                 {NULL, blk_avx512_r1_o4, blk_avx512_r2_o4, blk_avx512_r3_o4, blk_avx512_r4_o4, blk_avx512_r5_o4, blk_avx512_r6_o4},
-                                 {NULL, blk_avx512_r1_o1, blk_avx512_r2_o1, blk_avx512_r3_o1, blk_avx512_r4_o1, blk_avx512_r5_o1, blk_avx512_r6_o1}};
-static const BlockSet kBf16 = {4, 2, blk_bf16_r1_o4, NULL,
-                               {NULL, blk_bf16_r1_o2, blk_bf16_r2_o2, blk_bf16_r3_o2, blk_bf16_r4_o2, blk_bf16_r5_o2, blk_bf16_r6_o2},
-                               {NULL, blk_bf16_r1_o1, blk_bf16_r2_o1, blk_bf16_r3_o1, blk_bf16_r4_o1, blk_bf16_r5_o1, blk_bf16_r6_o1}};
-static const BlockSet kF16 = {4, 2, blk_f16_r1_o4, NULL,
-                              {NULL, blk_f16_r1_o2, blk_f16_r2_o2, blk_f16_r3_o2, blk_f16_r4_o2, blk_f16_r5_o2, blk_f16_r6_o2},
-                              {NULL, blk_f16_r1_o1, blk_f16_r2_o1, blk_f16_r3_o1, blk_f16_r4_o1, blk_f16_r5_o1, blk_f16_r6_o1}};
+static const BlockSet kAvx2 = {4, 2, blk_avx2_r1_o4, NULL, SP_ROW_TABLE(avx2, 2), SP_ROW_TABLE(avx2, 1)};
+static const BlockSet kAvx512 = {8, 4, blk_avx512_r1_o8, blk_avx512_r1_o8_np, SP_ROW_TABLE(avx512, 4),
+                                 SP_ROW_TABLE(avx512, 1)};
+static const BlockSet kBf16 = {4, 2, blk_bf16_r1_o4, NULL, SP_ROW_TABLE(bf16, 2), SP_ROW_TABLE(bf16, 1)};
+static const BlockSet kF16 = {4, 2, blk_f16_r1_o4, NULL, SP_ROW_TABLE(f16, 2), SP_ROW_TABLE(f16, 1)};
 
 /* Rows [0, n) as at most two groups of <= 6 (n <= 8), every group over the same output block. */
 static void rows_blocked(const BlockSet *k, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
@@ -339,7 +333,7 @@ void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float
         rows_scalar_half(dt, W, in, x, n, ldx, y, ldy, o0, o1);
 }
 
-/* Out-major W, n <= LIN_FEW_ROWS: output rows split across the BLAS thread count for big
+/* Out-major W, n <= KERNEL_MAX_ROWS: output rows split across the BLAS thread count for big
  * matrices (contiguous weight streams per thread). */
 static void linear_few_rows(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
     int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
@@ -419,7 +413,7 @@ static void linear_tiled(const LinearW *L, const float *x, int n, int ldx, float
 }
 
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
-    if (L->out_major && n <= LIN_FEW_ROWS && kernel_half_supported(ISA_AUTO, L->dtype))
+    if (L->few_rows && n <= KERNEL_MAX_ROWS)
         linear_few_rows(L, x, n, ldx, y, ldy);
     else if (L->dtype == DT_F32)
         linear_f32(L, x, n, ldx, y, ldy);

@@ -21,6 +21,8 @@ typedef struct LinearW {
     int in, out;
     int out_major;
     const float *bias; /* [out] or NULL */
+    int few_rows;      /* 1: out-major, of a dtype matmul_few_rows runs on this CPU (decided once, by the
+                        * loader); linear() then takes that kernel for <= KERNEL_MAX_ROWS rows */
 } LinearW;
 
 /* y[n, out] (row stride ldy) = x[n, in] (row stride ldx) W + bias.

@@ -267,6 +267,7 @@ static int next_linear(Binder *b, int out_major, LinearW *L) {
     L->in = (int)(out_major ? t.shape[1] : t.shape[0]);
     L->out = (int)(out_major ? t.shape[0] : t.shape[1]);
     L->bias = NULL;
+    L->few_rows = 0; /* relayout_weights decides */
     return 0;
 }
 
@@ -303,7 +304,8 @@ static int bind_layers(Binder *b) {
     if (next_vec(b, &m->lnf_w)) return -1;
     if (c->arch != ARCH_LLAMA && next_vec(b, &m->lnf_b)) return -1;
     if (c->tie_embeddings) {
-        m->lm_head = (LinearW){m->wte.data, m->wte.dtype, c->d_model, c->vocab_size, 1, NULL};
+        m->lm_head =
+            (LinearW){.w = m->wte.data, .dtype = m->wte.dtype, .in = c->d_model, .out = c->vocab_size, .out_major = 1};
     } else if (next_linear(b, 1, &m->lm_head)) {
         return -1;
     }
@@ -374,6 +376,7 @@ static int relayout_weights(Model *m, SpErr *err) {
         if (L == &m->lm_head && m->wte.data == L->w) m->wte.data = dst; /* tied: same [V, d] bytes */
         L->w = dst;
         L->out_major = 1;
+        L->few_rows = 1;
         at += (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     }
     free(mats);
