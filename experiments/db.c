@@ -375,11 +375,6 @@ int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr
     return status;
 }
 
-int db_run_done(Db *db, const char *run_hash, SpErr *err) {
-    int s = db_run_status(db, run_hash, NULL, 0, err);
-    return s < 0 ? -1 : s == DB_RUN_DONE;
-}
-
 static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "prepare");

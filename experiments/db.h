@@ -82,8 +82,6 @@ typedef struct PromptRow {
 enum { DB_RUN_NONE = 0, DB_RUN_RUNNING = 1, DB_RUN_DONE = 2, DB_RUN_FAILED = 3 };
 /* The run's DB_RUN_* status, -1 on error; a failed run's reason goes to failure[cap] (if non-NULL). */
 int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr *err);
-/* 1 if the run is marked done, else 0; -1 on error. */
-int db_run_done(Db *db, const char *run_hash, SpErr *err);
 /* Deletes the run's row and its prompt (and outputs) rows (an unfinished run about to be redone, or a
  * failed one retried). */
 int db_run_reset(Db *db, const char *run_hash, SpErr *err);
