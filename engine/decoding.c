@@ -33,28 +33,14 @@ struct Decoder {
     float *h;       /* [d_draft] copy of a draft hidden state */
 };
 
-static const char *const kNames[DM_COUNT] = {"ar", "draft", "sd", "sprinter", "bild", "pmin", "specdecpp", "oracle-iid",
-                                             "collect", "oracle-markov"};
-
-const char *decode_method_name(DecodeMethod m) { return (m >= 0 && m < DM_COUNT) ? kNames[m] : "?"; }
-
-int decode_method_parse(const char *s, DecodeMethod *m) {
-    for (int i = 0; i < DM_COUNT; i++)
-        if (!strcmp(s, kNames[i])) {
-            *m = (DecodeMethod)i;
-            return 0;
-        }
-    return -1;
-}
-
 void decode_config_default(DecodeConfig *c) {
     memset(c, 0, sizeof *c);
     c->method = DM_SD;
     c->sampling = (SamplerParams){1.0f, 0, 1.0f};
     c->max_new = 20;
-    c->gamma = 5;
-    c->tau = 0.5;
-    c->lambda = 1.0;
+    c->gamma = SP_DEFAULT_GAMMA;
+    c->tau = SP_DEFAULT_TAU;
+    c->lambda = SP_DEFAULT_LAMBDA;
     c->eta_fp = 0.0;
     c->eta_tp = 1.0;
     c->alpha = 0.5;
@@ -66,7 +52,7 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
     if (c->method < 0 || c->method >= DM_COUNT) return sp_fail(err, "method: unknown");
     if (sampler_params_check(&c->sampling, err)) return -1;
     if (c->max_new < 1) return sp_fail(err, "max_new = %d must be >= 1", c->max_new);
-    if (c->gamma < 1 || c->gamma > 64) return sp_fail(err, "gamma = %d must be in [1, 64]", c->gamma);
+    if (c->gamma < 1 || c->gamma > SP_GAMMA_MAX) return sp_fail(err, "gamma = %d must be in [1, %d]", c->gamma, SP_GAMMA_MAX);
     if (!(c->tau >= 0 && c->tau <= 1)) return sp_fail(err, "tau = %g must be in [0, 1]", c->tau);
     if (!(c->lambda > 0)) return sp_fail(err, "lambda = %g must be > 0", c->lambda);
     if (!(c->eta_fp >= 0 && c->eta_fp <= 1) || !(c->eta_tp >= 0 && c->eta_tp <= 1))
@@ -114,7 +100,7 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
     }
     d->V = cd ? cd->vocab_size : ct->vocab_size;
     d->max_ctx = max_ctx;
-    d->gamma_cap = 64;
+    d->gamma_cap = SP_GAMMA_MAX;
     d->ver = verifier;
     if ((draft && lane_init(&d->draft, draft, max_ctx, err)) || (target && lane_init(&d->target, target, max_ctx, err)) ||
         (target && lane_init(&d->audit, target, max_ctx, err)))
@@ -251,7 +237,7 @@ static TokenEvent blank_event(void) {
 
 static int8_t true_label(const Run *R, float q, float p) {
     if (isnan(p)) return -1;
-    return (int8_t)((double)q <= R->cfg->lambda * (double)p); /* q/p <= lambda, p = 0 -> unacceptable */
+    return (int8_t)label_acceptable(q, p, R->cfg->lambda);
 }
 
 /* Appends the token and its event (and the draft hidden state when captured). */
@@ -349,7 +335,7 @@ static int sd_block(Run *R) {
     int V = d->V, n = R->n, k = 0;
     const float *L, *H = NULL;
     if (draft_advance(R, n, 1, &L, NULL)) return -1;
-    float scores[65];
+    float scores[SP_GAMMA_MAX + 1];
     for (int i = 0; i < cfg->gamma; i++) {
         float *qi = d->q + (size_t)i * V;
         if (sampler_probs(&cfg->sampling, L, V, qi, d->work, R->err)) return -1;
@@ -370,7 +356,7 @@ static int sd_block(Run *R) {
             R->out->stats.t_verifier += now_s() - t0;
             R->out->stats.verifier_evals++;
             R->out->stats.flops_verifier += 2.0 * d->ver->d;
-            if (scores[i] < cfg->tau) break;
+            if (!verifier_accepts(scores[i], cfg->tau)) break;
         }
     }
     R->out->stats.drafted += k;
@@ -389,7 +375,7 @@ static int sd_block(Run *R) {
         e.p = pi[x];
         e.label = true_label(R, e.q, e.p);
         e.score = scores[i];
-        e.decision = cfg->method == DM_SPECDECPP ? (int8_t)(scores[i] >= cfg->tau) : -1;
+        e.decision = cfg->method == DM_SPECDECPP ? (int8_t)verifier_accepts(scores[i], cfg->tau) : -1;
         e.target_called = 1;
         if (sd_accept(R, e.p, e.q)) {
             e.kind = EV_SD_ACCEPT;
@@ -457,7 +443,7 @@ static int run_sprinter(Run *R) {
             R->out->stats.t_verifier += now_s() - t0;
             R->out->stats.verifier_evals++;
             R->out->stats.flops_verifier += 2.0 * d->ver->d;
-            e.decision = (int8_t)(e.score >= cfg->tau);
+            e.decision = (int8_t)verifier_accepts(e.score, cfg->tau);
         } else if (oracle) {
             double rate = e.label == 1 ? cfg->eta_tp : cfg->eta_fp;
             int8_t *last = &last_decision[e.label == 1];
@@ -479,6 +465,7 @@ static int run_sprinter(Run *R) {
             e.p = d->p[x];
             e.label = true_label(R, e.q, e.p);
             e.target_called = 1;
+            e.capped = (int8_t)(e.decision == 1 && capped);
             run = 0;
             if (sd_accept(R, e.p, e.q)) {
                 e.kind = EV_SD_ACCEPT;
@@ -504,10 +491,10 @@ int decoder_run(Decoder *d, const DecodeConfig *cfg, const int32_t *prompt, int 
     memset(out, 0, sizeof *out);
     if (decode_config_check(cfg, err)) return -1;
     DecodeMethod m = cfg->method;
-    int needs_draft = m != DM_AR, needs_target = m != DM_DRAFT;
+    int needs_draft = method_is(m, MC_USES_DRAFT), needs_target = method_is(m, MC_USES_TARGET);
     if (needs_draft && !d->draft.s) return sp_fail(err, "method %s needs a draft model", decode_method_name(m));
     if (needs_target && !d->target.s) return sp_fail(err, "method %s needs a target model", decode_method_name(m));
-    if ((m == DM_SPRINTER || m == DM_SPECDECPP) && !d->ver)
+    if (method_is(m, MC_NEEDS_VERIFIER) && !d->ver)
         return sp_fail(err, "method %s needs a verifier", decode_method_name(m));
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
     if (n_prompt + cfg->max_new + cfg->gamma + 1 > d->max_ctx)

@@ -36,26 +36,13 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "events.h"
+#include "methods.h"
 #include "model.h"
+#include "rules.h"
 #include "sampling.h"
 #include "verifier.h"
 
-typedef enum {
-    DM_AR = 0,
-    DM_DRAFT,
-    DM_SD,
-    DM_SPRINTER,
-    DM_BILD,
-    DM_PMIN,
-    DM_SPECDECPP,
-    DM_ORACLE_IID,
-    DM_COLLECT, /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */
-    DM_ORACLE_MARKOV, /* oracle with correlated errors (see oracle_stay) */
-    DM_COUNT
-} DecodeMethod;
-
-const char *decode_method_name(DecodeMethod m);
-int decode_method_parse(const char *s, DecodeMethod *m);
 
 typedef struct DecodeConfig {
     DecodeMethod method;
@@ -81,27 +68,6 @@ typedef struct DecodeConfig {
 void decode_config_default(DecodeConfig *c);
 int decode_config_check(const DecodeConfig *c, SpErr *err);
 
-typedef enum {
-    EV_TARGET_SAMPLE = 0, /* sampled from p directly (ar, bild fallback, pmin with 0 drafts) */
-    EV_DRAFT_SAMPLE = 1,  /* sampled from q, never checked (draft, bild confident) */
-    EV_VERIFIER_ACCEPT = 2, /* draft token accepted by the verifier, no target */
-    EV_SD_ACCEPT = 3,     /* draft token accepted by min(1, p/q) */
-    EV_SD_RESAMPLE = 4,   /* draft token rejected, replacement drawn from norm(max(p - q, 0)) */
-    EV_BONUS = 5,         /* all drafts accepted, extra token from p */
-} EventKind;
-
-typedef struct TokenEvent {
-    int32_t pos;           /* position of the emitted token in the full sequence */
-    int32_t token;         /* emitted token */
-    int32_t draft_token;   /* token the draft proposed here, -1 if none */
-    float q;               /* q(draft_token), NaN if none */
-    float p;               /* p(draft_token), NaN if unknown */
-    float score;           /* verifier score, NaN if none */
-    int8_t decision;       /* verifier / stopping head: 1 accept, 0 reject, -1 none */
-    int8_t label;          /* true label q/p <= lambda: 1, 0, or -1 when p is unknown */
-    int8_t target_called;  /* the target ran to decide this token */
-    int8_t kind;           /* EventKind */
-} TokenEvent;
 
 typedef struct DecodeStats {
     int64_t tokens;           /* emitted */

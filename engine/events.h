@@ -1,0 +1,38 @@
+/* events.h - what the decoder records for every emitted token: the row of a token log.
+ * Header-only, so the analysis may include it without linking model code. The on-disk layout of
+ * these rows (records/tokenlog.h) is defined from this struct.
+ */
+#ifndef SP_EVENTS_H
+#define SP_EVENTS_H
+
+#include <stdint.h>
+
+typedef enum {
+    EV_TARGET_SAMPLE = 0,   /* sampled from p directly (ar, bild fallback, pmin with 0 drafts) */
+    EV_DRAFT_SAMPLE = 1,    /* sampled from q, never checked (draft, bild confident) */
+    EV_VERIFIER_ACCEPT = 2, /* draft token accepted by the verifier, no target */
+    EV_SD_ACCEPT = 3,       /* draft token accepted by min(1, p/q) */
+    EV_SD_RESAMPLE = 4,     /* draft token rejected, replacement drawn from norm(max(p - q, 0)) */
+    EV_BONUS = 5,           /* all drafts accepted, extra token from p */
+    EV_KIND_COUNT
+} EventKind;
+
+/* The legend of EventKind, as stored in the token log's "kinds" attribute. */
+#define EV_KIND_LEGEND "0 target_sample, 1 draft_sample, 2 verifier_accept, 3 sd_accept, 4 sd_resample, 5 bonus"
+
+typedef struct TokenEvent {
+    int32_t pos;          /* position of the emitted token in the full sequence */
+    int32_t token;        /* emitted token */
+    int32_t draft_token;  /* token the draft proposed here, -1 if none */
+    float q;              /* q(draft_token), NaN if none */
+    float p;              /* p(draft_token), NaN if unknown */
+    float score;          /* verifier score, NaN if none */
+    int8_t decision;      /* verifier / stopping head: 1 accept, 0 reject, -1 none */
+    int8_t label;         /* true label q/p <= lambda: 1, 0, or -1 when p is unknown */
+    int8_t target_called; /* the target ran to decide this token */
+    int8_t kind;          /* EventKind */
+    int8_t capped;        /* 1: a cap on consecutive verifier accepts (max_run) made the target decide
+                           * this token whatever the verifier said; 0 otherwise */
+} TokenEvent;
+
+#endif

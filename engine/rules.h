@@ -1,0 +1,31 @@
+/* rules.h - the decision rules and defaults every part of the harness shares, each defined once.
+ * Header-only (no code to link), so the analysis may include it without linking model code.
+ *
+ *   verifier decision   accept a drafted token without the target iff score >= tau, with the score
+ *                       rounded to float first (the decoder stores it as a float in every
+ *                       TokenEvent, and the token log holds that float), so training metrics, the
+ *                       exact d_TV law and the decoder agree at the boundary
+ *   acceptable label    q(x) / p(x) <= lambda, written q <= lambda * p so that p = 0 is unacceptable
+ *                       and no division happens; in double, from the float probabilities
+ */
+#ifndef SP_RULES_H
+#define SP_RULES_H
+
+/* tau: the verifier threshold (SPRINTER's deployed 0.5). */
+#define SP_DEFAULT_TAU 0.5
+/* lambda: the label threshold q/p <= lambda (1 = the target would accept the token with certainty). */
+#define SP_DEFAULT_LAMBDA 1.0
+/* The paper's deployed operating point (Section 5: lambda = 1.2, tau = 0.5), the analysis default. */
+#define SP_PAPER_LAMBDA 1.2
+#define SP_PAPER_TAU 0.5
+/* gamma: draft tokens per target call, default and the largest the decoder allocates for. */
+#define SP_DEFAULT_GAMMA 5
+#define SP_GAMMA_MAX 64
+
+/* 1 if the verifier accepts a drafted token with this score at threshold tau. */
+static inline int verifier_accepts(double score, double tau) { return (double)(float)score >= tau; }
+
+/* 1 if a drafted token with draft probability q and target probability p is acceptable at lambda. */
+static inline int label_acceptable(float q, float p, double lambda) { return (double)q <= lambda * (double)p; }
+
+#endif
