@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "report_int.h"
+#include "report_util.h"
 #include "stats.h"
 
 #define MAX_SERIES 12
@@ -271,7 +272,7 @@ static int plot_pareto(const Report *R, SpErr *err) {
 /* Up to MAX_SERIES runs with i.i.d. results, taken in turn from sprinter, oracle-markov and
  * oracle-iid (the deployed sprinter setting first), so that every method shows. */
 static int pick_iid_runs(const Report *R, int *idx) {
-    static const char *const order[] = {"sprinter", "oracle-markov", "oracle-iid"};
+    static const DecodeMethod order[] = {DM_SPRINTER, DM_ORACLE_MARKOV, DM_ORACLE_IID};
     int n = 0, next[3] = {0, 0, 0}, progress = 1;
     for (int i = 0; i < R->rs.n && n < MAX_SERIES; i++)
         if (R->an[i].has_iid && is_deployed(R, &R->an[i])) idx[n++] = i;
@@ -280,7 +281,7 @@ static int pick_iid_runs(const Report *R, int *idx) {
         for (int o = 0; o < 3 && n < MAX_SERIES; o++) {
             while (next[o] < R->rs.n) {
                 int i = next[o]++;
-                if (R->an[i].has_iid && !strcmp(R->an[i].ri->method, order[o]) && !is_deployed(R, &R->an[i])) {
+                if (R->an[i].has_iid && method_name_eq(R->an[i].ri->method, order[o]) && !is_deployed(R, &R->an[i])) {
                     idx[n++] = i, progress = 1;
                     break;
                 }

@@ -1,5 +1,5 @@
 /* report.c - `sprinter analyze`: per-run analysis, cross-run comparisons, the checks; the files
- * are written by report_md.c, tables.c and plots.c (see report.h). */
+ * are written by report_md.c, tables.c and plots.c (see report.h), which share report_util.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -7,8 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "methods.h"
 #include "report_int.h"
+#include "report_util.h"
 #include "rouge.h"
+#include "rules.h"
 #include "stats.h"
 #include "theory.h"
 #include "tokread.h"
@@ -19,39 +22,14 @@ void report_opts_default(ReportOpts *o) {
     o->alpha = 0.05;
     o->bootstrap = 200;
     o->seed = 1;
-    o->deployed_lambda = 1.2;
-    o->deployed_tau = 0.5;
+    o->deployed_lambda = SP_PAPER_LAMBDA;
+    o->deployed_tau = SP_PAPER_TAU;
     o->tie_margin = 0.05;
     o->plots = 1;
     o->gnuplot = "gnuplot";
 }
 
 /* ------------------------------------------------------------------ helpers */
-
-const char *fmt_num(char *buf, size_t cap, double v, const char *fmt) {
-    if (isnan(v)) snprintf(buf, cap, "-");
-    else snprintf(buf, cap, fmt, v);
-    return buf;
-}
-
-FILE *report_open(const Report *R, const char *name, SpErr *err) {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", R->dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) sp_fail(err, "%s: cannot create: %s", path, strerror(errno));
-    return f;
-}
-
-int report_close(FILE *f, const Report *R, const char *name, SpErr *err) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return sp_fail(err, "%s/%s: write failed", R->dir, name);
-    return 0;
-}
-
-int is_deployed(const Report *R, const RunAn *a) {
-    return !strcmp(a->ri->method, "sprinter") && fabs(a->ri->lambda - R->o->deployed_lambda) < 1e-9 &&
-           fabs(a->ri->tau - R->o->deployed_tau) < 1e-9;
-}
 
 static const char *base(const char *p) {
     const char *b = strrchr(p, '/');
@@ -71,10 +49,6 @@ static void note(RunAn *a, const char *what) {
 }
 
 /* ------------------------------------------------------------------ one run: token log */
-
-static int is_verifier_method(const char *m) {
-    return !strcmp(m, "sprinter") || !strcmp(m, "oracle-iid") || !strcmp(m, "oracle-markov");
-}
 
 static int keep_tokens(RunAn *a, const TokenRows *t) {
     a->tok = malloc((size_t)(t->n ? t->n : 1) * sizeof *a->tok);
@@ -105,12 +79,13 @@ static int operating_point(RunAn *a, const VerSeq *v) {
     return 0;
 }
 
-/* Thm 3.4's implied latency per token: c_draft + c_verifier + c_target / E[T] (ms). */
+/* Thm 3.4's implied latency per token (ms; thm34_latency) with the run's measured seconds per draft
+ * forward, verifier evaluation and target call. */
 static double implied_latency(const RunInfo *ri, double e_t) {
     double cd = ri->draft_calls ? ri->t_draft / (double)ri->draft_calls : 0;
     double cv = ri->verifier_evals ? ri->t_verifier / (double)ri->verifier_evals : 0;
     double ct = ri->target_calls ? ri->t_target / (double)ri->target_calls : 0;
-    return e_t > 0 ? 1000 * (cd + cv + ct / e_t) : NAN;
+    return 1000 * thm34_latency(e_t, cd, cv, ct);
 }
 
 static int analyze_verifier(const Report *R, RunAn *a, const TokenRows *t, const char *path, SpErr *err) {
@@ -197,8 +172,8 @@ static int analyze_run(Report *R, RunAn *a, SpErr *err) {
     run_label(ri, a->setting, sizeof a->setting);
     if (!a->setting[0]) snprintf(a->setting, sizeof a->setting, "-");
     snprintf(a->dataset, sizeof a->dataset, "%s", base(ri->dataset));
-    a->is_ver = is_verifier_method(ri->method);
-    a->is_oracle = !strncmp(ri->method, "oracle-", 7);
+    a->is_ver = method_name_is(ri->method, MC_SEQUENTIAL);
+    a->is_oracle = a->is_ver && !method_name_is(ri->method, MC_NEEDS_VERIFIER); /* oracle-iid, oracle-markov */
     a->auc = a->auc_se = a->win_tie = a->lat_pred_ms = a->d_uni = a->d_bi = a->ppl = NAN;
     speed_and_cost(a);
     if (analyze_log(R, a, err) || quality(R, a, err)) return sp_err_prefix(err, "run %.12s (%s %s)", ri->hash, ri->method, a->setting);
@@ -230,7 +205,7 @@ static void speedups(Report *R, RunAn *a) {
     int n[2] = {0, 0};
     for (int j = 0; j < R->rs.n; j++) {
         const RunInfo *o = &R->rs.runs[j];
-        int k = !strcmp(o->method, "ar") ? 0 : !strcmp(o->method, "sd") ? 1 : -1;
+        int k = method_name_eq(o->method, DM_AR) ? 0 : method_name_eq(o->method, DM_SD) ? 1 : -1;
         if (k < 0 || strcmp(o->dataset_sha256, a->ri->dataset_sha256) || isnan(rate(o))) continue;
         s[k] += rate(o), n[k]++;
     }
@@ -273,9 +248,9 @@ static int drift(Report *R, SpErr *err) {
         RunAn *a = &R->an[i];
         size_t n_ref = 0;
         for (int j = 0; j < R->rs.n; j++)
-            if (!strcmp(R->an[j].ri->method, "ar") && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
+            if (method_name_eq(R->an[j].ri->method, DM_AR) && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
                 n_ref += (size_t)R->an[j].n_tok;
-        if (n_ref == 0 || !strcmp(a->ri->method, "ar")) continue;
+        if (n_ref == 0 || method_name_eq(a->ri->method, DM_AR)) continue;
         uint64_t *ref = malloc(n_ref * sizeof *ref), *mine = malloc((size_t)(a->n_tok ? a->n_tok : 1) * sizeof *mine);
         if (!ref || !mine) {
             free(ref), free(mine);
@@ -285,7 +260,7 @@ static int drift(Report *R, SpErr *err) {
         for (int bi = 0; bi < 2; bi++) {
             size_t nr = 0, nm = 0;
             for (int j = 0; j < R->rs.n; j++)
-                if (!strcmp(R->an[j].ri->method, "ar") && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
+                if (method_name_eq(R->an[j].ri->method, DM_AR) && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
                     gram_keys(&R->an[j], bi, ref, &nr);
             gram_keys(a, bi, mine, &nm);
             qsort(ref, nr, sizeof *ref, cmp_u64);
@@ -305,7 +280,7 @@ static void win_tie(Report *R, RunAn *a) {
     const RunInfo *ref = NULL;
     for (int j = 0; j < R->rs.n && !ref; j++) {
         const RunInfo *o = &R->rs.runs[j];
-        if (!strcmp(o->method, "sd") && !strcmp(o->dataset_sha256, a->ri->dataset_sha256) && o->seed == a->ri->seed)
+        if (method_name_eq(o->method, DM_SD) && !strcmp(o->dataset_sha256, a->ri->dataset_sha256) && o->seed == a->ri->seed)
             ref = o;
     }
     if (!ref || ref == a->ri) return;

@@ -36,7 +36,7 @@ typedef struct ReportOpts {
     double alpha;                         /* family-wise level of the checks and tests (0.05) */
     int bootstrap;                        /* bootstrap replicates over prompts (200) */
     unsigned long seed;                   /* bootstrap seed (1) */
-    double deployed_lambda, deployed_tau; /* the paper's deployed setting (1.2, 0.5) */
+    double deployed_lambda, deployed_tau; /* the paper's deployed setting (SP_PAPER_LAMBDA, SP_PAPER_TAU) */
     double tie_margin;                    /* win-tie: a tie is within this many nats per token (0.05) */
     double shift;                         /* tests only: added to every predicted E[N] / E[T] (0) */
     int plots;                            /* 1: render the plots with gnuplot (required) */

@@ -1,4 +1,5 @@
-/* report_int.h - what report.c, report_md.c, tables.c and plots.c share (not a public API). */
+/* report_int.h - what report.c, report_md.c, tables.c and plots.c share (not a public API): the
+ * report's state and the writers report.c calls. The writers' shared helpers are in report_util.h. */
 #ifndef SP_REPORT_INT_H
 #define SP_REPORT_INT_H
 
@@ -17,8 +18,8 @@ typedef struct RunAn {
     char setting[256];  /* "lambda=1.2 tau=0.5" or "-" */
     char dataset[256];  /* basename of the evaluation data */
     char ver_data[256]; /* basename of the verifier's training data, "" if none */
-    int is_ver;         /* sprinter, oracle-iid, oracle-markov */
-    int is_oracle;
+    int is_ver;         /* a MC_SEQUENTIAL method: sprinter, oracle-iid, oracle-markov */
+    int is_oracle;      /* a sequential one without a trained verifier: oracle-iid, oracle-markov */
     char note[512];     /* why a part is missing */
     /* emitted tokens (drift) */
     int32_t *tok;
@@ -84,11 +85,5 @@ int write_tables(Report *R, SpErr *err);
 /* plots.c: data files and scripts; then gnuplot renders them (when R->o->plots) */
 int write_plots(Report *R, SpErr *err);
 int plot_names(const char *const **names); /* the plots every report has, e.g. "roc" */
-
-/* helpers (report.c) */
-FILE *report_open(const Report *R, const char *name, SpErr *err);
-int report_close(FILE *f, const Report *R, const char *name, SpErr *err);
-const char *fmt_num(char *buf, size_t cap, double v, const char *fmt); /* "-" for NaN */
-int is_deployed(const Report *R, const RunAn *a);
 
 #endif

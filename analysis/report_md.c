@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "report_int.h"
+#include "report_util.h"
 #include "stats.h"
 
 /* Rotating number buffers: each F() in one printf call gets its own (at most 24 per call). */

@@ -59,12 +59,6 @@ TestResult runs_test(const int8_t *x, size_t n) {
     return (TestResult){z, 2 * gsl_cdf_ugaussian_Q(fabs(z)), 0};
 }
 
-double tv_distance(const double *a, const double *b, int V) {
-    double s = 0;
-    for (int i = 0; i < V; i++) s += fabs(a[i] - b[i]);
-    return s / 2;
-}
-
 /* ------------------------------------------------------------------ fit and homogeneity */
 
 TestResult chisq_gof(const double *obs, const double *exp, int k, double min_expected, int n_params) {
@@ -249,19 +243,5 @@ double auc_se(double a, int64_t n_pos, int64_t n_neg) {
 }
 
 /* ------------------------------------------------------------------ helpers */
-
-double mean_of(const double *x, size_t n) {
-    if (n == 0) return NAN;
-    double s = 0;
-    for (size_t i = 0; i < n; i++) s += x[i];
-    return s / (double)n;
-}
-
-double sd_of(const double *x, size_t n) {
-    if (n < 2) return 0;
-    double m = mean_of(x, n), s = 0;
-    for (size_t i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
-    return sqrt(s / (double)(n - 1));
-}
 
 double z_of_conf(double conf) { return gsl_cdf_ugaussian_Pinv(0.5 + conf / 2); }

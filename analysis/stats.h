@@ -39,9 +39,6 @@ TestResult ljung_box(const double *r, size_t n, int h);
  * Returns p = NaN when either symbol is absent. */
 TestResult runs_test(const int8_t *x, size_t n);
 
-/* Total variation distance 1/2 sum |a - b| over V entries. */
-double tv_distance(const double *a, const double *b, int V);
-
 /* ---- tests of fit and homogeneity ---- */
 
 /* Pearson chi-square goodness of fit of observed counts obs[0..k) to expected counts exp[0..k)
@@ -81,9 +78,6 @@ int roc_curve(const float *s, const int8_t *y, size_t n, double **fpr, double **
 double auc_se(double auc, int64_t n_pos, int64_t n_neg);
 
 /* ---- small helpers ---- */
-double mean_of(const double *x, size_t n);
-/* Sample standard deviation (n - 1); 0 when n < 2. */
-double sd_of(const double *x, size_t n);
 /* Two-sided standard normal quantile for confidence conf (1.959964 for 0.95). */
 double z_of_conf(double conf);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report_int.h"
+#include "report_util.h"
 
 enum {
     Q_R1, Q_R2, Q_RL, Q_PPL, Q_WT, Q_MS, Q_SAR, Q_SSD, Q_TPC, Q_FD, Q_FV, Q_FT, Q_FTOT, Q_FSD, Q_EFP, Q_ETP, Q_AUC,
@@ -30,7 +31,7 @@ static double sd_flops(const Report *R, const RunAn *a) {
     double s = 0;
     int n = 0;
     for (int j = 0; j < R->rs.n; j++)
-        if (!strcmp(R->an[j].ri->method, "sd") && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256) &&
+        if (method_name_eq(R->an[j].ri->method, DM_SD) && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256) &&
             !isnan(R->an[j].flops_tok[3]))
             s += R->an[j].flops_tok[3], n++;
     return n ? s / n : NAN;
@@ -96,7 +97,7 @@ static void table_rows(FILE *f, const Row *rows, int n, const int *qs, const cha
     char b[24][48];
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
-        if (only_ver && strcmp(r->method, "sprinter")) continue;
+        if (only_ver && !method_name_eq(r->method, DM_SPRINTER)) continue;
         fprintf(f, "| %s | %s%s%s | %s | %d |", r->dataset, r->deployed ? "**" : "", r->method, r->deployed ? "**" : "",
                 r->setting, r->runs);
         for (int k = 0; k < nq; k++) fprintf(f, " %s |", fv(b[k % 24], r, qs[k], fmts[k]));
@@ -114,7 +115,7 @@ static void table_transfer(FILE *f, const Row *rows, int n) {
     int any = 0;
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
-        if (strcmp(r->method, "sprinter") || !r->ver_data[0]) continue;
+        if (!method_name_eq(r->method, DM_SPRINTER) || !r->ver_data[0]) continue;
         any = 1;
         fprintf(f, "| %s | %s | %s | %g | %g | %d | %s | %s | %s | %s | %s | %s |\n", r->ver_data, r->dataset,
                 strcmp(r->ver_data, r->dataset) ? "cross" : "in-domain", r->lambda, r->tau, r->runs,
@@ -140,7 +141,7 @@ static void table_deployed(FILE *f, const Report *R, const Row *rows, int n) {
     int any = 0;
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
-        if (strcmp(r->method, "sprinter")) continue;
+        if (!method_name_eq(r->method, DM_SPRINTER)) continue;
         any = 1;
         const char *s = r->deployed ? "**" : "";
         fprintf(f, "| %s%g%s | %s%g%s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s, r->lambda, s, s, r->tau,

@@ -64,6 +64,6 @@ double thm34_block_steps(const double *S, int kmax, int max_run, int left) {
     return tail_capped_mean(S, left) + (1 - S[left]);
 }
 
-double thm34_latency(double e_n, double c_draft, double c_verifier, double c_target) {
-    return ((e_n + 1) * (c_draft + c_verifier) + c_target) / (e_n + 1);
+double thm34_latency(double e_t, double c_draft, double c_verifier, double c_target) {
+    return e_t > 0 ? c_draft + c_verifier + c_target / e_t : NAN;
 }

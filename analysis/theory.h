@@ -49,11 +49,12 @@ double tail_capped_mean(const double *S, int cap);
  *   T = min(N, left) + [N < left]                 otherwise (the run may end the generation).
  * S must reach index min(left, kmax); left > kmax is treated as left = kmax. */
 double thm34_block_steps(const double *S, int kmax, int max_run, int left);
-/* Expected latency per emitted token of the uncapped process (renewal-reward): every block costs
- * E[T] = E[N] + 1 draft forwards and verifier evaluations and one target call and emits
- * E[N] + 1 tokens (the target's accept or resample ends it):
- *   latency = ((E[N] + 1)(c_draft + c_verifier) + c_target) / (E[N] + 1),
- * with c_* the measured seconds per draft forward, verifier evaluation and target call. */
-double thm34_latency(double e_n, double c_draft, double c_verifier, double c_target);
+/* Expected latency per emitted token (renewal-reward): every block costs T draft forwards and
+ * verifier evaluations and one target call, and emits T tokens (the N accepted ones and the one the
+ * target decides), so
+ *   latency = (E[T](c_draft + c_verifier) + c_target) / E[T] = c_draft + c_verifier + c_target / E[T],
+ * with c_* the measured seconds per draft forward, verifier evaluation and target call and E[T] the
+ * predicted mean stopping time (E[N] + 1 uncapped; thm34_block_steps with caps). NaN unless e_t > 0. */
+double thm34_latency(double e_t, double c_draft, double c_verifier, double c_target);
 
 #endif
