@@ -14,7 +14,7 @@
 #include "rules.h"
 #include "stats.h"
 #include "theory.h"
-#include "tokread.h"
+#include "tokenlog.h"
 #include "verseq.h"
 
 void report_opts_default(ReportOpts *o) {
@@ -60,18 +60,18 @@ static int keep_tokens(RunAn *a, const TokenRows *t) {
     return 0;
 }
 
-/* Operating point and the score / label pairs of the labelled decisions. */
+/* Operating point: the audit's confusion counts as the sweep stored them (runs.sqlite prompts.tp ...);
+ * and the score / label pairs of the labelled decisions (only the token log has them) for the ROC. */
 static int operating_point(RunAn *a, const VerSeq *v) {
+    const RunInfo *ri = a->ri;
+    a->has_op = ri->audited_prompts > 0 && ri->audited > 0;
+    a->npos = ri->audited_pos, a->nneg = ri->audited_neg, a->tp = ri->tp, a->fp = ri->fp;
     a->scores = malloc((size_t)(v->n_dec ? v->n_dec : 1) * sizeof *a->scores);
     a->labels = malloc((size_t)(v->n_dec ? v->n_dec : 1));
     if (!a->scores || !a->labels) return -1;
     for (int64_t i = 0; i < v->n_dec; i++) {
         const VDecision *d = &v->dec[i];
-        if (d->label < 0) continue;
-        a->has_op = 1;
-        if (d->label) a->npos++, a->tp += d->decision;
-        else a->nneg++, a->fp += d->decision;
-        if (!isnan(d->score)) a->scores[a->n_scored] = d->score, a->labels[a->n_scored++] = d->label;
+        if (d->label >= 0 && !isnan(d->score)) a->scores[a->n_scored] = d->score, a->labels[a->n_scored++] = d->label;
     }
     int64_t np = 0, nn = 0;
     a->auc = a->n_scored ? auc_scores(a->scores, a->labels, (size_t)a->n_scored, &np, &nn) : NAN;

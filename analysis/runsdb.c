@@ -7,14 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "params.h"
+#include "schema.h"
+#include "sqlutil.h"
+
 typedef struct Rdb {
     sqlite3 *h;
     const char *path;
 } Rdb;
 
-static int fail_sql(const Rdb *d, SpErr *err, const char *what) {
-    return sp_fail(err, "%s: %s: %s", d->path, what, sqlite3_errmsg(d->h));
-}
+static int fail_sql(const Rdb *d, SpErr *err, const char *what) { return sql_fail(d->h, d->path, what, err); }
 
 static double col_opt(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
@@ -23,26 +25,6 @@ static double col_opt(sqlite3_stmt *st, int i) {
 static void col_str(sqlite3_stmt *st, int i, char *buf, size_t cap) {
     const unsigned char *s = sqlite3_column_text(st, i);
     snprintf(buf, cap, "%s", s ? (const char *)s : "");
-}
-
-static int has_table(const Rdb *d, const char *name) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(d->h, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", -1, &st, NULL))
-        return 0;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    int found = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return found;
-}
-
-static int has_column(const Rdb *d, const char *table, const char *col) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(d->h, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st, NULL)) return 0;
-    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
-    int found = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return found;
 }
 
 /* "verifier data_sha256=HEX ..." line of the canonical configuration text. */
@@ -55,34 +37,47 @@ static void verifier_data_of(const char *config, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)(n < cap - 1 ? n : cap - 1), k);
 }
 
+/* The RunInfo field of grid parameter p. */
+static double *param_slot(RunInfo *r, RunParam p) {
+    switch (p) {
+    case RP_LAMBDA: return &r->lambda;
+    case RP_TAU: return &r->tau;
+    case RP_GAMMA: return &r->gamma;
+    case RP_MAX_RUN: return &r->max_run;
+    case RP_ALPHA: return &r->alpha;
+    case RP_P_MIN: return &r->p_min;
+    case RP_ETA_FP: return &r->eta_fp;
+    case RP_ETA_TP: return &r->eta_tp;
+    case RP_ORACLE_STAY: return &r->oracle_stay;
+    default: return NULL;
+    }
+}
+
+/* One row of SELECT <every runs column> (records/schema.h: result column i is RUNS column i). */
 static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
-    int i = 0;
-    col_str(st, i++, r->hash, sizeof r->hash);
-    col_str(st, i++, r->method, sizeof r->method);
-    r->seed = sqlite3_column_int64(st, i++);
-    col_str(st, i++, r->dataset, sizeof r->dataset);
-    col_str(st, i++, r->dataset_sha256, sizeof r->dataset_sha256);
-    col_str(st, i++, r->data_format, sizeof r->data_format);
-    r->prompt_offset = sqlite3_column_int(st, i++);
-    r->n_prompts = sqlite3_column_int(st, i++);
-    r->max_new = sqlite3_column_int(st, i++);
-    r->temperature = sqlite3_column_double(st, i++);
-    r->stop_at_eos = sqlite3_column_int(st, i++);
-    r->audit = sqlite3_column_int(st, i++);
-    double *params[] = {&r->gamma, &r->tau, &r->lambda, &r->max_run, &r->alpha, &r->p_min, &r->eta_fp, &r->eta_tp,
-                        &r->oracle_stay};
-    for (size_t j = 0; j < sizeof params / sizeof *params; j++) *params[j] = col_opt(st, i++);
-    col_str(st, i++, r->token_log, sizeof r->token_log);
-    verifier_data_of((const char *)sqlite3_column_text(st, i++), r->verifier_data_sha256, sizeof r->verifier_data_sha256);
+    col_str(st, RUNS_run_hash, r->hash, sizeof r->hash);
+    col_str(st, RUNS_method, r->method, sizeof r->method);
+    r->seed = sqlite3_column_int64(st, RUNS_seed);
+    col_str(st, RUNS_dataset, r->dataset, sizeof r->dataset);
+    col_str(st, RUNS_dataset_sha256, r->dataset_sha256, sizeof r->dataset_sha256);
+    col_str(st, RUNS_data_format, r->data_format, sizeof r->data_format);
+    r->prompt_offset = sqlite3_column_int(st, RUNS_prompt_offset);
+    r->n_prompts = sqlite3_column_int(st, RUNS_n_prompts);
+    r->max_new = sqlite3_column_int(st, RUNS_max_new);
+    r->temperature = sqlite3_column_double(st, RUNS_temperature);
+    r->stop_at_eos = sqlite3_column_int(st, RUNS_stop_at_eos);
+    r->audit = sqlite3_column_int(st, RUNS_audit);
+    for (int i = 0; i < RUNS_N_COLS; i++)
+        if (kRunsTable.cols[i].param >= 0) *param_slot(r, (RunParam)kRunsTable.cols[i].param) = col_opt(st, i);
+    col_str(st, RUNS_token_log, r->token_log, sizeof r->token_log);
+    verifier_data_of((const char *)sqlite3_column_text(st, RUNS_config), r->verifier_data_sha256,
+                     sizeof r->verifier_data_sha256);
 }
 
 static int load_runs(const Rdb *d, RunSet *rs, SpErr *err) {
-    char sql[1024];
-    snprintf(sql, sizeof sql,
-             "SELECT run_hash, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, max_new,"
-             " temperature, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp, %s,"
-             " token_log, config FROM runs WHERE status = 'done' ORDER BY run_index, run_hash",
-             has_column(d, "runs", "oracle_stay") ? "oracle_stay" : "NULL");
+    char cols[4096], sql[4400];
+    if (db_select_list(d->h, "main", &kRunsTable, "", 0, cols, sizeof cols)) return sp_fail(err, "query too long");
+    snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE status = 'done' ORDER BY run_index, run_hash", cols);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(d, err, "read runs");
     int cap = 0, rc = 0;
@@ -107,11 +102,41 @@ static int load_runs(const Rdb *d, RunSet *rs, SpErr *err) {
     return rc;
 }
 
+/* Adds one prompts row (SELECT <every prompts column>) to the run's sums and its prompt list. */
+static void add_prompt_row(sqlite3_stmt *st, RunInfo *r, PromptInfo *p) {
+    p->prompt_index = sqlite3_column_int(st, PROMPTS_prompt_index);
+    p->tokens = sqlite3_column_int64(st, PROMPTS_tokens);
+    p->target_calls = sqlite3_column_int64(st, PROMPTS_target_calls);
+    p->t_total = sqlite3_column_double(st, PROMPTS_t_total);
+    r->tokens += p->tokens, r->target_calls += p->target_calls;
+    r->target_tokens += sqlite3_column_int64(st, PROMPTS_target_tokens);
+    r->draft_calls += sqlite3_column_int64(st, PROMPTS_draft_calls);
+    r->draft_tokens += sqlite3_column_int64(st, PROMPTS_draft_tokens);
+    r->verifier_evals += sqlite3_column_int64(st, PROMPTS_verifier_evals);
+    r->drafted += sqlite3_column_int64(st, PROMPTS_drafted);
+    r->accepted += sqlite3_column_int64(st, PROMPTS_accepted);
+    r->t_total += p->t_total;
+    r->t_draft += sqlite3_column_double(st, PROMPTS_t_draft);
+    r->t_target += sqlite3_column_double(st, PROMPTS_t_target);
+    r->t_verifier += sqlite3_column_double(st, PROMPTS_t_verifier);
+    r->t_audit += sqlite3_column_double(st, PROMPTS_t_audit);
+    r->flops_draft += sqlite3_column_double(st, PROMPTS_flops_draft);
+    r->flops_target += sqlite3_column_double(st, PROMPTS_flops_target);
+    r->flops_verifier += sqlite3_column_double(st, PROMPTS_flops_verifier);
+    if (sqlite3_column_type(st, PROMPTS_audited) != SQLITE_NULL) { /* the audit's confusion counts */
+        r->audited_prompts++;
+        r->audited += sqlite3_column_int64(st, PROMPTS_audited);
+        r->audited_pos += sqlite3_column_int64(st, PROMPTS_audited_pos);
+        r->audited_neg += sqlite3_column_int64(st, PROMPTS_audited_neg);
+        r->tp += sqlite3_column_int64(st, PROMPTS_tp);
+        r->fp += sqlite3_column_int64(st, PROMPTS_fp);
+    }
+}
+
 static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
-    const char *sql = "SELECT prompt_index, tokens, target_calls, target_tokens, draft_calls, draft_tokens,"
-                      " verifier_evals, drafted, accepted, t_total, t_draft, t_target, t_verifier, t_audit,"
-                      " flops_draft, flops_target, flops_verifier, output_text FROM prompts WHERE run_hash = ?"
-                      " ORDER BY prompt_index";
+    char cols[4096], sql[4400];
+    if (db_select_list(d->h, "main", &kPromptsTable, "", 0, cols, sizeof cols)) return sp_fail(err, "query too long");
+    snprintf(sql, sizeof sql, "SELECT %s FROM prompts WHERE run_hash = ? ORDER BY prompt_index", cols);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(d, err, "read prompts");
     sqlite3_bind_text(st, 1, r->hash, -1, SQLITE_STATIC);
@@ -131,18 +156,8 @@ static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
         }
         PromptInfo *p = &r->prompts[r->n_rows++];
         memset(p, 0, sizeof *p);
-        p->prompt_index = sqlite3_column_int(st, 0);
-        int64_t c[8];
-        for (int j = 0; j < 8; j++) c[j] = sqlite3_column_int64(st, 1 + j);
-        p->tokens = c[0], p->target_calls = c[1];
-        r->tokens += c[0], r->target_calls += c[1], r->target_tokens += c[2], r->draft_calls += c[3];
-        r->draft_tokens += c[4], r->verifier_evals += c[5], r->drafted += c[6], r->accepted += c[7];
-        double t[8];
-        for (int j = 0; j < 8; j++) t[j] = sqlite3_column_double(st, 9 + j);
-        p->t_total = t[0];
-        r->t_total += t[0], r->t_draft += t[1], r->t_target += t[2], r->t_verifier += t[3], r->t_audit += t[4];
-        r->flops_draft += t[5], r->flops_target += t[6], r->flops_verifier += t[7];
-        const unsigned char *txt = sqlite3_column_text(st, 17);
+        add_prompt_row(st, r, p);
+        const unsigned char *txt = sqlite3_column_text(st, PROMPTS_output_text);
         if (txt && !(p->output_text = strdup((const char *)txt))) {
             rc = sp_fail(err, "out of memory");
             break;
@@ -154,6 +169,7 @@ static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
 
 /* Joins the outputs rows (sprinter score) of run r into its prompts. */
 static int load_outputs(const Rdb *d, RunInfo *r, int *any, SpErr *err) {
+    enum { O_PROMPT_INDEX, O_LOGPROB, O_N_TOKENS }; /* result columns */
     const char *sql = "SELECT prompt_index, target_logprob, n_tokens FROM outputs WHERE run_hash = ?"
                       " AND target_logprob IS NOT NULL";
     sqlite3_stmt *st;
@@ -161,12 +177,12 @@ static int load_outputs(const Rdb *d, RunInfo *r, int *any, SpErr *err) {
     sqlite3_bind_text(st, 1, r->hash, -1, SQLITE_STATIC);
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        int pi = sqlite3_column_int(st, 0);
+        int pi = sqlite3_column_int(st, O_PROMPT_INDEX);
         for (int j = 0; j < r->n_rows; j++)
             if (r->prompts[j].prompt_index == pi) {
                 r->prompts[j].scored = 1;
-                r->prompts[j].target_logprob = sqlite3_column_double(st, 1);
-                r->prompts[j].scored_tokens = sqlite3_column_int64(st, 2);
+                r->prompts[j].target_logprob = sqlite3_column_double(st, O_LOGPROB);
+                r->prompts[j].scored_tokens = sqlite3_column_int64(st, O_N_TOKENS);
                 *any = 1;
             }
     }
@@ -184,19 +200,16 @@ int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
     }
     sqlite3_busy_timeout(d.h, 60000);
     int rc = 0;
-    sqlite3_stmt *st;
-    if (!has_table(&d, "runs") || !has_table(&d, "prompts") ||
-        sqlite3_prepare_v2(d.h, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL) != SQLITE_OK) {
+    if (!sql_has_table(d.h, "main", "runs") || !sql_has_table(d.h, "main", "prompts")) {
         rc = sp_fail(err, "%s: not a sprinter results database (no meta/runs/prompts tables)", db_path);
-    } else {
-        if (sqlite3_step(st) == SQLITE_ROW) rs->schema_version = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-        if (rs->schema_version < 1 || rs->schema_version > 4) /* 4: runs.status may be 'failed' (not read) */
-            rc = sp_fail(err, "%s: meta.schema_version is %d, the analysis reads versions 1 to 4", db_path,
-                         rs->schema_version);
+    } else if ((rs->schema_version = db_schema_version(d.h, db_path, err)) < 0) {
+        rc = -1;
+    } else if (rs->schema_version < DB_SCHEMA_MIN || rs->schema_version > DB_SCHEMA_VERSION) {
+        rc = sp_fail(err, "%s: meta.schema_version is %d, the analysis reads versions %d to %d", db_path,
+                     rs->schema_version, DB_SCHEMA_MIN, DB_SCHEMA_VERSION);
     }
     if (rc == 0) rc = load_runs(&d, rs, err);
-    int outputs = has_table(&d, "outputs");
+    int outputs = sql_has_table(d.h, "main", "outputs");
     for (int i = 0; rc == 0 && i < rs->n; i++) {
         rc = load_prompts(&d, &rs->runs[i], err);
         if (rc == 0 && outputs) rc = load_outputs(&d, &rs->runs[i], &rs->has_outputs, err);
@@ -216,14 +229,7 @@ void runset_free(RunSet *rs) {
 }
 
 void run_label(const RunInfo *r, char *buf, int cap) {
-    const char *names[] = {"lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp", "stay"};
-    const double vals[] = {r->lambda, r->tau, r->gamma, r->max_run, r->alpha, r->p_min, r->eta_fp, r->eta_tp,
-                           r->oracle_stay};
-    int k = 0;
-    buf[0] = '\0';
-    for (int j = 0; j < 9 && k < cap; j++) {
-        if (isnan(vals[j])) continue;
-        int w = snprintf(buf + k, (size_t)(cap - k), "%s%s=%g", k ? " " : "", names[j], vals[j]);
-        if (w > 0) k += w;
-    }
+    double values[RP_COUNT];
+    for (int p = 0; p < RP_COUNT; p++) values[p] = *param_slot((RunInfo *)r, (RunParam)p);
+    run_params_format(values, buf, cap);
 }

@@ -1,5 +1,5 @@
-/* runsdb.h - reads the done runs of a results directory (results/X/runs.sqlite, schema versions
- * 1-3, see results/README.md) for the analysis: each run's configuration, its per-prompt counters
+/* runsdb.h - reads the done runs of a results directory (results/X/runs.sqlite, every schema version
+ * records/schema.h reads, see results/README.md) for the analysis: each run's configuration, its per-prompt counters
  * summed, and per prompt the output text and, when `sprinter score` has filled the outputs table,
  * the target's log-likelihood of the output. Opens the database read-only; owns what it returns. */
 #ifndef SP_RUNSDB_H
@@ -30,6 +30,10 @@ typedef struct RunInfo {
     /* sums over the run's prompts */
     int64_t tokens, target_calls, target_tokens, draft_calls, draft_tokens, verifier_evals, drafted, accepted;
     double t_total, t_draft, t_target, t_verifier, t_audit, flops_draft, flops_target, flops_verifier;
+    /* the audit's confusion counts as the sweep stored them (prompts.audited ... fp), summed over the
+     * audited_prompts prompts that have them (0: the run was not audited or makes no decisions) */
+    int audited_prompts;
+    int64_t audited, audited_pos, audited_neg, tp, fp;
     PromptInfo *prompts; /* ordered by prompt_index */
     int n_rows;
 } RunInfo;

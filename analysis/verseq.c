@@ -58,7 +58,7 @@ int verseq_build(const TokenRows *t, const char *path, int max_new, int max_run,
         cur.n_dec++;
         emitted++;
         if (t->target_called[i]) {
-            close_block(v, &cur, 1, t->decision[i] == 1);
+            close_block(v, &cur, 1, t->capped[i] == 1);
             begin_block(v, &cur, prompt, emitted);
         } else {
             cur.n++;

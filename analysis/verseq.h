@@ -7,7 +7,7 @@
  *   ended    1 when a target call ended it, 0 when the generation ended first (censored: the
  *            true N is >= the observed one);
  *   run_cap  it ended because max_run accepts were reached (the target decided the next token
- *            whatever the verifier said);
+ *            whatever the verifier said): the token log's capped column;
  *   left     max_new - (tokens the prompt had emitted before the block): the cap on N from
  *            max_new; eos_cut marks the last block of a prompt that stopped before max_new.
  * Each decision keeps its true label (1 acceptable, 0 not, -1 unknown without the audit), its
@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "error.h"
-#include "tokread.h"
+#include "tokenlog.h"
 
 typedef struct VDecision {
     int8_t label, decision;

@@ -14,8 +14,6 @@
 #include "report.h"
 #include "rules.h"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 static const char kHelp[] =
     "usage: sprinter analyze RESULTS [options]\n"
@@ -28,8 +26,8 @@ static const char kHelp[] =
     "  --alpha A            family-wise level of the checks and of each run's i.i.d. verdict (default 0.05)\n"
     "  --bootstrap B        bootstrap replicates over prompts (default 200)\n"
     "  --seed S             bootstrap seed (default 1)\n"
-    "  --deployed-lambda L  --deployed-tau T   the deployed setting to report (default " STR(SP_PAPER_LAMBDA) ", "
-    STR(SP_PAPER_TAU) ")\n"
+    "  --deployed-lambda L  --deployed-tau T   the deployed setting to report (default " SP_STR(SP_PAPER_LAMBDA) ", "
+    SP_STR(SP_PAPER_TAU) ")\n"
     "  --tie-margin M       win-tie: a tie is within M nats per token (default 0.05)\n"
     "  --gnuplot PROG       the gnuplot program (default gnuplot, from PATH)\n"
     "  --no-plots           write the plot data and scripts but do not run gnuplot\n"

@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "rules.h"
 #include "decoding.h"
 #include "tokenizer.h"
 
@@ -19,8 +20,8 @@ static const char kDecodeHelp[] =
     "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid (default sd)\n"
     "  --verifier FILE    verifier .safetensors (sprinter, specdecpp)\n"
     "  --max-new N        tokens to generate (default 20)\n"
-    "  --gamma G          draft block length for sd, pmin, specdecpp (default 5)\n"
-    "  --tau T            verifier threshold (default 0.5)\n"
+    "  --gamma G          draft block length for sd, pmin, specdecpp (default " SP_STR(SP_DEFAULT_GAMMA) ", at most " SP_STR(SP_GAMMA_MAX) ")\n"
+    "  --tau T            verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
     "  --max-run R        sprinter: at most R verifier accepts in a row, 0 = uncapped (default 0)\n"
     "  --lambda L         label threshold q/p <= L for oracle-iid and --audit (default 1)\n"
     "  --eta-fp F --eta-tp T   oracle-iid rates (defaults 0, 1)\n"
@@ -71,7 +72,7 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'i': o->prompt_ids = optarg; break;
         case 'm': o->methods = optarg; break;
         case 'n': if (arg_long(cmd, "max-new", optarg, 1, 1 << 20, &l)) return 2; c->max_new = (int)l; break;
-        case 'g': if (arg_long(cmd, "gamma", optarg, 1, 64, &l)) return 2; c->gamma = (int)l; break;
+        case 'g': if (arg_long(cmd, "gamma", optarg, 1, SP_GAMMA_MAX, &l)) return 2; c->gamma = (int)l; break;
         case 'T': if (arg_float(cmd, "tau", optarg, 0, 1, &c->tau)) return 2; break;
         case 'r': if (arg_long(cmd, "max-run", optarg, 0, 1 << 20, &l)) return 2; c->max_run = (int)l; break;
         case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &c->lambda)) return 2; break;

@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "rules.h"
 #include "dtv.h"
 
 static const char kDtvHelp[] =
@@ -23,7 +24,7 @@ static const char kDtvHelp[] =
     "  --format F         dataset format: jsonl, specbench, lm1b, wikisum (default: inferred)\n"
     "  --offset I         first prompt index (default 0; keep clear of the verifier's training prompts)\n"
     "  --max-continue K   continue each prompt by Uniform{0..K} target tokens (default 8)\n"
-    "  --tau T            verifier threshold (default 0.5)\n"
+    "  --tau T            verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
     "  --lambda L         acceptable iff q/p <= L (default: the verifier's lambda)\n"
     "  --temperature T --top-k K --top-p P   sampling, applied to p and q (defaults 1, 0, 1)\n"
     "  --seed S           prefix i draws from prompt_seed(S, i) (default 0)\n"

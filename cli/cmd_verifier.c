@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "rules.h"
 #include "verifier_train.h"
 
 static const char kCollectHelp[] =
@@ -75,7 +76,7 @@ static const char kTrainHelp[] =
     "  split by prompt, and reports validation accuracy, AUC, eta_FP and eta_TP at tau.\n"
     "  --l2 X            penalty on |w|^2 over standardised features (default 1e-3)\n"
     "  --val-fraction F  share of prompts held out (default 0.2)\n"
-    "  --tau T           threshold for the reported operating point (default 0.5)\n"
+    "  --tau T           threshold for the reported operating point (default " SP_STR(SP_DEFAULT_TAU) ")\n"
     "  --seed S          split seed (default 0)\n";
 
 int cmd_train_verifier(int argc, char **argv) {

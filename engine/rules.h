@@ -22,6 +22,10 @@
 #define SP_DEFAULT_GAMMA 5
 #define SP_GAMMA_MAX 64
 
+/* A default as text, for help messages: "(default " SP_STR(SP_DEFAULT_TAU) ")". */
+#define SP_STR_(x) #x
+#define SP_STR(x) SP_STR_(x)
+
 /* 1 if the verifier accepts a drafted token with this score at threshold tau. */
 static inline int verifier_accepts(double score, double tau) { return (double)(float)score >= tau; }
 

@@ -1,4 +1,4 @@
-/* db.c - the SQLite results database (see db.h and results/README.md). */
+/* db.c - the SQLite results database (see db.h; tables and upgrades: records/schema.h). */
 #include "db.h"
 
 #include <math.h>
@@ -8,287 +8,22 @@
 #include <sys/time.h>
 #include <time.h>
 
-#if SQLITE_VERSION_NUMBER < 3022000
-#error "experiments/db.c needs SQLite >= 3.22 (sqlite3_system_errno, SQLITE_READONLY_DIRECTORY)"
-#endif
+#include "schema.h"
+#include "sqlutil.h"
 
 struct Db {
     sqlite3 *h;
     char path[1024];
 };
 
-/* The runs table (schema v4), used by kSchema for a new file and by the v3 -> v4 rebuild. */
-#define RUNS_TABLE_BODY                                                                                       \
-    "(\n"                                                                                                     \
-    "  run_hash TEXT PRIMARY KEY, run_index INTEGER NOT NULL,\n"                                              \
-    "  status TEXT NOT NULL CHECK(status IN ('running','done','failed')),\n" /* v4: 'failed' */              \
-    "  method TEXT NOT NULL, seed INTEGER NOT NULL,\n"                                                        \
-    "  dataset TEXT NOT NULL, dataset_sha256 TEXT NOT NULL, data_format TEXT NOT NULL,\n"                     \
-    "  prompt_offset INTEGER NOT NULL, n_prompts INTEGER NOT NULL,\n"                                         \
-    "  max_new INTEGER NOT NULL, temperature REAL NOT NULL, top_k INTEGER NOT NULL, top_p REAL NOT NULL,\n"   \
-    "  stop_at_eos INTEGER NOT NULL, audit INTEGER NOT NULL,\n"                                               \
-    "  gamma INTEGER, tau REAL, lambda REAL, max_run INTEGER, alpha REAL, p_min REAL,\n"                      \
-    "  eta_fp REAL, eta_tp REAL,\n"                                                                           \
-    "  draft_dir TEXT, draft_sha256 TEXT, target_dir TEXT, target_sha256 TEXT,\n"                             \
-    "  verifier_path TEXT, verifier_sha256 TEXT,\n"                                                           \
-    "  config TEXT NOT NULL, spec_name TEXT NOT NULL, spec_path TEXT NOT NULL, spec_sha256 TEXT NOT NULL,\n"  \
-    "  git_commit TEXT NOT NULL, host TEXT, token_log TEXT NOT NULL,\n"                                       \
-    "  started_at TEXT NOT NULL, finished_at TEXT,\n"                                                         \
-    "  oracle_stay REAL,\n" /* v3 */                                                                          \
-    "  failure TEXT,\n"     /* v4: why a failed run failed (one line), NULL for every other status */         \
-    "  CHECK((status = 'failed') = (failure IS NOT NULL)))"
-
-#define RUN_TOTALS_VIEW                                                                                       \
-    "CREATE VIEW IF NOT EXISTS run_totals AS SELECT r.run_hash, r.method, r.seed, r.gamma, r.tau, r.lambda,\n" \
-    "  r.max_run, COUNT(*) AS prompts, SUM(p.tokens) AS tokens, SUM(p.target_calls) AS target_calls,\n"       \
-    "  SUM(p.accepted) AS accepted, SUM(p.t_total) AS t_total, SUM(p.t_audit) AS t_audit,\n"                  \
-    "  SUM(p.tokens) / SUM(p.t_total) AS tokens_per_s,\n"                                                     \
-    "  CAST(SUM(p.target_calls) AS REAL) / SUM(p.tokens) AS target_calls_per_token,\n"                        \
-    "  CAST(SUM(p.fp) AS REAL) / SUM(p.audited_neg) AS eta_fp,\n"                                             \
-    "  CAST(SUM(p.tp) AS REAL) / SUM(p.audited_pos) AS eta_tp\n"                                              \
-    "  FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done' GROUP BY r.run_hash;\n"
-
-static const char kSchema[] =
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS runs" RUNS_TABLE_BODY ";\n"
-    "CREATE TABLE IF NOT EXISTS prompts(\n"
-    "  run_hash TEXT NOT NULL, prompt_index INTEGER NOT NULL, example_id TEXT,\n"
-    "  n_prompt_tokens INTEGER NOT NULL, prompt_truncated INTEGER NOT NULL, rng_seed TEXT NOT NULL,\n"
-    "  tokens INTEGER NOT NULL, target_calls INTEGER NOT NULL, target_tokens INTEGER NOT NULL,\n"
-    "  draft_calls INTEGER NOT NULL, draft_tokens INTEGER NOT NULL,\n"
-    "  audit_calls INTEGER NOT NULL, audit_tokens INTEGER NOT NULL, verifier_evals INTEGER NOT NULL,\n"
-    "  drafted INTEGER NOT NULL, accepted INTEGER NOT NULL, verifier_accepts INTEGER NOT NULL,\n"
-    "  longest_run INTEGER NOT NULL, mean_accepted_run REAL,\n"
-    "  audited INTEGER, audited_pos INTEGER, audited_neg INTEGER, tp INTEGER, fp INTEGER,\n"
-    "  eta_fp REAL, eta_tp REAL,\n"
-    "  t_total REAL NOT NULL, t_draft REAL NOT NULL, t_target REAL NOT NULL, t_verifier REAL NOT NULL,\n"
-    "  t_audit REAL NOT NULL,\n"
-    "  flops_draft REAL NOT NULL, flops_target REAL NOT NULL, flops_verifier REAL NOT NULL,\n"
-    "  output_text TEXT,\n"
-    "  quality_ppl REAL, quality_rouge_l REAL, quality_bleu REAL, quality_json TEXT,\n"
-    "  PRIMARY KEY(run_hash, prompt_index));\n"
-    RUN_TOTALS_VIEW
-    /* schema v2: written by `sprinter score` (experiments/score.c owns the queries on this table) */
-    "CREATE TABLE IF NOT EXISTS outputs(\n"
-    "  run_hash TEXT NOT NULL, prompt_index INTEGER NOT NULL,\n"
-    "  n_prompt_tokens INTEGER NOT NULL, n_tokens INTEGER NOT NULL, text TEXT,\n"
-    "  target_logprob REAL, target_mean_logprob REAL, target_ppl REAL,\n"
-    "  target_dir TEXT NOT NULL, target_sha256 TEXT NOT NULL, scored_at TEXT NOT NULL,\n"
-    "  PRIMARY KEY(run_hash, prompt_index));\n";
-
-/* The outputs columns, in table order (merge copies them). */
-static const char kOutputCols[] =
-    "run_hash, prompt_index, n_prompt_tokens, n_tokens, text, target_logprob, target_mean_logprob, target_ppl, "
-    "target_dir, target_sha256, scored_at";
-
-/* The runs columns every schema version has (1 to 4), in table order. */
-#define RUN_COLS_V1                                                                                             \
-    "run_hash, run_index, status, method, seed, dataset, dataset_sha256, data_format, prompt_offset, n_prompts, " \
-    "max_new, temperature, top_k, top_p, stop_at_eos, audit, gamma, tau, lambda, max_run, alpha, p_min, eta_fp, " \
-    "eta_tp, draft_dir, draft_sha256, target_dir, target_sha256, verifier_path, verifier_sha256, config, "         \
-    "spec_name, spec_path, spec_sha256, git_commit, host, token_log, started_at, finished_at"
-/* The runs columns of schema v3, in table order (the v3 -> v4 rebuild copies them). */
-#define RUN_COLS_V3 RUN_COLS_V1 ", oracle_stay"
-/* The runs columns, in table order: the insert and the merge both use this list. */
-static const char kRunCols[] = RUN_COLS_V3 ", failure";
-#define N_RUN_COLS 41
-
-static const char kPromptCols[] =
-    "run_hash, prompt_index, example_id, n_prompt_tokens, prompt_truncated, rng_seed, tokens, target_calls, "
-    "target_tokens, draft_calls, draft_tokens, audit_calls, audit_tokens, verifier_evals, drafted, accepted, "
-    "verifier_accepts, longest_run, mean_accepted_run, audited, audited_pos, audited_neg, tp, fp, eta_fp, eta_tp, "
-    "t_total, t_draft, t_target, t_verifier, t_audit, flops_draft, flops_target, flops_verifier, output_text, "
-    "quality_ppl, quality_rouge_l, quality_bleu, quality_json";
-#define N_PROMPT_COLS 39
-
-/* ------------------------------------------------------------------ errors */
-
-#define SQL_CODE(c) {c, #c},
-/* Names of SQLite's result codes, extended ones included: sqlite3_errmsg says "disk I/O error" for
- * thirty different failures; the extended code says which (SQLITE_IOERR_WRITE, _FSYNC, _SHMSIZE, ...). */
-static const struct {
-    int code;
-    const char *name;
-} kSqlCodes[] = {
-    SQL_CODE(SQLITE_ERROR) SQL_CODE(SQLITE_INTERNAL) SQL_CODE(SQLITE_PERM) SQL_CODE(SQLITE_ABORT)
-    SQL_CODE(SQLITE_BUSY) SQL_CODE(SQLITE_LOCKED) SQL_CODE(SQLITE_NOMEM) SQL_CODE(SQLITE_READONLY)
-    SQL_CODE(SQLITE_INTERRUPT) SQL_CODE(SQLITE_IOERR) SQL_CODE(SQLITE_CORRUPT) SQL_CODE(SQLITE_NOTFOUND)
-    SQL_CODE(SQLITE_FULL) SQL_CODE(SQLITE_CANTOPEN) SQL_CODE(SQLITE_PROTOCOL) SQL_CODE(SQLITE_EMPTY)
-    SQL_CODE(SQLITE_SCHEMA) SQL_CODE(SQLITE_TOOBIG) SQL_CODE(SQLITE_CONSTRAINT) SQL_CODE(SQLITE_MISMATCH)
-    SQL_CODE(SQLITE_MISUSE) SQL_CODE(SQLITE_NOLFS) SQL_CODE(SQLITE_AUTH) SQL_CODE(SQLITE_FORMAT)
-    SQL_CODE(SQLITE_RANGE) SQL_CODE(SQLITE_NOTADB) SQL_CODE(SQLITE_NOTICE) SQL_CODE(SQLITE_WARNING)
-    SQL_CODE(SQLITE_IOERR_READ) SQL_CODE(SQLITE_IOERR_SHORT_READ) SQL_CODE(SQLITE_IOERR_WRITE)
-    SQL_CODE(SQLITE_IOERR_FSYNC) SQL_CODE(SQLITE_IOERR_DIR_FSYNC) SQL_CODE(SQLITE_IOERR_TRUNCATE)
-    SQL_CODE(SQLITE_IOERR_FSTAT) SQL_CODE(SQLITE_IOERR_UNLOCK) SQL_CODE(SQLITE_IOERR_RDLOCK)
-    SQL_CODE(SQLITE_IOERR_DELETE) SQL_CODE(SQLITE_IOERR_BLOCKED) SQL_CODE(SQLITE_IOERR_NOMEM)
-    SQL_CODE(SQLITE_IOERR_ACCESS) SQL_CODE(SQLITE_IOERR_CHECKRESERVEDLOCK) SQL_CODE(SQLITE_IOERR_LOCK)
-    SQL_CODE(SQLITE_IOERR_CLOSE) SQL_CODE(SQLITE_IOERR_DIR_CLOSE) SQL_CODE(SQLITE_IOERR_SHMOPEN)
-    SQL_CODE(SQLITE_IOERR_SHMSIZE) SQL_CODE(SQLITE_IOERR_SHMLOCK) SQL_CODE(SQLITE_IOERR_SHMMAP)
-    SQL_CODE(SQLITE_IOERR_SEEK) SQL_CODE(SQLITE_IOERR_DELETE_NOENT) SQL_CODE(SQLITE_IOERR_MMAP)
-    SQL_CODE(SQLITE_IOERR_GETTEMPPATH) SQL_CODE(SQLITE_IOERR_CONVPATH) SQL_CODE(SQLITE_IOERR_VNODE)
-    SQL_CODE(SQLITE_IOERR_AUTH) SQL_CODE(SQLITE_IOERR_BEGIN_ATOMIC) SQL_CODE(SQLITE_IOERR_COMMIT_ATOMIC)
-    SQL_CODE(SQLITE_IOERR_ROLLBACK_ATOMIC)
-#ifdef SQLITE_IOERR_DATA
-    SQL_CODE(SQLITE_IOERR_DATA)
-#endif
-#ifdef SQLITE_IOERR_CORRUPTFS
-    SQL_CODE(SQLITE_IOERR_CORRUPTFS)
-#endif
-    SQL_CODE(SQLITE_LOCKED_SHAREDCACHE) SQL_CODE(SQLITE_LOCKED_VTAB) SQL_CODE(SQLITE_BUSY_RECOVERY)
-    SQL_CODE(SQLITE_BUSY_SNAPSHOT)
-#ifdef SQLITE_BUSY_TIMEOUT
-    SQL_CODE(SQLITE_BUSY_TIMEOUT)
-#endif
-    SQL_CODE(SQLITE_CANTOPEN_NOTEMPDIR) SQL_CODE(SQLITE_CANTOPEN_ISDIR) SQL_CODE(SQLITE_CANTOPEN_FULLPATH)
-    SQL_CODE(SQLITE_CANTOPEN_CONVPATH) SQL_CODE(SQLITE_CANTOPEN_DIRTYWAL)
-#ifdef SQLITE_CANTOPEN_SYMLINK
-    SQL_CODE(SQLITE_CANTOPEN_SYMLINK)
-#endif
-    SQL_CODE(SQLITE_CORRUPT_VTAB)
-#ifdef SQLITE_CORRUPT_SEQUENCE
-    SQL_CODE(SQLITE_CORRUPT_SEQUENCE)
-#endif
-#ifdef SQLITE_CORRUPT_INDEX
-    SQL_CODE(SQLITE_CORRUPT_INDEX)
-#endif
-    SQL_CODE(SQLITE_READONLY_RECOVERY) SQL_CODE(SQLITE_READONLY_CANTLOCK) SQL_CODE(SQLITE_READONLY_ROLLBACK)
-    SQL_CODE(SQLITE_READONLY_DBMOVED) SQL_CODE(SQLITE_READONLY_CANTINIT) SQL_CODE(SQLITE_READONLY_DIRECTORY)
-    SQL_CODE(SQLITE_ABORT_ROLLBACK) SQL_CODE(SQLITE_CONSTRAINT_CHECK) SQL_CODE(SQLITE_CONSTRAINT_COMMITHOOK)
-    SQL_CODE(SQLITE_CONSTRAINT_FOREIGNKEY) SQL_CODE(SQLITE_CONSTRAINT_FUNCTION) SQL_CODE(SQLITE_CONSTRAINT_NOTNULL)
-    SQL_CODE(SQLITE_CONSTRAINT_PRIMARYKEY) SQL_CODE(SQLITE_CONSTRAINT_TRIGGER) SQL_CODE(SQLITE_CONSTRAINT_UNIQUE)
-    SQL_CODE(SQLITE_CONSTRAINT_VTAB) SQL_CODE(SQLITE_CONSTRAINT_ROWID)
-#ifdef SQLITE_CONSTRAINT_PINNED
-    SQL_CODE(SQLITE_CONSTRAINT_PINNED)
-#endif
-#ifdef SQLITE_CONSTRAINT_DATATYPE
-    SQL_CODE(SQLITE_CONSTRAINT_DATATYPE)
-#endif
-    SQL_CODE(SQLITE_NOTICE_RECOVER_WAL) SQL_CODE(SQLITE_NOTICE_RECOVER_ROLLBACK) SQL_CODE(SQLITE_WARNING_AUTOINDEX)
-};
-#undef SQL_CODE
-
-/* " (SQLITE_IOERR_WRITE, errno 28: No space left on device)": the name of the connection's last
- * extended result code and, for the codes that come from a system call (I/O, open, full), the errno
- * SQLite saw (sqlite3_system_errno: SQLite >= 3.22; 0 = none, as for SQLITE_FULL from a short
- * write). "" when there is no error to describe. */
-static void sql_detail(sqlite3 *h, char *buf, size_t cap) {
-    buf[0] = '\0';
-    if (!h) return;
-    int ext = sqlite3_extended_errcode(h), prim = ext & 0xff;
-    if (ext == SQLITE_OK || ext == SQLITE_ROW || ext == SQLITE_DONE) return;
-    const char *name = NULL;
-    for (size_t i = 0; i < sizeof kSqlCodes / sizeof *kSqlCodes && !name; i++)
-        if (kSqlCodes[i].code == ext) name = kSqlCodes[i].name;
-    char code[48];
-    if (name) snprintf(code, sizeof code, "%s", name);
-    else snprintf(code, sizeof code, "SQLite result code %d", ext);
-    int sys = prim == SQLITE_IOERR || prim == SQLITE_CANTOPEN || prim == SQLITE_FULL ? sqlite3_system_errno(h) : 0;
-    if (sys > 0) snprintf(buf, cap, " (%s, errno %d: %s)", code, sys, strerror(sys));
-    else snprintf(buf, cap, " (%s)", code);
-}
-
 /* "PATH: WHAT: MESSAGE (CODE[, errno N: TEXT])" from the connection's last error. */
-static int fail_sql(Db *db, SpErr *err, const char *what) {
-    char detail[160];
-    sql_detail(db->h, detail, sizeof detail);
-    int ext = sqlite3_extended_errcode(db->h);
-    const char *msg = ext == SQLITE_OK ? "unknown error" : sqlite3_errmsg(db->h);
-    return sp_fail(err, "%s: %s: %s%s", db->path, what, msg, detail);
-}
+static int fail_sql(Db *db, SpErr *err, const char *what) { return sql_fail(db->h, db->path, what, err); }
 
-/* Runs sql (one or more statements); on error "PATH: [WHAT: ]MESSAGE (CODE...)". */
-static int exec_what(Db *db, const char *sql, const char *what, SpErr *err) {
-    char *msg = NULL;
-    int rc = sqlite3_exec(db->h, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK) {
-        char detail[160];
-        sql_detail(db->h, detail, sizeof detail);
-        sp_fail(err, "%s: %s%s%s%s", db->path, what ? what : "", what ? ": " : "", msg ? msg : sqlite3_errstr(rc),
-                detail);
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
-
-/* The same; a short single statement ("BEGIN IMMEDIATE", "COMMIT") names itself in the message. */
-static int exec(Db *db, const char *sql, SpErr *err) {
-    int short_one = strlen(sql) < 40 && !strpbrk(sql, ";\n");
-    return exec_what(db, sql, short_one ? sql : NULL, err);
-}
+/* Runs sql; on error "PATH: [WHAT: ]MESSAGE (CODE...)" (a short statement names itself). */
+static int exec(Db *db, const char *sql, SpErr *err) { return sql_exec(db->h, db->path, sql, NULL, err); }
 
 static int scalar_text(Db *db, const char *sql, char *buf, size_t cap, SpErr *err) {
-    sqlite3_stmt *st;
-    buf[0] = '\0';
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query");
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : fail_sql(db, err, "query");
-}
-
-/* 1 if table `table` of schema `schema` ("main", "src") has column `col`, else 0. */
-static int has_column(Db *db, const char *schema, const char *table, const char *col) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->h, "SELECT 1 FROM pragma_table_info(?1, ?2) WHERE name = ?3", -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, schema, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, col, -1, SQLITE_STATIC);
-    int found = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return found;
-}
-
-/* upgrade 2 -> 3 (inside db_open's transaction): runs gains the nullable column oracle_stay. */
-static int upgrade_to_v3(Db *db, SpErr *err) {
-    if (!has_column(db, "main", "runs", "oracle_stay") && exec(db, "ALTER TABLE runs ADD COLUMN oracle_stay REAL", err))
-        return -1;
-    return exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version' AND value = '2'", err);
-}
-
-/* upgrade 3 -> 4 (inside db_open's transaction): status may be 'failed', and runs gains the column
- * failure. SQLite cannot alter a CHECK constraint, so the table is rebuilt (SQLite's documented
- * procedure: new table, copy, drop, rename; legacy_alter_table keeps the rename from rewriting or
- * validating views, and run_totals is dropped and recreated around it). Every row is copied as it
- * is: a v3 file has only 'running' and 'done' runs, whose failure is NULL. */
-static int upgrade_to_v4(Db *db, SpErr *err) {
-    char ver[32];
-    if (scalar_text(db, "SELECT value FROM meta WHERE key = 'schema_version'", ver, sizeof ver, err)) return -1;
-    if (strcmp(ver, "3")) return 0;
-    static const char kRebuild[] =
-        "DROP VIEW IF EXISTS run_totals;\n"
-        "DROP TABLE IF EXISTS runs_v4;\n"
-        "CREATE TABLE runs_v4" RUNS_TABLE_BODY ";\n"
-        "INSERT INTO runs_v4(" RUN_COLS_V3 ") SELECT " RUN_COLS_V3 " FROM runs;\n"
-        "DROP TABLE runs;\n"
-        "PRAGMA legacy_alter_table = ON;\n"
-        "ALTER TABLE runs_v4 RENAME TO runs;\n"
-        "PRAGMA legacy_alter_table = OFF;\n" RUN_TOTALS_VIEW
-        "UPDATE meta SET value = '4' WHERE key = 'schema_version' AND value = '3';\n";
-    if (exec_what(db, kRebuild, "cannot upgrade schema version 3 to 4 (the file is left as it was)", err)) {
-        exec(db, "PRAGMA legacy_alter_table = OFF", NULL);
-        return -1;
-    }
-    return 0;
-}
-
-/* The file's meta.schema_version before db_open touches it: "" for a new file (no meta table). */
-static int stored_version(Db *db, char *ver, size_t cap, SpErr *err) {
-    char name[16];
-    ver[0] = '\0';
-    if (scalar_text(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'", name, sizeof name, err))
-        return -1;
-    if (!name[0]) return 0;
-    return scalar_text(db, "SELECT value FROM meta WHERE key = 'schema_version'", ver, cap, err);
-}
-
-/* 1 if ver is a version db_open can read (upgrading it), else 0. */
-static int version_readable(const char *ver) {
-    char *end;
-    long v = strtol(ver, &end, 10);
-    return end != ver && *end == '\0' && v >= DB_SCHEMA_MIN && v <= DB_SCHEMA_VERSION;
+    return sql_scalar_text(db->h, db->path, sql, buf, cap, err);
 }
 
 Db *db_open(const char *path, SpErr *err) {
@@ -307,30 +42,15 @@ Db *db_open(const char *path, SpErr *err) {
         return NULL;
     }
     sqlite3_busy_timeout(db->h, 120000);
-    char ver[32], before[32] = "";
-    /* WAL survives in the file; synchronous NORMAL is durable at each checkpoint under WAL. */
-    int rc = exec_what(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "set WAL mode", err) ||
-             exec(db, "BEGIN IMMEDIATE", err) || stored_version(db, before, sizeof before, err);
-    if (rc == 0 && before[0] && !version_readable(before)) {
-        /* a newer sprinter's file (or not ours): refuse before writing anything */
-        sp_fail(err, "%s: meta.schema_version is %s, this sprinter reads versions %d to %d%s", path, before,
-                DB_SCHEMA_MIN, DB_SCHEMA_VERSION, atoi(before) > DB_SCHEMA_VERSION ? " (written by a newer sprinter)" : "");
-        rc = -1;
-    }
-    if (rc || exec_what(db, kSchema, "create schema", err) ||
-        exec(db, "INSERT OR IGNORE INTO meta VALUES('schema_version','" DB_SCHEMA_VERSION_STR "'),('format','sprinter-runs')",
-             err) ||
-        /* upgrade 1 -> 2: kSchema has just added the outputs table */
-        exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version' AND value = '1'", err) ||
-        upgrade_to_v3(db, err) || upgrade_to_v4(db, err) || exec(db, "COMMIT", err) ||
-        scalar_text(db, "SELECT value FROM meta WHERE key='schema_version'", ver, sizeof ver, err)) {
-        exec(db, "ROLLBACK", NULL);
+    /* WAL survives in the file; synchronous NORMAL is durable at each checkpoint under WAL. The
+     * schema is created or upgraded in one transaction: a failed upgrade leaves the file as it was. */
+    if (sql_exec(db->h, path, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "set WAL mode", err) ||
+        exec(db, "BEGIN IMMEDIATE", err)) {
         db_close(db);
         return NULL;
     }
-    if (atoi(ver) != DB_SCHEMA_VERSION) {
-        sp_fail(err, "%s: meta.schema_version is %s, this sprinter reads versions %d to %d", path, ver, DB_SCHEMA_MIN,
-                DB_SCHEMA_VERSION);
+    if (db_schema_prepare(db->h, path, err) || exec(db, "COMMIT", err)) {
+        exec(db, "ROLLBACK", NULL);
         db_close(db);
         return NULL;
     }
@@ -401,63 +121,83 @@ int db_run_reset(Db *db, const char *run_hash, SpErr *err) {
     return exec(db, "COMMIT", err);
 }
 
+
+
+/* "INSERT INTO table(columns) VALUES(?,...)" over the table's current columns: placeholder
+ * 1 + TABLE_column binds that column. */
+static int insert_sql(const DbTable *t, char *sql, size_t cap) {
+    char cols[4096];
+    if (db_column_list(t, cols, sizeof cols)) return -1;
+    size_t k = (size_t)snprintf(sql, cap, "INSERT INTO %s(%s) VALUES(", t->name, cols);
+    const char *sep = "";
+    for (int i = 0; i < t->n_cols && k < cap; i++)
+        if (db_col_in(&t->cols[i], DB_SCHEMA_VERSION)) {
+            k += (size_t)snprintf(sql + k, cap - k, "%s?%d", sep, i + 1);
+            sep = ",";
+        }
+    if (k + 2 >= cap) return -1;
+    snprintf(sql + k, cap - k, ")");
+    return 0;
+}
+
 static void bind_opt_text(sqlite3_stmt *st, int i, const char *s) {
     if (s && s[0]) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
     else sqlite3_bind_null(st, i);
 }
 
+/* Binds the grid parameter columns of the runs row: NULL where the method does not use one. */
+static void bind_run_params(sqlite3_stmt *st, const RunConfig *r) {
+    for (int i = 0; i < RUNS_N_COLS; i++) {
+        const DbColumn *c = &kRunsTable.cols[i];
+        if (c->param < 0 || !db_col_in(c, DB_SCHEMA_VERSION)) continue;
+        RunParam p = (RunParam)c->param;
+        if (!(r->applies & (1u << p))) sqlite3_bind_null(st, 1 + i);
+        else if (run_param_info(p)->integer) sqlite3_bind_int64(st, 1 + i, (sqlite3_int64)run_param_value(&r->dc, p));
+        else sqlite3_bind_double(st, 1 + i, run_param_value(&r->dc, p));
+    }
+}
 
 static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err) {
-    char sql[2048];
-    int k = snprintf(sql, sizeof sql, "INSERT INTO runs(%s) VALUES(", kRunCols);
-    for (int i = 0; i < N_RUN_COLS; i++) k += snprintf(sql + k, sizeof sql - (size_t)k, i ? ",?" : "?");
-    snprintf(sql + k, sizeof sql - (size_t)k, ")");
+    char sql[4096];
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "prepare insert into runs");
+    if (insert_sql(&kRunsTable, sql, sizeof sql) || sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
+        return fail_sql(db, err, "prepare insert into runs");
     const DecodeConfig *c = &r->dc;
-    int i = 1;
-    sqlite3_bind_text(st, i++, r->hash, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, i++, r->index);
-    sqlite3_bind_text(st, i++, "running", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, decode_method_name(c->method), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)r->seed);
-    sqlite3_bind_text(st, i++, s->datasets[r->dataset], -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, s->data_sha256[r->dataset], -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, s->data_format[0] ? s->data_format : "auto", -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, i++, s->prompt_offset);
-    sqlite3_bind_int(st, i++, s->n_prompts);
-    sqlite3_bind_int(st, i++, c->max_new);
-    sqlite3_bind_double(st, i++, c->sampling.temperature);
-    sqlite3_bind_int(st, i++, c->sampling.top_k);
-    sqlite3_bind_double(st, i++, c->sampling.top_p);
-    sqlite3_bind_int(st, i++, c->stop_at_eos);
-    sqlite3_bind_int(st, i++, c->audit);
-    /* gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp: NULL where they do not apply */
-    static const RunParam order[] = {RP_GAMMA, RP_TAU, RP_LAMBDA, RP_MAX_RUN, RP_ALPHA, RP_P_MIN, RP_ETA_FP, RP_ETA_TP};
-    for (int j = 0; j < 8; j++, i++) {
-        RunParam p = order[j];
-        if (!(r->applies & (1u << p))) sqlite3_bind_null(st, i);
-        else if (p == RP_GAMMA || p == RP_MAX_RUN) sqlite3_bind_int(st, i, (int)run_param_value(&r->dc, p));
-        else sqlite3_bind_double(st, i, run_param_value(&r->dc, p));
-    }
-    int uses_draft = c->method != DM_AR, uses_target = c->method != DM_DRAFT;
-    bind_opt_text(st, i++, uses_draft ? s->draft_dir : NULL);
-    bind_opt_text(st, i++, uses_draft ? s->draft_sha256 : NULL);
-    bind_opt_text(st, i++, uses_target ? s->target_dir : NULL);
-    bind_opt_text(st, i++, uses_target ? s->target_sha256 : NULL);
-    bind_opt_text(st, i++, m->verifier_path);
-    bind_opt_text(st, i++, m->verifier_sha256);
-    sqlite3_bind_text(st, i++, r->canon, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, s->name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, s->path, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, s->sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, m->git_commit ? m->git_commit : "unknown", -1, SQLITE_STATIC);
-    bind_opt_text(st, i++, m->host);
-    sqlite3_bind_text(st, i++, m->token_log, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, i++, m->started_at, -1, SQLITE_STATIC);
-    sqlite3_bind_null(st, i++);
-    if (r->applies & (1u << RP_ORACLE_STAY)) sqlite3_bind_double(st, i++, c->oracle_stay);
-    else sqlite3_bind_null(st, i++);
+    int uses_draft = method_is(c->method, MC_USES_DRAFT), uses_target = method_is(c->method, MC_USES_TARGET);
+#define AT(col) (1 + RUNS_##col)
+    sqlite3_bind_text(st, AT(run_hash), r->hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, AT(run_index), r->index);
+    sqlite3_bind_text(st, AT(status), "running", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(method), decode_method_name(c->method), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, AT(seed), (sqlite3_int64)r->seed);
+    sqlite3_bind_text(st, AT(dataset), s->datasets[r->dataset], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(dataset_sha256), s->data_sha256[r->dataset], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(data_format), s->data_format[0] ? s->data_format : "auto", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, AT(prompt_offset), s->prompt_offset);
+    sqlite3_bind_int(st, AT(n_prompts), s->n_prompts);
+    sqlite3_bind_int(st, AT(max_new), c->max_new);
+    sqlite3_bind_double(st, AT(temperature), c->sampling.temperature);
+    sqlite3_bind_int(st, AT(top_k), c->sampling.top_k);
+    sqlite3_bind_double(st, AT(top_p), c->sampling.top_p);
+    sqlite3_bind_int(st, AT(stop_at_eos), c->stop_at_eos);
+    sqlite3_bind_int(st, AT(audit), c->audit);
+    bind_run_params(st, r);
+    bind_opt_text(st, AT(draft_dir), uses_draft ? s->draft_dir : NULL);
+    bind_opt_text(st, AT(draft_sha256), uses_draft ? s->draft_sha256 : NULL);
+    bind_opt_text(st, AT(target_dir), uses_target ? s->target_dir : NULL);
+    bind_opt_text(st, AT(target_sha256), uses_target ? s->target_sha256 : NULL);
+    bind_opt_text(st, AT(verifier_path), m->verifier_path);
+    bind_opt_text(st, AT(verifier_sha256), m->verifier_sha256);
+    sqlite3_bind_text(st, AT(config), r->canon, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(spec_name), s->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(spec_path), s->path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(spec_sha256), s->sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(git_commit), m->git_commit ? m->git_commit : "unknown", -1, SQLITE_STATIC);
+    bind_opt_text(st, AT(host), m->host);
+    sqlite3_bind_text(st, AT(token_log), m->token_log, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(started_at), m->started_at, -1, SQLITE_STATIC);
+    /* finished_at and failure: NULL while running */
+#undef AT
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : fail_sql(db, err, "insert into runs");
@@ -482,44 +222,59 @@ static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const Promp
     char seed[24];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)p->rng_seed);
     sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    int i = 1;
-    sqlite3_bind_text(st, i++, hash, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, i++, p->prompt_index);
-    bind_opt_text(st, i++, p->example_id);
-    sqlite3_bind_int(st, i++, p->n_prompt_tokens);
-    sqlite3_bind_int(st, i++, p->truncated);
-    sqlite3_bind_text(st, i++, seed, -1, SQLITE_TRANSIENT);
-    const int64_t counts[] = {s->tokens,       s->target_forwards, s->target_tokens, s->draft_forwards, s->draft_tokens,
-                              s->audit_forwards, s->audit_tokens,  s->verifier_evals, s->drafted,       s->accepted,
-                              p->verifier_accepts, p->longest_run};
-    for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) sqlite3_bind_int64(st, i++, counts[j]);
-    bind_ratio(st, i++, (double)s->accepted, (double)s->target_forwards);
-    if (p->audited) {
-        const int64_t a[] = {p->n_audited, p->pos, p->neg, p->tp, p->fp};
-        for (int j = 0; j < 5; j++) sqlite3_bind_int64(st, i++, a[j]);
-        bind_ratio(st, i++, (double)p->fp, (double)p->neg);
-        bind_ratio(st, i++, (double)p->tp, (double)p->pos);
-    } else {
-        for (int j = 0; j < 7; j++) sqlite3_bind_null(st, i++);
+    sqlite3_clear_bindings(st); /* unbound columns are NULL */
+#define AT(col) (1 + PROMPTS_##col)
+    sqlite3_bind_text(st, AT(run_hash), hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, AT(prompt_index), p->prompt_index);
+    bind_opt_text(st, AT(example_id), p->example_id);
+    sqlite3_bind_int(st, AT(n_prompt_tokens), p->n_prompt_tokens);
+    sqlite3_bind_int(st, AT(prompt_truncated), p->truncated);
+    sqlite3_bind_text(st, AT(rng_seed), seed, -1, SQLITE_TRANSIENT);
+    const struct {
+        int col;
+        int64_t v;
+    } counts[] = {{AT(tokens), s->tokens},
+                  {AT(target_calls), s->target_forwards},
+                  {AT(target_tokens), s->target_tokens},
+                  {AT(draft_calls), s->draft_forwards},
+                  {AT(draft_tokens), s->draft_tokens},
+                  {AT(audit_calls), s->audit_forwards},
+                  {AT(audit_tokens), s->audit_tokens},
+                  {AT(verifier_evals), s->verifier_evals},
+                  {AT(drafted), s->drafted},
+                  {AT(accepted), s->accepted},
+                  {AT(verifier_accepts), p->verifier_accepts},
+                  {AT(longest_run), p->longest_run}};
+    for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) sqlite3_bind_int64(st, counts[j].col, counts[j].v);
+    bind_ratio(st, AT(mean_accepted_run), (double)s->accepted, (double)s->target_forwards);
+    if (p->audited) { /* else the audit columns stay NULL */
+        sqlite3_bind_int64(st, AT(audited), p->n_audited);
+        sqlite3_bind_int64(st, AT(audited_pos), p->pos);
+        sqlite3_bind_int64(st, AT(audited_neg), p->neg);
+        sqlite3_bind_int64(st, AT(tp), p->tp);
+        sqlite3_bind_int64(st, AT(fp), p->fp);
+        bind_ratio(st, AT(eta_fp), (double)p->fp, (double)p->neg);
+        bind_ratio(st, AT(eta_tp), (double)p->tp, (double)p->pos);
     }
-    const double t[] = {s->t_total, s->t_draft, s->t_target, s->t_verifier, s->t_audit,
-                        s->flops_draft, s->flops_target, s->flops_verifier};
-    for (int j = 0; j < 8; j++) sqlite3_bind_double(st, i++, t[j]);
-    bind_opt_text(st, i++, p->output_text);
-    for (int j = 0; j < 4; j++) sqlite3_bind_null(st, i++); /* quality: filled by the analysis */
+    const struct {
+        int col;
+        double v;
+    } reals[] = {{AT(t_total), s->t_total},         {AT(t_draft), s->t_draft},           {AT(t_target), s->t_target},
+                 {AT(t_verifier), s->t_verifier},   {AT(t_audit), s->t_audit},           {AT(flops_draft), s->flops_draft},
+                 {AT(flops_target), s->flops_target}, {AT(flops_verifier), s->flops_verifier}};
+    for (size_t j = 0; j < sizeof reals / sizeof *reals; j++) sqlite3_bind_double(st, reals[j].col, reals[j].v);
+    bind_opt_text(st, AT(output_text), p->output_text);
+#undef AT
     return sqlite3_step(st) == SQLITE_DONE ? 0 : fail_sql(db, err, "insert into prompts");
 }
 
 int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const char *finished_at, SpErr *err) {
-    char sql[2048];
-    int k = snprintf(sql, sizeof sql, "INSERT INTO prompts(%s) VALUES(", kPromptCols);
-    for (int i = 0; i < N_PROMPT_COLS; i++) k += snprintf(sql + k, sizeof sql - (size_t)k, i ? ",?" : "?");
-    snprintf(sql + k, sizeof sql - (size_t)k, ")");
+    char sql[4096];
     sqlite3_stmt *st = NULL, *up = NULL;
     if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
     int rc = 0;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) rc = fail_sql(db, err, "prepare insert into prompts");
+    if (insert_sql(&kPromptsTable, sql, sizeof sql) || sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
+        rc = fail_sql(db, err, "prepare insert into prompts");
     for (int i = 0; rc == 0 && i < n; i++) rc = insert_prompt(db, st, run_hash, &rows[i], err);
     if (rc == 0) {
         if (sqlite3_prepare_v2(db->h, "UPDATE runs SET status = 'done', finished_at = ? WHERE run_hash = ?", -1, &up,
@@ -606,12 +361,15 @@ static int attach(Db *db, const char *src, SpErr *err) {
     return 0;
 }
 
-/* 1 if the attached source database has an outputs table (schema v2), else 0. */
-static int src_has_outputs(Db *db) {
-    char name[32];
-    return scalar_text(db, "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name = 'outputs'", name,
-                       sizeof name, NULL) == 0 &&
-           name[0] != '\0';
+/* "INSERT INTO main.T(current columns) SELECT (the same, NULL where src lacks one) FROM src.T WHERE
+ * run_hash = ?": copies a run's rows from a shard of any readable version. */
+static int copy_sql(Db *db, const DbTable *t, char *sql, size_t cap) {
+    char cols[4096], sel[4096];
+    if (db_column_list(t, cols, sizeof cols)) return -1;
+    if (db_select_list(db->h, "src", t, "", 1, sel, sizeof sel)) return -1;
+    int w = snprintf(sql, cap, "INSERT INTO main.%s(%s) SELECT %s FROM src.%s WHERE run_hash = ?", t->name, cols, sel,
+                     t->name);
+    return w < 0 || (size_t)w >= cap ? -1 : 0;
 }
 
 static int plan_add(char ***list, int *n, int *cap, const char *h, SpErr *err) {
@@ -678,17 +436,14 @@ int db_merge_plan(Db *dst, const char *src_path, MergePlan *p, SpErr *err) {
 
 int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err) {
     if (attach(dst, src_path, err)) return -1;
-    char sql_r[2048], sql_p[2048];
-    /* a source of schema version < 3 has no oracle_stay, one < 4 no failure: NULL is copied for them */
-    snprintf(sql_r, sizeof sql_r, "INSERT INTO main.runs(%s) SELECT %s, %s, %s FROM src.runs WHERE run_hash = ?", kRunCols,
-             RUN_COLS_V1, has_column(dst, "src", "runs", "oracle_stay") ? "oracle_stay" : "NULL",
-             has_column(dst, "src", "runs", "failure") ? "failure" : "NULL");
-    snprintf(sql_p, sizeof sql_p, "INSERT INTO main.prompts(%s) SELECT %s FROM src.prompts WHERE run_hash = ?",
-             kPromptCols, kPromptCols);
-    char sql_o[1024];
-    snprintf(sql_o, sizeof sql_o, "INSERT INTO main.outputs(%s) SELECT %s FROM src.outputs WHERE run_hash = ?",
-             kOutputCols, kOutputCols);
-    int n_stmt = src_has_outputs(dst) ? 3 : 2; /* a version-1 source has no outputs */
+    /* a column the source's version lacks (oracle_stay before 3, failure before 4) is copied as NULL */
+    char sql_r[8192], sql_p[8192], sql_o[4096];
+    if (copy_sql(dst, &kRunsTable, sql_r, sizeof sql_r) || copy_sql(dst, &kPromptsTable, sql_p, sizeof sql_p) ||
+        copy_sql(dst, &kOutputsTable, sql_o, sizeof sql_o)) {
+        exec(dst, "DETACH DATABASE src", NULL);
+        return sp_fail(err, "%s: merge statement too long", dst->path);
+    }
+    int n_stmt = sql_has_table(dst->h, "src", "outputs") ? 3 : 2; /* a version-1 source has no outputs */
     sqlite3_stmt *stmts[3] = {NULL, NULL, NULL};
     int rc = exec(dst, "BEGIN IMMEDIATE", err);
     const char *sqls[3] = {sql_r, sql_p, sql_o};
@@ -730,33 +485,21 @@ static void fmt_ratio(char *buf, size_t cap, double num, double den, const char 
     else snprintf(buf, cap, "-");
 }
 
-/* "lambda=1.5 tau=0.3 ..." from the 8 parameter columns starting at column `first` (lambda, tau, gamma,
- * max_run, alpha, p_min, eta_fp, eta_tp; NULL ones left out) and oracle_stay at column `stay`. */
-static void label_from(sqlite3_stmt *st, int first, int stay, char *buf, size_t cap) {
-    static const char *const names[] = {"lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp"};
-    size_t k = 0;
-    buf[0] = '\0';
-    for (int j = 0; j < 8; j++) {
-        if (sqlite3_column_type(st, first + j) == SQLITE_NULL) continue;
-        int w = snprintf(buf + k, cap - k, "%s%s=%g", k ? " " : "", names[j], sqlite3_column_double(st, first + j));
-        if (w > 0 && (size_t)w < cap - k) k += (size_t)w;
-    }
-    if (sqlite3_column_type(st, stay) != SQLITE_NULL && k < cap) /* oracle-markov */
-        snprintf(buf + k, cap - k, "%soracle_stay=%g", k ? " " : "", sqlite3_column_double(st, stay));
-}
+/* Result columns of the summary query; the parameters follow at SUM_PARAMS. */
+enum { SUM_METHOD, SUM_DATASET, SUM_RUNS, SUM_TOKENS, SUM_T_TOTAL, SUM_CALLS, SUM_ACCEPTED, SUM_NEG, SUM_FP, SUM_POS,
+       SUM_TP, SUM_T_AUDIT, SUM_N_DATASETS, SUM_PARAMS };
 
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
-    const char *group = by_method ? "r.method" : "r.method, r.dataset, r.lambda, r.tau, r.gamma, r.max_run, r.alpha, "
-                                                 "r.p_min, r.eta_fp, r.eta_tp, r.oracle_stay";
-    char sql[2048];
+    char params[512], group[640], sql[4096];
+    db_param_columns("r.", params, sizeof params);
+    snprintf(group, sizeof group, by_method ? "r.method" : "r.method, r.dataset, %s", params);
     snprintf(sql, sizeof sql,
-             "SELECT r.method, MIN(r.dataset), r.lambda, r.tau, r.gamma, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp,"
-             " COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total), SUM(p.target_calls), SUM(p.accepted),"
-             " SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp), SUM(p.t_audit),"
-             " (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'), r.oracle_stay"
+             "SELECT r.method, MIN(r.dataset), COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total),"
+             " SUM(p.target_calls), SUM(p.accepted), SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp),"
+             " SUM(p.t_audit), (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'), %s"
              " FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY %s ORDER BY MIN(r.run_index), %s",
-             group, group);
+             params, group, group);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "summary query");
     int cap = 0, rc = 0;
@@ -778,24 +521,27 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
         }
         SumRow *r = &(*rows)[(*n)++];
         memset(r, 0, sizeof *r);
-        snprintf(r->method, sizeof r->method, "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(r->dataset, sizeof r->dataset, "%s", base((const char *)sqlite3_column_text(st, 1)));
-        if (!by_method) label_from(st, 2, 21, r->label, sizeof r->label);
-        r->runs = sqlite3_column_int64(st, 10);
-        r->tokens = sqlite3_column_int64(st, 11);
-        r->t_total = sqlite3_column_double(st, 12);
-        r->calls = sqlite3_column_int64(st, 13);
-        r->accepted = sqlite3_column_int64(st, 14);
-        r->neg = sqlite3_column_int64(st, 15);
-        r->fp = sqlite3_column_int64(st, 16);
-        r->pos = sqlite3_column_int64(st, 17);
-        r->tp = sqlite3_column_int64(st, 18);
-        r->t_audit = sqlite3_column_double(st, 19);
-        *n_datasets = sqlite3_column_int(st, 20);
+        snprintf(r->method, sizeof r->method, "%s", (const char *)sqlite3_column_text(st, SUM_METHOD));
+        snprintf(r->dataset, sizeof r->dataset, "%s", base((const char *)sqlite3_column_text(st, SUM_DATASET)));
+        if (!by_method) db_params_label(st, SUM_PARAMS, r->label, sizeof r->label);
+        r->runs = sqlite3_column_int64(st, SUM_RUNS);
+        r->tokens = sqlite3_column_int64(st, SUM_TOKENS);
+        r->t_total = sqlite3_column_double(st, SUM_T_TOTAL);
+        r->calls = sqlite3_column_int64(st, SUM_CALLS);
+        r->accepted = sqlite3_column_int64(st, SUM_ACCEPTED);
+        r->neg = sqlite3_column_int64(st, SUM_NEG);
+        r->fp = sqlite3_column_int64(st, SUM_FP);
+        r->pos = sqlite3_column_int64(st, SUM_POS);
+        r->tp = sqlite3_column_int64(st, SUM_TP);
+        r->t_audit = sqlite3_column_double(st, SUM_T_AUDIT);
+        *n_datasets = sqlite3_column_int(st, SUM_N_DATASETS);
     }
     sqlite3_finalize(st);
     return rc;
 }
+
+/* Result columns of the failed-runs query; the parameters follow at FAILED_PARAMS. */
+enum { FAILED_HASH, FAILED_METHOD, FAILED_SEED, FAILED_REASON, FAILED_PARAMS };
 
 /* Below the table: how many runs failed, each with its reason (at most SUMMARY_MAX_FAILED of them),
  * and how many are unfinished. Neither kind is counted in the table. */
@@ -809,20 +555,22 @@ static int summary_not_done(Db *db, FILE *out, SpErr *err) {
     if (nf > 0) {
         fprintf(out, "failed: %d run%s, not in the table (a rerun does not retry %s: sprinter sweep --retry-failed)\n", nf,
                 nf == 1 ? "" : "s", nf == 1 ? "it" : "them");
+        char params[512], sql[1024];
+        db_param_columns("r.", params, sizeof params);
+        snprintf(sql, sizeof sql,
+                 "SELECT r.run_hash, r.method, r.seed, r.failure, %s FROM runs r WHERE r.status = 'failed'"
+                 " ORDER BY r.run_index, r.run_hash",
+                 params);
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db->h,
-                               "SELECT run_hash, method, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp, "
-                               "oracle_stay, seed, failure FROM runs WHERE status = 'failed' ORDER BY run_index, run_hash",
-                               -1, &st, NULL) != SQLITE_OK)
-            return fail_sql(db, err, "query failed runs");
+        if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query failed runs");
         int shown = 0, s;
         while (shown < SUMMARY_MAX_FAILED && (s = sqlite3_step(st)) == SQLITE_ROW) {
             char label[200];
-            label_from(st, 2, 10, label, sizeof label);
-            const char *reason = (const char *)sqlite3_column_text(st, 12);
-            fprintf(out, "  %.12s %s%s%s seed=%lld: %s\n", (const char *)sqlite3_column_text(st, 0),
-                    (const char *)sqlite3_column_text(st, 1), label[0] ? " " : "", label,
-                    (long long)sqlite3_column_int64(st, 11), reason ? reason : "?");
+            db_params_label(st, FAILED_PARAMS, label, sizeof label);
+            const char *reason = (const char *)sqlite3_column_text(st, FAILED_REASON);
+            fprintf(out, "  %.12s %s%s%s seed=%lld: %s\n", (const char *)sqlite3_column_text(st, FAILED_HASH),
+                    (const char *)sqlite3_column_text(st, FAILED_METHOD), label[0] ? " " : "", label,
+                    (long long)sqlite3_column_int64(st, FAILED_SEED), reason ? reason : "?");
             shown++;
         }
         sqlite3_finalize(st);

@@ -1,19 +1,7 @@
-/* db.h - the results database of a sweep: results/X/runs.sqlite (schema in results/README.md).
- *
- *   meta(key, value)           schema_version (DB_SCHEMA_VERSION), format "sprinter-runs"
- *   runs(run_hash PRIMARY KEY, ...)  one row per run: its configuration (parameters that do not
- *                              apply to the method are NULL), content hashes, provenance, status
- *                              'running', 'done' or 'failed' (schema v4; with the one-line reason in
- *                              failure, NULL otherwise), start and end time (ISO 8601 UTC; a failed
- *                              run's finished_at is when it failed)
- *   prompts(run_hash, prompt_index, ...)  one row per (run, prompt): counters, wall times
- *                              (seconds, audit excluded from t_total), FLOPs, audited verifier
- *                              confusion counts, output text, and NULL quality columns that the
- *                              analysis fills in later
- *   run_totals (view)          per-run sums over prompts
- *   outputs(run_hash, prompt_index, ...)  schema v2: one row per scored (run, prompt), written by
- *                              `sprinter score` (experiments/score.h owns its queries): output
- *                              text and the target model's log-likelihood of the output
+/* db.h - the sweep's writes to its results database, results/X/runs.sqlite: runs as they start,
+ * finish or fail, merging shards, and the summary table. What the tables and columns are, the
+ * schema version and the upgrades of older files are defined once in records/schema.h (documented
+ * in results/README.md, which a test checks against it); this file only writes rows.
  *
  * The file is in WAL mode with a busy timeout, so several processes (--jobs, shards on one
  * filesystem) can write; each finished run is one transaction (db_run_finish). A Db is one
@@ -27,22 +15,8 @@
 
 #include "decoding.h"
 #include "error.h"
+#include "schema.h"
 #include "spec.h"
-
-/* Schema versions: 1 = meta, runs, prompts, run_totals (the sweep runner).
- *                  2 = 1 + table outputs (sprinter score, experiments/score.c).
- *                  3 = 2 + runs.oracle_stay (REAL, NULL except for oracle-markov runs).
- *                  4 = 3 + runs.status 'failed' and runs.failure (TEXT, the reason; NULL unless
- *                      failed; CHECK: failure is set exactly when status is 'failed').
- * db_open() upgrades older files in place, in one transaction (it adds the outputs table and the
- * oracle_stay column, and rebuilds the runs table for v4, since SQLite cannot alter a CHECK
- * constraint), so every older database stays readable; a newer file is refused before anything is
- * written. Merge accepts shards of any version in [DB_SCHEMA_MIN, DB_SCHEMA_VERSION].
- * A later schema change: bump DB_SCHEMA_VERSION, add the upgrade step to db_open (db.c, "upgrade"),
- * document it in results/README.md. */
-#define DB_SCHEMA_VERSION 4
-#define DB_SCHEMA_VERSION_STR "4"
-#define DB_SCHEMA_MIN 1
 
 typedef struct Db Db;
 

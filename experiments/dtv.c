@@ -23,7 +23,7 @@ void dtv_spec_default(DtvSpec *s) {
     memset(s, 0, sizeof *s);
     s->n_prefixes = 100;
     s->max_continue = 8;
-    s->tau = 0.5;
+    s->tau = SP_DEFAULT_TAU;
     s->lambda = -1;
     s->sampling = (SamplerParams){1.0f, 0, 1.0f};
     s->bootstrap = 200;
@@ -44,9 +44,8 @@ int dtv_verifier_decisions(Session *draft, const Verifier *ver, double tau, int 
     for (int32_t v = 0; v < V; v++) {
         const float *L, *H;
         if (session_forward_tail(draft, &v, 1, 1, &L, &H, err)) return -1;
-        /* the decoder stores the score as a float and compares that with tau */
-        float sc = (float)verifier_score(ver, H);
-        a[v] = sc >= tau ? 1.0 : 0.0;
+        float sc = (float)verifier_score(ver, H); /* stored as a float, as the decoder does */
+        a[v] = verifier_accepts(sc, tau) ? 1.0 : 0.0;
         if (scores) scores[v] = sc;
         if (session_truncate(draft, n, err)) return -1;
     }
@@ -54,7 +53,7 @@ int dtv_verifier_decisions(Session *draft, const Verifier *ver, double tau, int 
 }
 
 void dtv_oracle_decisions(const float *p, const float *q, int V, double lambda, double eta_tp, double eta_fp, double *a) {
-    for (int v = 0; v < V; v++) a[v] = (double)q[v] <= lambda * (double)p[v] ? eta_tp : eta_fp;
+    for (int v = 0; v < V; v++) a[v] = label_acceptable(q[v], p[v], lambda) ? eta_tp : eta_fp;
 }
 
 static double ratio_or_nan(double num, double den) { return den > 0 ? num / den : NAN; }

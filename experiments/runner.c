@@ -198,8 +198,8 @@ static int load_models(Ctx *c, SpErr *err) {
     SweepSpec *s = c->s;
     int need_draft = 0, need_target = 0;
     for (int i = 0; i < s->n_methods; i++) {
-        need_draft |= s->methods[i] != DM_AR;
-        need_target |= s->methods[i] != DM_DRAFT;
+        need_draft |= method_is(s->methods[i], MC_USES_DRAFT);
+        need_target |= method_is(s->methods[i], MC_USES_TARGET);
     }
     if (need_draft && !(c->draft = model_load(s->draft_dir, err))) return sp_err_prefix(err, "%s: [models] draft %s", s->path, s->draft_dir);
     if (need_target && !(c->target = model_load(s->target_dir, err)))
@@ -279,7 +279,7 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
     SweepSpec *s = c->s;
     for (int k = 0; k < c->n_pending; k++) {
         const RunConfig *r = &c->runs[c->pending[k]];
-        if (!method_needs_verifier(r->dc.method) || find_verifier(c, r->dc.lambda)) continue;
+        if (!method_is(r->dc.method, MC_NEEDS_VERIFIER) || find_verifier(c, r->dc.lambda)) continue;
         if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
         VerEntry *v = &c->vers[c->n_vers];
         CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
@@ -306,10 +306,6 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
 
 /* ------------------------------------------------------------------ one run */
 
-static int method_decides(DecodeMethod m) {
-    return m == DM_SPRINTER || m == DM_SPECDECPP || m == DM_ORACLE_IID || m == DM_ORACLE_MARKOV;
-}
-
 static void fill_row(PromptRow *row, const RunConfig *r, const DecodeOutput *o) {
     row->st = o->stats;
     int64_t streak = 0;
@@ -327,7 +323,7 @@ static void fill_row(PromptRow *row, const RunConfig *r, const DecodeOutput *o) 
         else row->neg++, row->fp += e->decision == 1;
     }
     /* without the audit only the target-called decisions have labels: a biased sample, not stored */
-    row->audited = r->dc.audit && method_decides(r->dc.method);
+    row->audited = r->dc.audit && method_is(r->dc.method, MC_DECIDES);
     if (!row->audited) row->n_audited = row->pos = row->neg = row->tp = row->fp = 0;
 }
 
@@ -390,8 +386,8 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, De
  * logits; its token log deleted) or -1 (anything else: the sweep stops). */
 static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     const SweepSpec *s = c->s;
-    VerEntry *v = method_needs_verifier(r->dc.method) ? find_verifier(c, r->dc.lambda) : NULL;
-    if (method_needs_verifier(r->dc.method) && !v) return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
+    VerEntry *v = method_is(r->dc.method, MC_NEEDS_VERIFIER) ? find_verifier(c, r->dc.lambda) : NULL;
+    if (method_is(r->dc.method, MC_NEEDS_VERIFIER) && !v) return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
     char rel[128], abs[4400], started[40], finished[40];
     token_paths(c, r, rel, sizeof rel, abs, sizeof abs);
     db_now_iso(started, sizeof started);
@@ -400,7 +396,7 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     if (db_run_begin(c->db, s, r, &meta, err)) return -1;
     checkpoint(c);
     int max_ctx = c->prompts[r->dataset].n_max + r->dc.max_new + r->dc.gamma + 1;
-    Decoder *dec = decoder_new(r->dc.method == DM_AR ? NULL : c->draft, r->dc.method == DM_DRAFT ? NULL : c->target,
+    Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->draft : NULL, method_is(r->dc.method, MC_USES_TARGET) ? c->target : NULL,
                                v ? &v->v : NULL, max_ctx, err);
     if (!dec) return -1;
     PromptRow *rows = calloc((size_t)s->n_prompts, sizeof *rows);

@@ -13,7 +13,9 @@
 
 #include "dataset.h"
 #include "db.h"
-#include "h5util.h"
+#include "schema.h"
+#include "sqlutil.h"
+#include "tokenlog.h"
 #include "hashutil.h"
 #include "tokenizer.h"
 
@@ -94,9 +96,7 @@ typedef struct Ctx {
     Tokenizer *tok;
 } Ctx;
 
-static int fail_sql(sqlite3 *h, const char *path, SpErr *err, const char *what) {
-    return sp_fail(err, "%s: %s: %s", path, what, sqlite3_errmsg(h));
-}
+static int fail_sql(sqlite3 *h, const char *path, SpErr *err, const char *what) { return sql_fail(h, path, what, err); }
 
 static void copy_col(sqlite3_stmt *st, int i, char *buf, size_t cap) {
     const unsigned char *t = sqlite3_column_text(st, i);
@@ -113,6 +113,7 @@ static int plan_runs(Ctx *c, Db *db, SpErr *err) {
         " (SELECT COUNT(*) FROM outputs o WHERE o.run_hash = r.run_hash),"
         " (SELECT COALESCE(MAX(p.prompt_index), -1) FROM prompts p WHERE p.run_hash = r.run_hash)"
         " FROM runs r WHERE r.status = 'done' ORDER BY r.run_index, r.run_hash";
+    enum { R_HASH, R_METHOD, R_DATASET, R_DATASET_SHA, R_FORMAT, R_TARGET_SHA, R_TOKEN_LOG, R_TODO, R_HAVE, R_MAX_INDEX };
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "read runs");
     int cap = 0, rc = 0;
@@ -131,16 +132,16 @@ static int plan_runs(Ctx *c, Db *db, SpErr *err) {
         }
         ScoreRun *r = &c->runs[c->n_runs++];
         memset(r, 0, sizeof *r);
-        copy_col(st, 0, r->hash, sizeof r->hash);
-        copy_col(st, 1, r->method, sizeof r->method);
-        copy_col(st, 2, r->dataset, sizeof r->dataset);
-        copy_col(st, 3, r->dataset_sha, sizeof r->dataset_sha);
-        copy_col(st, 4, r->format, sizeof r->format);
-        copy_col(st, 5, r->target_sha, sizeof r->target_sha);
-        copy_col(st, 6, r->token_log, sizeof r->token_log);
-        r->n_todo = sqlite3_column_int(st, 7);
-        r->n_have = sqlite3_column_int(st, 8);
-        r->max_index = sqlite3_column_int(st, 9);
+        copy_col(st, R_HASH, r->hash, sizeof r->hash);
+        copy_col(st, R_METHOD, r->method, sizeof r->method);
+        copy_col(st, R_DATASET, r->dataset, sizeof r->dataset);
+        copy_col(st, R_DATASET_SHA, r->dataset_sha, sizeof r->dataset_sha);
+        copy_col(st, R_FORMAT, r->format, sizeof r->format);
+        copy_col(st, R_TARGET_SHA, r->target_sha, sizeof r->target_sha);
+        copy_col(st, R_TOKEN_LOG, r->token_log, sizeof r->token_log);
+        r->n_todo = sqlite3_column_int(st, R_TODO);
+        r->n_have = sqlite3_column_int(st, R_HAVE);
+        r->max_index = sqlite3_column_int(st, R_MAX_INDEX);
     }
     sqlite3_finalize(st);
     return rc;
@@ -226,38 +227,17 @@ typedef struct OutRow {
     char *text;
 } OutRow;
 
-/* The token log's columns and, per prompt, its segment of rows. */
-typedef struct LogData {
-    int32_t *prompt, *pos, *token;
-    int64_t n;
-} LogData;
-
-static void log_free(LogData *l) {
-    free(l->prompt), free(l->pos), free(l->token);
-    memset(l, 0, sizeof *l);
-}
-
-static int read_log(const Ctx *c, const ScoreRun *r, LogData *l, SpErr *err) {
-    char path[4600], attr[128];
+/* The run's token log (records/tokenlog.h), checked to be this run's. */
+static int read_log(const Ctx *c, const ScoreRun *r, TokenRows *l, SpErr *err) {
+    char path[4600];
     snprintf(path, sizeof path, "%s/%s", c->o->results_dir, r->token_log);
-    memset(l, 0, sizeof *l);
-    hid_t f = h5_open_read(path, err);
-    if (f < 0) return sp_err_prefix(err, "run %.12s: runs.token_log", r->hash);
-    int64_t n1 = 0, n2 = 0, n3 = 0;
-    int w1 = 0, w2 = 0, w3 = 0, rc = -1;
-    if (h5_read_attr_str(f, path, "run_hash", attr, sizeof attr, err) == 0 &&
-        h5_read_column(f, path, "prompt_index", H5C_I32, (void **)&l->prompt, &n1, &w1, err) == 0 &&
-        h5_read_column(f, path, "pos", H5C_I32, (void **)&l->pos, &n2, &w2, err) == 0 &&
-        h5_read_column(f, path, "token", H5C_I32, (void **)&l->token, &n3, &w3, err) == 0) {
-        if (strcmp(attr, r->hash)) sp_fail(err, "%s: attribute run_hash is %.16s..., the run is %.16s...", path, attr, r->hash);
-        else if (n1 != n2 || n1 != n3 || w1 != 1 || w2 != 1 || w3 != 1)
-            sp_fail(err, "%s: columns prompt_index, pos, token have different lengths", path);
-        else rc = 0;
+    if (tokrows_read(path, l, err)) return sp_err_prefix(err, "run %.12s: runs.token_log", r->hash);
+    if (strcmp(l->run_hash, r->hash)) {
+        sp_fail(err, "%s: attribute run_hash is %.16s..., the run is %.16s...", path, l->run_hash, r->hash);
+        tokrows_free(l);
+        return -1;
     }
-    H5Fclose(f);
-    l->n = n1;
-    if (rc) log_free(l);
-    return rc;
+    return 0;
 }
 
 /* The prompts of the run without an outputs row. */
@@ -265,6 +245,7 @@ static int todo_prompts(sqlite3 *h, const char *db_path, const char *hash, TodoP
     const char *sql = "SELECT p.prompt_index, p.n_prompt_tokens, p.prompt_truncated, p.tokens FROM prompts p"
                       " WHERE p.run_hash = ? AND NOT EXISTS (SELECT 1 FROM outputs o WHERE o.run_hash = p.run_hash"
                       " AND o.prompt_index = p.prompt_index) ORDER BY p.prompt_index";
+    enum { P_INDEX, P_N_PROMPT_TOKENS, P_TRUNCATED, P_TOKENS };
     sqlite3_stmt *st;
     *out = NULL;
     *n = 0;
@@ -285,10 +266,10 @@ static int todo_prompts(sqlite3 *h, const char *db_path, const char *hash, TodoP
             *out = np;
         }
         TodoPrompt *p = &(*out)[(*n)++];
-        p->prompt_index = sqlite3_column_int(st, 0);
-        p->n_prompt_tokens = sqlite3_column_int(st, 1);
-        p->truncated = sqlite3_column_int(st, 2);
-        p->tokens = sqlite3_column_int64(st, 3);
+        p->prompt_index = sqlite3_column_int(st, P_INDEX);
+        p->n_prompt_tokens = sqlite3_column_int(st, P_N_PROMPT_TOKENS);
+        p->truncated = sqlite3_column_int(st, P_TRUNCATED);
+        p->tokens = sqlite3_column_int64(st, P_TOKENS);
     }
     sqlite3_finalize(st);
     return rc;
@@ -342,13 +323,13 @@ static void utf8_sanitize(char *s) {
 }
 
 /* The output tokens of one prompt from the log: *start, *n rows (positions checked). */
-static int find_output(const LogData *l, const char *log_path, const TodoPrompt *p, int64_t *start, int *n, SpErr *err) {
+static int find_output(const TokenRows *l, const char *log_path, const TodoPrompt *p, int64_t *start, int *n, SpErr *err) {
     int64_t a = 0;
-    while (a < l->n && l->prompt[a] != p->prompt_index) a++;
+    while (a < l->n && l->prompt_index[a] != p->prompt_index) a++;
     int64_t b = a;
-    while (b < l->n && l->prompt[b] == p->prompt_index) b++;
+    while (b < l->n && l->prompt_index[b] == p->prompt_index) b++;
     for (int64_t i = b; i < l->n; i++)
-        if (l->prompt[i] == p->prompt_index)
+        if (l->prompt_index[i] == p->prompt_index)
             return sp_fail(err, "%s: rows of prompt %d are not contiguous", log_path, p->prompt_index);
     if (b - a != p->tokens)
         return sp_fail(err, "%s: prompt %d has %lld token rows, prompts.tokens says %lld", log_path, p->prompt_index,
@@ -363,7 +344,7 @@ static int find_output(const LogData *l, const char *log_path, const TodoPrompt 
     return 0;
 }
 
-static int score_prompt(const Ctx *c, Session *s, const ScoreRun *r, const LogData *l, const TodoPrompt *p,
+static int score_prompt(const Ctx *c, Session *s, const ScoreRun *r, const TokenRows *l, const TodoPrompt *p,
                         double *lp, OutRow *row, SpErr *err) {
     char log_path[4600];
     snprintf(log_path, sizeof log_path, "%s/%s", c->o->results_dir, r->token_log);
@@ -433,7 +414,7 @@ static int score_run(const Ctx *c, Db *db, Session *s, const ScoreRun *r, int64_
     sqlite3 *h = db_sqlite(db);
     TodoPrompt *todo = NULL;
     OutRow *rows = NULL;
-    LogData l = {0};
+    TokenRows l = {0};
     double *lp = NULL;
     int n = 0, rc = -1;
     if (todo_prompts(h, c->db_path, r->hash, &todo, &n, err)) goto done;
@@ -465,7 +446,7 @@ done:
     free(rows);
     free(todo);
     free(lp);
-    log_free(&l);
+    tokrows_free(&l);
     return rc;
 }
 
@@ -599,13 +580,14 @@ int score_summary(const char *results_dir, FILE *out, SpErr *err) {
     Db *db = db_open(path, err);
     if (!db) return -1;
     sqlite3 *h = db_sqlite(db);
-    const char *sql =
-        "SELECT r.method, r.lambda, r.tau, r.gamma, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp,"
-        " COUNT(*), SUM(o.n_tokens), SUM(o.target_logprob)"
-        " FROM runs r JOIN outputs o ON o.run_hash = r.run_hash WHERE r.status = 'done'"
-        " GROUP BY r.method, r.lambda, r.tau, r.gamma, r.max_run, r.alpha, r.p_min, r.eta_fp, r.eta_tp"
-        " ORDER BY MIN(r.run_index)";
-    static const char *const names[] = {"lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp"};
+    enum { S_METHOD, S_PROMPTS, S_TOKENS, S_LOGPROB, S_PARAMS }; /* result columns; parameters from S_PARAMS */
+    char params[512], sql[2048];
+    db_param_columns("r.", params, sizeof params);
+    snprintf(sql, sizeof sql,
+             "SELECT r.method, COUNT(*), SUM(o.n_tokens), SUM(o.target_logprob), %s"
+             " FROM runs r JOIN outputs o ON o.run_hash = r.run_hash WHERE r.status = 'done'"
+             " GROUP BY r.method, %s ORDER BY MIN(r.run_index)",
+             params, params);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
         fail_sql(h, path, err, "summary query");
@@ -615,17 +597,12 @@ int score_summary(const char *results_dir, FILE *out, SpErr *err) {
     fprintf(out, "%-13s %-44s %7s %8s %12s %10s\n", "method", "params", "prompts", "tokens", "logp/token", "target_ppl");
     int rows = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        char lab[256] = "";
-        size_t k = 0;
-        for (int j = 0; j < 8; j++) {
-            if (sqlite3_column_type(st, 1 + j) == SQLITE_NULL) continue;
-            int w = snprintf(lab + k, sizeof lab - k, "%s%s=%g", k ? " " : "", names[j], sqlite3_column_double(st, 1 + j));
-            if (w > 0 && (size_t)w < sizeof lab - k) k += (size_t)w;
-        }
-        int64_t tok = sqlite3_column_int64(st, 10);
-        double lp = sqlite3_column_double(st, 11), mean = tok > 0 ? lp / (double)tok : NAN;
-        fprintf(out, "%-13s %-44s %7d %8lld %12.4f %10.3f\n", (const char *)sqlite3_column_text(st, 0), lab[0] ? lab : "-",
-                sqlite3_column_int(st, 9), (long long)tok, mean, exp(-mean));
+        char lab[256];
+        db_params_label(st, S_PARAMS, lab, sizeof lab);
+        int64_t tok = sqlite3_column_int64(st, S_TOKENS);
+        double lp = sqlite3_column_double(st, S_LOGPROB), mean = tok > 0 ? lp / (double)tok : NAN;
+        fprintf(out, "%-13s %-44s %7d %8lld %12.4f %10.3f\n", (const char *)sqlite3_column_text(st, S_METHOD),
+                lab[0] ? lab : "-", sqlite3_column_int(st, S_PROMPTS), (long long)tok, mean, exp(-mean));
         rows++;
     }
     if (rows == 0) fprintf(out, "(no scored runs)\n");

@@ -14,40 +14,10 @@
 
 /* ------------------------------------------------------------------ parameters */
 
-typedef struct ParamInfo {
-    const char *name;
-    double lo, hi;  /* inclusive range */
-    int integer;    /* values must be whole numbers */
-    int lo_open;    /* lo itself is excluded */
-    int hi_open;    /* hi itself is excluded */
-} ParamInfo;
-
-static const ParamInfo kParams[RP_COUNT] = {
-    [RP_LAMBDA] = {"lambda", 0, 1e9, 0, 1},   [RP_TAU] = {"tau", 0, 1, 0, 0},
-    [RP_GAMMA] = {"gamma", 1, 64, 1, 0},      [RP_MAX_RUN] = {"max_run", 0, 1 << 20, 1, 0},
-    [RP_ALPHA] = {"alpha", 0, 1, 0, 0},       [RP_P_MIN] = {"p_min", 0, 1, 0, 0},
-    [RP_ETA_FP] = {"eta_fp", 0, 1, 0, 0},     [RP_ETA_TP] = {"eta_tp", 0, 1, 0, 0},
-    [RP_ORACLE_STAY] = {"oracle_stay", 0, 1, 0, 0, 1},
-};
-
-const char *run_param_name(RunParam p) { return (p >= 0 && p < RP_COUNT) ? kParams[p].name : "?"; }
-
 #define B(p) (1u << (p))
-
-unsigned method_params(DecodeMethod m) {
-    switch (m) {
-    case DM_SD: return B(RP_GAMMA);
-    case DM_SPRINTER: return B(RP_LAMBDA) | B(RP_TAU) | B(RP_MAX_RUN);
-    case DM_BILD: return B(RP_ALPHA);
-    case DM_PMIN: return B(RP_GAMMA) | B(RP_P_MIN);
-    case DM_SPECDECPP: return B(RP_GAMMA) | B(RP_LAMBDA) | B(RP_TAU);
-    case DM_ORACLE_IID: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP);
-    case DM_ORACLE_MARKOV: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP) | B(RP_ORACLE_STAY);
-    default: return 0;
-    }
-}
-
-int method_needs_verifier(DecodeMethod m) { return m == DM_SPRINTER || m == DM_SPECDECPP; }
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static const char kMaxListText[] = STR(SPEC_MAX_LIST); /* "64", for messages */
 
 static void param_set(DecodeConfig *c, RunParam p, double v) {
     switch (p) {
@@ -157,7 +127,7 @@ static int each_item(Parse *P, const char *sec, const char *key, const char *val
 
 static int item_param(Parse *P, const char *sec, const char *key, const char *tok, void *ctx) {
     RunParam p = (RunParam)(intptr_t)ctx;
-    const ParamInfo *pi = &kParams[p];
+    const ParamInfo *pi = run_param_info(p);
     SpecList *L = &P->s->grid[p];
     double d;
     if (parse_double(tok, &d)) return fail(P, sec, key, "\"%s\" is not a number", tok), -1;
@@ -168,7 +138,7 @@ static int item_param(Parse *P, const char *sec, const char *key, const char *to
         return fail(P, sec, key, msg, tok), -1;
     }
     if (pi->integer && d != floor(d)) return fail(P, sec, key, "%s must be a whole number", tok), -1;
-    if (L->n == SPEC_MAX_LIST) return fail(P, sec, key, "%s", "more than 64 values"), -1;
+    if (L->n == SPEC_MAX_LIST) return fail(P, sec, key, "more than %s values", kMaxListText), -1;
     L->v[L->n++] = d;
     return 0;
 }
@@ -180,7 +150,7 @@ static int item_seed(Parse *P, const char *sec, const char *key, const char *tok
     unsigned long long u = strtoull(tok, &end, 10);
     if (end == tok || *end || errno || tok[0] == '-' || u > (unsigned long long)INT64_MAX)
         return fail(P, sec, key, "\"%s\" is not a seed in [0, 2^63)", tok), -1;
-    if (P->s->n_seeds == SPEC_MAX_LIST) return fail(P, sec, key, "%s", "more than 64 seeds"), -1;
+    if (P->s->n_seeds == SPEC_MAX_LIST) return fail(P, sec, key, "more than %s seeds", kMaxListText), -1;
     P->s->seeds[P->s->n_seeds++] = (uint64_t)u;
     return 0;
 }
@@ -286,7 +256,8 @@ static int list(Parse *P, const char *sec, const char *key, const char *v) {
     if (!strcmp(sec, "grid") && !strcmp(key, "seeds")) return list_key(P, sec, key, v, item_seed, NULL);
     if (!strcmp(sec, "grid"))
         for (int p = 0; p < RP_COUNT; p++)
-            if (!strcmp(key, kParams[p].name)) return list_key(P, sec, key, v, item_param, (void *)(intptr_t)p);
+            if (!strcmp(key, run_param_info((RunParam)p)->name))
+                return list_key(P, sec, key, v, item_param, (void *)(intptr_t)p);
     return -1;
 }
 
@@ -324,14 +295,14 @@ static void spec_default(SweepSpec *s) {
     s->ver_max_new = 20;
     s->ver_l2 = 1e-3; /* as train_spec_default() */
     s->ver_val_fraction = 0.2;
-    s->ver_tau = 0.5;
+    s->ver_tau = SP_DEFAULT_TAU;
 }
 
 static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     int only_ar = 1, only_draft = 1;
     for (int i = 0; i < s->n_methods; i++) {
-        only_ar &= s->methods[i] == DM_AR;
-        only_draft &= s->methods[i] == DM_DRAFT;
+        only_ar &= !method_is(s->methods[i], MC_USES_DRAFT);
+        only_draft &= !method_is(s->methods[i], MC_USES_TARGET);
     }
     if (s->n_methods == 0) return sp_fail(err, "%s: [sweep] methods: missing (e.g. methods = ar, sd, sprinter)", f);
     if (!s->target_dir[0] && !only_draft) return sp_fail(err, "%s: [models] target: missing", f);
@@ -347,7 +318,7 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
 
 int spec_needs_verifier(const SweepSpec *s) {
     for (int i = 0; i < s->n_methods; i++)
-        if (method_needs_verifier(s->methods[i])) return 1;
+        if (method_is(s->methods[i], MC_NEEDS_VERIFIER)) return 1;
     return 0;
 }
 
@@ -450,16 +421,16 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
     char *b = r->canon;
     size_t cap = sizeof r->canon, k = 0;
     canon_add(b, cap, &k, "sprinter-run 1\nmethod %s\n", decode_method_name(c->method));
-    if (c->method != DM_AR) canon_add(b, cap, &k, "draft_sha256 %s\n", s->draft_sha256);
-    if (c->method != DM_DRAFT) canon_add(b, cap, &k, "target_sha256 %s\n", s->target_sha256);
+    if (method_is(c->method, MC_USES_DRAFT)) canon_add(b, cap, &k, "draft_sha256 %s\n", s->draft_sha256);
+    if (method_is(c->method, MC_USES_TARGET)) canon_add(b, cap, &k, "target_sha256 %s\n", s->target_sha256);
     canon_add(b, cap, &k, "dataset_sha256 %s\ndata_format %s\nprompt_offset %d\nn_prompts %d\n", s->data_sha256[r->dataset],
               s->data_format[0] ? s->data_format : "auto", s->prompt_offset, s->n_prompts);
     canon_add(b, cap, &k, "max_new %d\ntemperature %.9g\ntop_k %d\ntop_p %.9g\nstop_at_eos %d\naudit %d\nseed %llu\n",
               c->max_new, (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
               c->stop_at_eos, c->audit, (unsigned long long)r->seed);
     for (int p = 0; p < RP_COUNT; p++)
-        if (r->applies & B(p)) canon_add(b, cap, &k, "%s %.17g\n", kParams[p].name, run_param_value(c, (RunParam)p));
-    if (method_needs_verifier(c->method))
+        if (r->applies & B(p)) canon_add(b, cap, &k, "%s %.17g\n", run_param_info((RunParam)p)->name, run_param_value(c, (RunParam)p));
+    if (method_is(c->method, MC_NEEDS_VERIFIER))
         canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
                   s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
                   (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
@@ -562,11 +533,7 @@ int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err) {
 int run_in_shard(const RunConfig *r, int shard_i, int shard_n) { return shard_n <= 1 || r->index % shard_n == shard_i; }
 
 void run_params_label(const RunConfig *r, char *buf, int cap) {
-    int k = 0;
-    buf[0] = '\0';
-    for (int p = 0; p < RP_COUNT && k < cap; p++)
-        if (r->applies & B(p)) {
-            int w = snprintf(buf + k, (size_t)(cap - k), "%s%s=%g", k ? " " : "", kParams[p].name, run_param_value(&r->dc, (RunParam)p));
-            if (w > 0) k += w;
-        }
+    double values[RP_COUNT];
+    for (int p = 0; p < RP_COUNT; p++) values[p] = (r->applies & B(p)) ? run_param_value(&r->dc, (RunParam)p) : NAN;
+    run_params_format(values, buf, cap);
 }

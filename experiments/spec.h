@@ -32,26 +32,14 @@
 #include "decoding.h"
 #include "error.h"
 #include "hashutil.h"
+#include "params.h"
 
 #define SPEC_MAX_LIST 64
 #define SPEC_MAX_DATASETS 8
 #define SPEC_PATH 1024
 
-/* The grid parameters besides the seed. */
-typedef enum {
-    RP_LAMBDA = 0, RP_TAU, RP_GAMMA, RP_MAX_RUN, RP_ALPHA, RP_P_MIN, RP_ETA_FP, RP_ETA_TP,
-    RP_ORACLE_STAY, /* oracle-markov only */
-    RP_COUNT
-} RunParam;
-
-/* INI key of a parameter ("lambda", "tau", ...). */
-const char *run_param_name(RunParam p);
-/* The value of grid parameter p in a decoding configuration. */
+/* The value of grid parameter p (records/params.h) in a decoding configuration. */
 double run_param_value(const DecodeConfig *c, RunParam p);
-/* Bit mask (1u << RunParam) of the parameters a method uses. */
-unsigned method_params(DecodeMethod m);
-/* The method needs a trained verifier (sprinter, specdecpp). */
-int method_needs_verifier(DecodeMethod m);
 
 typedef struct SpecList {
     double v[SPEC_MAX_LIST];

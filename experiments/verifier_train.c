@@ -183,7 +183,7 @@ done:
 void train_spec_default(TrainSpec *t) {
     t->l2 = 1e-3;
     t->val_fraction = 0.2;
-    t->tau = 0.5;
+    t->tau = SP_DEFAULT_TAU;
     t->seed = 0;
 }
 
@@ -269,7 +269,11 @@ double roc_auc(const double *score, const int8_t *label, int64_t n) {
     return a;
 }
 
-/* Evaluates the folded verifier on rows idx: log loss, accuracy at 0.5, AUC, eta at tau. */
+/* Accuracy is reported at the usual classification cut, whatever tau is. */
+static const double kAccuracyCut = 0.5;
+
+/* Evaluates the folded verifier on rows idx: log loss, accuracy at kAccuracyCut, AUC, eta at tau (the
+ * decoder's rule, engine/rules.h). */
 static void evaluate(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n, double tau,
                      VerifierMetrics *m, int val) {
     ScoreLab *sl = malloc((size_t)(n ? n : 1) * sizeof *sl);
@@ -280,9 +284,9 @@ static void evaluate(const Verifier *v, const float *h, const int8_t *y, const i
         int lab = y[idx[k]] == 1;
         double sc = fmin(fmax(s, 1e-12), 1 - 1e-12);
         loss -= lab ? log(sc) : log(1 - sc);
-        correct += (s >= 0.5) == lab;
-        if (lab) pos++, tp += s >= tau;
-        else neg++, fp += s >= tau;
+        correct += verifier_accepts(s, kAccuracyCut) == lab;
+        if (lab) pos++, tp += verifier_accepts(s, tau);
+        else neg++, fp += verifier_accepts(s, tau);
         if (sl) sl[k] = (ScoreLab){s, lab};
     }
     if (val) {

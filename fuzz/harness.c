@@ -18,7 +18,7 @@
 #include "safetensors.h"
 #include "spec.h"
 #include "tokenizer.h"
-#include "tokread.h"
+#include "tokenlog.h"
 
 #ifndef SP_FIXTURES_DIR
 #define SP_FIXTURES_DIR "tests/tokenizer/fixtures"
@@ -563,7 +563,7 @@ static int h_h5(const uint8_t *data, size_t size) {
     return 0;
 }
 
-/* The analysis reader of token logs (analysis/tokread.c). */
+/* The reader of token logs (records/tokenlog.c). */
 static int h_tokread(const uint8_t *data, size_t size) {
     char dir[512], path[1024];
     fresh_dir("tokread", dir, sizeof dir);

@@ -17,7 +17,7 @@
 #include "rouge.h"
 #include "stats.h"
 #include "theory.h"
-#include "tokread.h"
+#include "tokenlog.h"
 #include "verseq.h"
 
 static int g_pass, g_fail;
@@ -163,9 +163,11 @@ static void test_verseq(void) {
     int32_t pi[N] = {5, 5, 5, 5, 6, 6, 6, 6}, pos[N] = {3, 4, 5, 6, 2, 3, 4, 5}, tok[N] = {0};
     float q[N], p[N], sc[N];
     int8_t dec[N] = {1, 1, 0, 1, 1, 0, 1, 1}, lab[N] = {1, 0, 1, 1, 1, 0, 0, 1}, tc[N] = {0, 0, 1, 0, 1, 1, 0, 0};
-    int8_t kind[N] = {2, 2, 3, 2, 3, 4, 2, 2};
+    int8_t kind[N] = {2, 2, 3, 2, 3, 4, 2, 2}, capped[N] = {0, 0, 0, 0, 1, 0, 0, 0};
     for (int i = 0; i < N; i++) q[i] = 0.5f, p[i] = 0.25f, sc[i] = NAN;
-    TokenRows t = {N, pi, pos, tok, tok, q, p, sc, dec, lab, tc, kind, ""};
+    TokenRows t = {.n = N, .prompt_index = pi, .pos = pos, .token = tok, .draft_token = tok, .q = q, .p = p,
+                   .score = sc, .decision = dec, .label = lab, .target_called = tc, .kind = kind, .capped = capped,
+                   .version = TOKENLOG_VERSION};
     VerSeq v;
     SpErr err = {{0}};
     int rc = verseq_build(&t, "hand-made", 4, 0, 0, &v, &err);

@@ -15,7 +15,7 @@ oracle-markov (oracle_stay 0.8, the same configured rates), each uncapped and wi
      oracle-iid E[min(N,c)] and E[T] check;
   5. a directory without runs.sqlite, a missing directory and a missing gnuplot fail with one line;
   6. a schema-version-1 database (no outputs table, no runs.oracle_stay) is analysed, and
-     `sprinter summary` upgrades it to version 4; runs.oracle_stay holds 0.8 for oracle-markov and
+     `sprinter summary` upgrades it to version 5; runs.oracle_stay holds 0.8 for oracle-markov and
      NULL for every other method; `oracle_stay = 1` is refused by the spec parser.
 False failures: the checks of step 2 are simultaneous 95% intervals (Bonferroni over every check of
 the report, <= 5% for a fresh seed); step 3's oracle-iid bound fails with probability < 1.2%. The
@@ -128,7 +128,7 @@ def check_oracle_stay(t, sprinter, work, spec, out):
     rows = db.execute("SELECT method, oracle_stay FROM runs").fetchall()
     ver = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
     db.close()
-    t.check(ver == "4" and all((m == "oracle-markov") == (v is not None) for m, v in rows) and
+    t.check(ver == "5" and all((m == "oracle-markov") == (v is not None) for m, v in rows) and
             all(v == 0.8 for m, v in rows if m == "oracle-markov"),
             "runs.oracle_stay is 0.8 for oracle-markov and NULL otherwise (schema %s)" % ver)
     bad = os.path.join(work, "bad_stay.ini")
@@ -181,8 +181,8 @@ def check_old_schema(t, sprinter, work, out):
     ver = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
     cols = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
     db.close()
-    t.check(p.returncode == 0 and ver == "4" and "oracle_stay" in cols and "failure" in cols,
-            "sprinter summary upgrades a version-1 database to 4 (got %s, oracle_stay %s, failure %s)" %
+    t.check(p.returncode == 0 and ver == "5" and "oracle_stay" in cols and "failure" in cols,
+            "sprinter summary upgrades a version-1 database to 5 (got %s, oracle_stay %s, failure %s)" %
             (ver, "oracle_stay" in cols, "failure" in cols))
 
 

@@ -2,16 +2,18 @@
 """runs.sqlite schema upgrades (experiments/db.h): a file written by an older sprinter is upgraded in
 place by the first command that opens it, nothing lost; a newer file is refused untouched.
 
-- schema 3 -> 4 (runs.status may be 'failed', new column runs.failure): a database built with the
-  exact schema SQL of the version-3 binary (V3_SCHEMA below, copied from experiments/db.c before the
-  change), holding done runs, an unfinished ('running') run, an outputs row and a user's own view on
-  runs, is opened by `sprinter summary`: schema_version becomes 4, the runs table is rebuilt with the
-  new CHECK constraints, every row of runs / prompts / outputs is unchanged (failure NULL), the views
-  (run_totals and the user's) give the same rows, integrity_check passes and a second open changes
-  nothing. The new constraints hold: 'failed' needs a reason, other statuses must not have one.
-  A sweep then finishes the directory, identical to a sweep that never saw version 3;
-- schema 1 -> 4 in one open;
-- schema 5 (a newer sprinter) is refused by summary and sweep with one line naming the file and the
+- schema 3 -> 5 (4: runs.status may be 'failed', new column runs.failure; 5: the never-written
+  prompts.quality_* columns dropped): a database built with the exact schema SQL of the version-3
+  binary (V3_SCHEMA below, copied from experiments/db.c before the change), holding done runs, an
+  unfinished ('running') run, an outputs row and a user's own view on runs, is opened by
+  `sprinter summary`: schema_version becomes 5, the runs table is rebuilt with the new CHECK
+  constraints, the quality columns are gone, every row of runs / prompts / outputs is unchanged
+  otherwise (failure NULL), the views (run_totals and the user's) give the same rows,
+  integrity_check passes and a second open changes nothing. The new constraints hold: 'failed'
+  needs a reason, other statuses must not have one. A sweep then finishes the directory, identical
+  to a sweep that never saw version 3;
+- schema 1 -> 5 in one open;
+- schema 6 (a newer sprinter) is refused by summary and sweep with one line naming the file and the
   version, and the file is left as it was;
 - merge reads a version-3 shard without upgrading it (failure NULL in the copy).
 Deterministic; no false-failure rate.
@@ -102,7 +104,8 @@ def make_v3(ref, out):
     con.execute("INSERT INTO meta VALUES('schema_version','3'),('format','sprinter-runs')")
     con.execute("ATTACH DATABASE ? AS ref", (os.path.join(ref, "runs.sqlite"),))
     con.execute("INSERT INTO runs(%s) SELECT %s FROM ref.runs" % (V3_COLS, V3_COLS))
-    con.execute("INSERT INTO prompts SELECT * FROM ref.prompts")
+    cols = ", ".join(r[1] for r in con.execute("PRAGMA ref.table_info(prompts)"))
+    con.execute("INSERT INTO prompts(%s) SELECT %s FROM ref.prompts" % (cols, cols))
     con.commit()
     con.execute("DETACH DATABASE ref")
     last = con.execute("SELECT run_hash FROM runs ORDER BY run_index DESC LIMIT 1").fetchone()[0]
@@ -118,12 +121,20 @@ def make_v3(ref, out):
     return last
 
 
+# The prompts columns every version has (5 dropped quality_ppl, quality_rouge_l, quality_bleu, quality_json).
+V5_PROMPT_COLS = (
+    "run_hash, prompt_index, example_id, n_prompt_tokens, prompt_truncated, rng_seed, tokens, target_calls, "
+    "target_tokens, draft_calls, draft_tokens, audit_calls, audit_tokens, verifier_evals, drafted, accepted, "
+    "verifier_accepts, longest_run, mean_accepted_run, audited, audited_pos, audited_neg, tp, fp, eta_fp, eta_tp, "
+    "t_total, t_draft, t_target, t_verifier, t_audit, flops_draft, flops_target, flops_verifier, output_text")
+
+
 def contents(db):
     """Everything the upgrade must keep: rows of runs (version-3 columns), prompts, outputs, and both views."""
     con = sqlite3.connect(db)
     r = {
         "runs": con.execute("SELECT %s FROM runs ORDER BY run_hash" % V3_COLS).fetchall(),
-        "prompts": con.execute("SELECT * FROM prompts ORDER BY run_hash, prompt_index").fetchall(),
+        "prompts": con.execute("SELECT %s FROM prompts ORDER BY run_hash, prompt_index" % V5_PROMPT_COLS).fetchall(),
         "outputs": con.execute("SELECT * FROM outputs ORDER BY run_hash, prompt_index").fetchall(),
         "run_totals": con.execute("SELECT * FROM run_totals ORDER BY run_hash").fetchall(),
         "my_done": con.execute("SELECT * FROM my_done ORDER BY run_hash").fetchall(),
@@ -137,6 +148,7 @@ def schema(db):
     ver = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
     sql = con.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
     cols = [r[1] for r in con.execute("PRAGMA table_info(runs)")]
+    cols += ["prompts." + r[1] for r in con.execute("PRAGMA table_info(prompts)") if r[1].startswith("quality")]
     ok = con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     con.close()
     return ver, sql, cols, ok
@@ -184,7 +196,7 @@ def main():
         t.finish()
     _, ref_dump, _ = fx.dump(a.dump, ref)
 
-    # ---- 3 -> 4
+    # ---- 3 -> 5
     v3 = os.path.join(a.work, "v3")
     unfinished = make_v3(ref, v3)
     pristine = os.path.join(a.work, "v3-pristine")
@@ -199,7 +211,7 @@ def main():
             "summary of a version-3 file: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
     ver, sql, cols, ok = schema(db)
     runs_sql = dict(sql).get("runs", "")
-    t.check(ver == "4", "schema_version after the upgrade: %s" % ver)
+    t.check(ver == "5", "schema_version after the upgrade: %s" % ver)
     t.check("'failed'" in runs_sql and cols[-1] == "failure" and cols[-2] == "oracle_stay",
             "the runs table is the version-4 one: columns ...%s\n%s" % (cols[-3:], runs_sql))
     t.check(ok, "integrity_check after the upgrade")
@@ -220,9 +232,9 @@ def main():
     t.check(p.returncode == 0 and rc == 0 and dump == ref_dump,
             "sweeping the upgraded directory redoes run %s and equals the reference: exit %d %s %s" %
             (unfinished[:12], p.returncode, p.stderr[-500:], err[-300:] or fx.first_difference(ref_dump, dump)))
-    print("  3 -> 4: rows kept, views kept, constraints hold, sweep resumes", flush=True)
+    print("  3 -> 5: rows kept, quality columns dropped, views kept, constraints hold, sweep resumes", flush=True)
 
-    # ---- 1 -> 4
+    # ---- 1 -> 5
     v1 = os.path.join(a.work, "v1")
     shutil.copytree(pristine, v1)
     con = sqlite3.connect(os.path.join(v1, "runs.sqlite"))
@@ -232,25 +244,25 @@ def main():
     p = run([S, "summary", v1])
     ver, _, cols, ok = schema(os.path.join(v1, "runs.sqlite"))
     n = len(contents(os.path.join(v1, "runs.sqlite"))["runs"])
-    t.check(p.returncode == 0 and ver == "4" and "oracle_stay" in cols and cols[-1] == "failure" and ok and n == 4,
-            "1 -> 4: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
+    t.check(p.returncode == 0 and ver == "5" and "oracle_stay" in cols and cols[-1] == "failure" and ok and n == 4,
+            "1 -> 5: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
 
     # ---- a newer file is refused and left alone
-    v5 = os.path.join(a.work, "v5")
+    v5 = os.path.join(a.work, "v6")
     shutil.copytree(pristine, v5)
     db5 = os.path.join(v5, "runs.sqlite")
     con = sqlite3.connect(db5)
-    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     con.commit()
     con.close()
     s5 = schema(db5)
-    want = "%s: meta.schema_version is 5, this sprinter reads versions 1 to 4 (written by a newer sprinter)" % db5
+    want = "%s: meta.schema_version is 6, this sprinter reads versions 1 to 5 (written by a newer sprinter)" % db5
     for cmd, args in (("summary", [v5]), ("sweep", [spec, "--out", v5, "--quiet"])):
         p = run([S, cmd] + args)
         lines = p.stderr.strip().splitlines()
         t.check(p.returncode == 1 and lines and lines[-1] == "sprinter %s: %s" % (cmd, want),
-                "%s of a version-5 file: exit %d, %r" % (cmd, p.returncode, lines[-1:] if lines else p.stderr))
-        t.check(schema(db5) == s5, "%s changed the version-5 file" % cmd)
+                "%s of a version-6 file: exit %d, %r" % (cmd, p.returncode, lines[-1:] if lines else p.stderr))
+        t.check(schema(db5) == s5, "%s changed the version-6 file" % cmd)
 
     # ---- merge reads a version-3 shard as it is
     merged = os.path.join(a.work, "merged")

@@ -1,0 +1,26 @@
+/* sqlutil.h - SQLite helpers every owner of a query uses: errors as values that name the file, the
+ * step and SQLite's extended result code (plus the errno SQLite saw), and schema introspection.
+ * Stateless; each function takes the connection and the path for messages. */
+#ifndef SP_SQLUTIL_H
+#define SP_SQLUTIL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/* " (SQLITE_IOERR_WRITE, errno 28: No space left on device)" for the connection's last error; ""
+ * when there is none. */
+void sql_detail(sqlite3 *h, char *buf, size_t cap);
+/* err = "PATH: WHAT: MESSAGE (CODE[, errno N: TEXT])" from the connection's last error; returns -1. */
+int sql_fail(sqlite3 *h, const char *path, const char *what, SpErr *err);
+/* Runs sql (one or more statements); on error "PATH: [WHAT: ]MESSAGE (CODE...)"; a short single
+ * statement ("BEGIN IMMEDIATE", "COMMIT") names itself when what is NULL. err may be NULL. */
+int sql_exec(sqlite3 *h, const char *path, const char *sql, const char *what, SpErr *err);
+/* The first column of the first row as text into buf ("" when there is no row). */
+int sql_scalar_text(sqlite3 *h, const char *path, const char *sql, char *buf, size_t cap, SpErr *err);
+/* 1 if schema ("main", "src") has table `table` / table `table` has column `col`, else 0. */
+int sql_has_table(sqlite3 *h, const char *schema, const char *table);
+int sql_has_column(sqlite3 *h, const char *schema, const char *table, const char *col);
+
+#endif
