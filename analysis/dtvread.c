@@ -1,6 +1,8 @@
 /* dtvread.c - summaries of `sprinter dtv` output files (see dtvread.h). */
 #include "dtvread.h"
 
+#include "dtvlog.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <hdf5.h>
@@ -9,49 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int attr_f64(hid_t f, const char *name, double *v) {
-    *v = NAN;
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT);
-    int rc = a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0 ? 0 : -1;
-    if (a >= 0) H5Aclose(a);
-    return rc;
-}
-
-static int attr_str(hid_t f, const char *name, char *buf, size_t cap) {
-    buf[0] = '\0';
-    if (H5Aexists(f, name) <= 0) return -1;
-    hid_t a = H5Aopen(f, name, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : -1;
-    int rc = -1;
-    if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) <= 0) {
-        size_t n = H5Tget_size(t);
-        char *tmp = calloc(n + 1, 1);
-        if (tmp && H5Aread(a, t, tmp) >= 0) rc = 0, snprintf(buf, cap, "%s", tmp);
-        free(tmp);
-    }
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return rc;
-}
-
-/* Reads 1-D double column name; malloc'd, *n rows. */
-static double *column(hid_t f, const char *name, int *n) {
+/* Reads float64 column j (DTV_dtv_pq, ...) of f: malloc'd, *n rows. */
+static double *column(hid_t f, const char *path, int j, int *n, SpErr *err) {
+    void *x = NULL;
+    int64_t rows = 0;
+    int width = 0;
     *n = 0;
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    if (d < 0) return NULL;
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[1] = {0};
-    double *x = NULL;
-    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, dims, NULL) == 1 &&
-        (x = malloc((dims[0] ? dims[0] : 1) * sizeof *x)) &&
-        (dims[0] == 0 || H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0)) {
-        *n = (int)dims[0];
-    } else {
+    if (h5_read_column(f, path, dtvlog_real_name(j), H5C_F64, &x, &rows, &width, err)) return NULL;
+    if (width != 1 || rows > (1 << 30)) {
         free(x);
-        x = NULL;
+        sp_fail(err, "%s: dataset %s is not a column", path, dtvlog_real_name(j));
+        return NULL;
     }
-    if (sp >= 0) H5Sclose(sp);
-    H5Dclose(d);
+    *n = (int)rows;
     return x;
 }
 
@@ -68,27 +40,36 @@ static void mean_se(const double *a, const double *b, int n, double *mean, doubl
 }
 
 int dtv_file_read(const char *path, DtvFile *d, SpErr *err) {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     memset(d, 0, sizeof *d);
     snprintf(d->path, sizeof d->path, "%s", path);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) return sp_fail(err, "%s: cannot open as HDF5", path);
-    char fmt[64];
+    hid_t f = h5_open_read(path, err);
+    if (f < 0) return -1;
+    char fmt[64] = "";
     int rc = 0;
-    if (attr_str(f, "format", fmt, sizeof fmt) || strcmp(fmt, "sprinter-dtv")) {
-        rc = sp_fail(err, "%s: attribute format is \"%s\", expected \"sprinter-dtv\"", path, fmt);
+    (void)h5_read_attr_str(f, path, "format", fmt, sizeof fmt, NULL);
+    if (strcmp(fmt, DTVLOG_FORMAT)) {
+        rc = sp_fail(err, "%s: attribute format is \"%s\", expected \"%s\"", path, fmt, DTVLOG_FORMAT);
     } else {
-        attr_str(f, "verifier_sha256", d->verifier_sha256, sizeof d->verifier_sha256);
-        attr_str(f, "data_sha256", d->data_sha256, sizeof d->data_sha256);
-        attr_f64(f, "tau", &d->tau), attr_f64(f, "lambda", &d->lambda);
-        attr_f64(f, "eta_fp_global", &d->eta_fp_global), attr_f64(f, "oracle_eta_fp", &d->oracle_eta_fp);
+        /* settings the report shows; a missing one reads as "" / NaN */
+        (void)h5_read_attr_str(f, path, "verifier_sha256", d->verifier_sha256, sizeof d->verifier_sha256, NULL);
+        (void)h5_read_attr_str(f, path, "data_sha256", d->data_sha256, sizeof d->data_sha256, NULL);
+        const struct {
+            const char *name;
+            double *v;
+        } attrs[] = {{"tau", &d->tau}, {"lambda", &d->lambda}, {"eta_fp_global", &d->eta_fp_global},
+                     {"oracle_eta_fp", &d->oracle_eta_fp}};
+        for (size_t k = 0; k < sizeof attrs / sizeof *attrs; k++)
+            if (h5_read_attr_f64(f, path, attrs[k].name, attrs[k].v, NULL)) *attrs[k].v = NAN;
         int n[5];
-        double *pq = column(f, "dtv_pq", &n[0]), *ps = column(f, "dtv_p_ps", &n[1]);
-        double *pg = column(f, "pred_global", &n[2]), *l1 = column(f, "oracle_dtv_l1", &n[3]);
-        double *op = column(f, "oracle_pred", &n[4]);
-        if (!pq || !ps || !pg || !l1 || !op || n[1] != n[0] || n[2] != n[0] || n[3] != n[0] || n[4] != n[0]) {
-            rc = sp_fail(err, "%s: columns dtv_pq, dtv_p_ps, pred_global, oracle_dtv_l1, oracle_pred missing or of "
-                              "different lengths", path);
+        double *pq = column(f, path, DTV_dtv_pq, &n[0], err), *ps = pq ? column(f, path, DTV_dtv_p_ps, &n[1], err) : NULL;
+        double *pg = ps ? column(f, path, DTV_pred_global, &n[2], err) : NULL;
+        double *l1 = pg ? column(f, path, DTV_oracle_dtv_l1, &n[3], err) : NULL;
+        double *op = l1 ? column(f, path, DTV_oracle_pred, &n[4], err) : NULL;
+        if (!op) {
+            rc = -1;
+        } else if (n[1] != n[0] || n[2] != n[0] || n[3] != n[0] || n[4] != n[0]) {
+            rc = sp_fail(err, "%s: columns dtv_pq, dtv_p_ps, pred_global, oracle_dtv_l1, oracle_pred have different "
+                              "lengths", path);
         } else {
             double se;
             d->n = n[0];
@@ -122,7 +103,6 @@ int dtv_files_read(const char *dir, DtvFile **files, int *n, SpErr *err) {
     }
     closedir(dp);
     qsort(names, (size_t)k, sizeof *names, cmp_name);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     int rc = 0;
     if (k && !(*files = calloc((size_t)k, sizeof **files))) rc = sp_fail(err, "out of memory");
     for (int i = 0; rc == 0 && i < k; i++) {

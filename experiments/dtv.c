@@ -13,6 +13,7 @@
 
 #include "dataset.h"
 #include "decoding.h"
+#include "dtvlog.h"
 #include "h5util.h"
 #include "hashutil.h"
 #include "jsonutil.h"
@@ -100,47 +101,7 @@ double dtv_chisq_pvalue(const long *counts, const double *law, int V, long n) {
     return df < 1 ? 1.0 : gsl_cdf_chisq_Q(stat, df);
 }
 
-/* ------------------------------------------------------------------ the output table */
-
-enum { I_PREFIX, I_PROMPT, I_NPREFIX, I_NCONT, I_NACC, N_ICOLS };
-enum {
-    D_DTV_PQ, D_DTV_P_PS, D_DTV_Q_PS, D_ACCEPT_MASS, D_Q_UNACC, D_FP_MASS, D_TP_MASS, D_ETA_FP, D_ETA_TP,
-    D_ETA_EXCESS, D_PRED_LOCAL, D_PRED_GLOBAL, D_ORACLE_DTV, D_ORACLE_PRED, D_ORACLE_DTV_L1, D_EMP_ACCEPT,
-    D_EMP_NAIVE, D_EMP_BC, D_EMP_FLOOR, D_EMP_CHISQ, D_EMP_UNB, D_EMP_UNB_SE, N_DCOLS
-};
-#define N_COLS (N_ICOLS + N_DCOLS)
-
-static const H5ColSpec kCols[N_COLS] = {
-    {"prefix_index", H5C_I32, 1, NULL, "row number; the prefix's RNG is prompt_seed(seed, prefix_index)"},
-    {"prompt_index", H5C_I32, 1, NULL, "index of the prompt in the dataset file"},
-    {"n_prefix", H5C_I32, 1, "tokens", "prefix length: prompt (kept last tokens) + continuation"},
-    {"n_continued", H5C_I32, 1, "tokens", "tokens sampled from the target after the prompt"},
-    {"n_accepted", H5C_I32, 1, "tokens", "vocabulary tokens v the verifier accepts at this prefix (a(v) = 1)"},
-    {"dtv_pq", H5C_F64, 1, NULL, "d_TV(p, q): target vs draft next-token law"},
-    {"dtv_p_ps", H5C_F64, 1, NULL, "exact d_TV(p, p_SPRINTER) of the first token"},
-    {"dtv_q_ps", H5C_F64, 1, NULL, "exact d_TV(q, p_SPRINTER)"},
-    {"accept_mass", H5C_F64, 1, "probability", "sum_v q(v) a(v): P(verifier accepts the drafted token)"},
-    {"q_unacc", H5C_F64, 1, "probability", "sum of q over unacceptable tokens (q(v) > lambda p(v))"},
-    {"fp_mass", H5C_F64, 1, "probability", "sum of q a over unacceptable tokens"},
-    {"tp_mass", H5C_F64, 1, "probability", "sum of q a over acceptable tokens"},
-    {"eta_fp", H5C_F64, 1, NULL, "eta_FP at this prefix: fp_mass / q_unacc (NaN if q_unacc = 0)"},
-    {"eta_tp", H5C_F64, 1, NULL, "eta_TP at this prefix: tp_mass / (1 - q_unacc)"},
-    {"eta_excess", H5C_F64, 1, NULL,
-     "sum_{q>p} a (q - p) / d_TV(p, q); d_TV(p, p_SPRINTER) = eta_excess d_TV(p, q) exactly"},
-    {"pred_local", H5C_F64, 1, NULL, "Thm 3.1 prediction with this prefix's eta_FP: eta_fp * dtv_pq"},
-    {"pred_global", H5C_F64, 1, NULL, "Thm 3.1 prediction with the global eta_FP (attribute eta_fp_global) * dtv_pq"},
-    {"oracle_dtv", H5C_F64, 1, NULL, "exact d_TV(p, p_oracle) at lambda, oracle rates oracle_eta_fp / oracle_eta_tp"},
-    {"oracle_pred", H5C_F64, 1, NULL, "Thm 3.1 for the oracle: oracle_eta_fp * dtv_pq"},
-    {"oracle_dtv_l1", H5C_F64, 1, NULL, "exact d_TV(p, p_oracle) at lambda = 1 (equals oracle_pred: Thm 3.1)"},
-    {"emp_accept", H5C_F64, 1, "probability", "share of the M decoder draws whose token the verifier accepted"},
-    {"emp_dtv_naive", H5C_F64, 1, NULL, "plug-in d_TV(p, empirical law of M first tokens) (biased upward)"},
-    {"emp_dtv_bc", H5C_F64, 1, NULL, "bootstrap bias-corrected: max(0, 2 naive - mean_b d_TV(p, resample_b))"},
-    {"emp_noise_floor", H5C_F64, 1, NULL, "mean_b d_TV(p, empirical law of M draws from p): naive's reading at 0"},
-    {"emp_chisq_p", H5C_F64, 1, NULL, "chi-square p-value of the M first tokens against the exact law"},
-    {"emp_dtv_unbiased", H5C_F64, 1, NULL,
-     "mean over the M draws of decision * max(0, 1 - p(x)/q(x)) at the drafted token x: unbiased for dtv_p_ps"},
-    {"emp_dtv_unbiased_se", H5C_F64, 1, NULL, "standard error of emp_dtv_unbiased (sample sd / sqrt(M))"},
-};
+/* ------------------------------------------------------------------ the output table (records/dtvlog.h) */
 
 static const char kDefinitions[] =
     "p, q: target / draft next-token law at the prefix (sampling settings applied); a(v) = "
@@ -172,8 +133,8 @@ typedef struct Ctx {
     unsigned int *cnt;   /* [V] bootstrap counts */
     long *counts;        /* [V] first-token counts */
     int32_t *work, *prefix; /* [V], [cap] */
-    int32_t *icol[N_ICOLS];
-    double *dcol[N_DCOLS];
+    int32_t *icol[DTV_N_INT];
+    double *dcol[DTV_N_REAL];
 } Ctx;
 
 static void ctx_free(Ctx *c) {
@@ -187,8 +148,8 @@ static void ctx_free(Ctx *c) {
     model_free(c->target);
     free(c->P), free(c->Q), free(c->a), free(c->law), free(c->hat), free(c->cnt), free(c->counts);
     free(c->work), free(c->prefix);
-    for (int k = 0; k < N_ICOLS; k++) free(c->icol[k]);
-    for (int k = 0; k < N_DCOLS; k++) free(c->dcol[k]);
+    for (int k = 0; k < DTV_N_INT; k++) free(c->icol[k]);
+    for (int k = 0; k < DTV_N_REAL; k++) free(c->dcol[k]);
 }
 
 static int check_spec(const DtvSpec *s, SpErr *err) {
@@ -241,9 +202,9 @@ static int alloc_buffers(Ctx *c, SpErr *err) {
     c->work = malloc(V * sizeof *c->work);
     c->prefix = malloc((size_t)c->cap * sizeof *c->prefix);
     int ok = c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix;
-    for (int k = 0; k < N_ICOLS; k++) ok &= (c->icol[k] = calloc(N, sizeof **c->icol)) != NULL;
-    for (int k = 0; k < N_DCOLS; k++) ok &= (c->dcol[k] = malloc(N * sizeof **c->dcol)) != NULL;
-    for (int k = 0; ok && k < N_DCOLS; k++)
+    for (int k = 0; k < DTV_N_INT; k++) ok &= (c->icol[k] = calloc(N, sizeof **c->icol)) != NULL;
+    for (int k = 0; k < DTV_N_REAL; k++) ok &= (c->dcol[k] = malloc(N * sizeof **c->dcol)) != NULL;
+    for (int k = 0; ok && k < DTV_N_REAL; k++)
         for (size_t i = 0; i < N; i++) c->dcol[k][i] = NAN;
     return ok ? 0 : sp_fail(err, "out of memory (p and q of %zu prefixes x %zu tokens)", N, V);
 }
@@ -298,10 +259,10 @@ static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
         c->prefix[(*n)++] = x;
         if (j + 1 < k && session_forward_tail(c->st, &x, 1, 1, &L, NULL, err)) return -1;
     }
-    c->icol[I_PREFIX][i] = i;
-    c->icol[I_PROMPT][i] = pi;
-    c->icol[I_NPREFIX][i] = *n;
-    c->icol[I_NCONT][i] = k;
+    c->icol[DTV_prefix_index][i] = i;
+    c->icol[DTV_prompt_index][i] = pi;
+    c->icol[DTV_n_prefix][i] = *n;
+    c->icol[DTV_n_continued][i] = k;
     return 0;
 }
 
@@ -315,12 +276,12 @@ static int exact_at(Ctx *c, int i, int n, SpErr *err) {
     DtvExact e;
     dtv_exact(p, q, c->a, c->V, c->lambda, c->law, &e);
     double **d = c->dcol;
-    d[D_DTV_PQ][i] = e.dtv_pq, d[D_DTV_P_PS][i] = e.dtv_p_ps, d[D_DTV_Q_PS][i] = e.dtv_q_ps;
-    d[D_ACCEPT_MASS][i] = e.accept_mass, d[D_Q_UNACC][i] = e.q_unacc, d[D_FP_MASS][i] = e.fp_mass;
-    d[D_TP_MASS][i] = e.tp_mass, d[D_ETA_FP][i] = e.eta_fp, d[D_ETA_TP][i] = e.eta_tp;
-    d[D_ETA_EXCESS][i] = e.eta_excess;
-    d[D_PRED_LOCAL][i] = e.eta_fp * e.dtv_pq;
-    c->icol[I_NACC][i] = e.n_accepted;
+    d[DTV_dtv_pq][i] = e.dtv_pq, d[DTV_dtv_p_ps][i] = e.dtv_p_ps, d[DTV_dtv_q_ps][i] = e.dtv_q_ps;
+    d[DTV_accept_mass][i] = e.accept_mass, d[DTV_q_unacc][i] = e.q_unacc, d[DTV_fp_mass][i] = e.fp_mass;
+    d[DTV_tp_mass][i] = e.tp_mass, d[DTV_eta_fp][i] = e.eta_fp, d[DTV_eta_tp][i] = e.eta_tp;
+    d[DTV_eta_excess][i] = e.eta_excess;
+    d[DTV_pred_local][i] = e.eta_fp * e.dtv_pq;
+    c->icol[DTV_n_accepted][i] = e.n_accepted;
     return 0;
 }
 
@@ -363,8 +324,8 @@ static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
         decode_output_free(&out);
     }
     double u_mean = u_sum / M;
-    c->dcol[D_EMP_UNB][i] = u_mean;
-    c->dcol[D_EMP_UNB_SE][i] = M > 1 ? sqrt(fmax(0.0, (u_sq - M * u_mean * u_mean) / (M - 1)) / M) : NAN;
+    c->dcol[DTV_emp_dtv_unbiased][i] = u_mean;
+    c->dcol[DTV_emp_dtv_unbiased_se][i] = M > 1 ? sqrt(fmax(0.0, (u_sq - M * u_mean * u_mean) / (M - 1)) / M) : NAN;
     for (int v = 0; v < V; v++) c->hat[v] = (double)c->counts[v] / M, c->cnt[v] = (unsigned int)c->counts[v];
     double naive = tv_counts_u(p, c->cnt, V, M), boot = 0, floor = 0;
     double *pd = c->a; /* p as double for the multinomial (a is free again after exact_at) */
@@ -376,13 +337,13 @@ static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
         floor += tv_counts_u(p, c->cnt, V, M);
     }
     double **d = c->dcol;
-    d[D_EMP_ACCEPT][i] = (double)acc / M;
-    d[D_EMP_NAIVE][i] = naive;
+    d[DTV_emp_accept][i] = (double)acc / M;
+    d[DTV_emp_dtv_naive][i] = naive;
     if (s->bootstrap > 0) {
-        d[D_EMP_BC][i] = fmax(0.0, 2 * naive - boot / s->bootstrap);
-        d[D_EMP_FLOOR][i] = floor / s->bootstrap;
+        d[DTV_emp_dtv_bc][i] = fmax(0.0, 2 * naive - boot / s->bootstrap);
+        d[DTV_emp_noise_floor][i] = floor / s->bootstrap;
     }
-    d[D_EMP_CHISQ][i] = dtv_chisq_pvalue(c->counts, c->law, V, M);
+    d[DTV_emp_chisq_p][i] = dtv_chisq_pvalue(c->counts, c->law, V, M);
     return 0;
 }
 
@@ -401,7 +362,7 @@ static void global_pass(Ctx *c, DtvSummary *sum) {
     const DtvSpec *s = c->s;
     int N = s->n_prefixes, V = c->V;
     double **d = c->dcol, fp = 0, un = 0, tp = 0, ac = 0;
-    for (int i = 0; i < N; i++) fp += d[D_FP_MASS][i], un += d[D_Q_UNACC][i], tp += d[D_TP_MASS][i], ac += 1 - d[D_Q_UNACC][i];
+    for (int i = 0; i < N; i++) fp += d[DTV_fp_mass][i], un += d[DTV_q_unacc][i], tp += d[DTV_tp_mass][i], ac += 1 - d[DTV_q_unacc][i];
     sum->eta_fp_global = ratio_or_nan(fp, un);
     sum->eta_tp_global = ratio_or_nan(tp, ac);
     /* measured rates unless given; an empty class falls back to the ideal verifier's rate */
@@ -411,15 +372,15 @@ static void global_pass(Ctx *c, DtvSummary *sum) {
     for (int i = 0; i < N; i++) {
         const float *p = c->P + (size_t)i * V, *q = c->Q + (size_t)i * V;
         DtvExact e;
-        d[D_PRED_GLOBAL][i] = sum->eta_fp_global * d[D_DTV_PQ][i];
+        d[DTV_pred_global][i] = sum->eta_fp_global * d[DTV_dtv_pq][i];
         dtv_oracle_decisions(p, q, V, c->lambda, sum->oracle_eta_tp, sum->oracle_eta_fp, c->a);
         dtv_exact(p, q, c->a, V, c->lambda, c->law, &e);
-        d[D_ORACLE_DTV][i] = e.dtv_p_ps;
-        d[D_ORACLE_PRED][i] = sum->oracle_eta_fp * e.dtv_pq;
+        d[DTV_oracle_dtv][i] = e.dtv_p_ps;
+        d[DTV_oracle_pred][i] = sum->oracle_eta_fp * e.dtv_pq;
         dtv_oracle_decisions(p, q, V, 1.0, sum->oracle_eta_tp, sum->oracle_eta_fp, c->a);
         dtv_exact(p, q, c->a, V, 1.0, c->law, &e);
-        d[D_ORACLE_DTV_L1][i] = e.dtv_p_ps;
-        sum->max_oracle_l1_err = fmax(sum->max_oracle_l1_err, fabs(e.dtv_p_ps - d[D_ORACLE_PRED][i]));
+        d[DTV_oracle_dtv_l1][i] = e.dtv_p_ps;
+        sum->max_oracle_l1_err = fmax(sum->max_oracle_l1_err, fabs(e.dtv_p_ps - d[DTV_oracle_pred][i]));
     }
 }
 
@@ -429,32 +390,32 @@ static void summarize(Ctx *c, DtvSummary *sum) {
     sum->n = N;
     sum->V = c->V;
     sum->lambda = c->lambda;
-    sum->mean_dtv_pq = col_mean(d[D_DTV_PQ], N);
-    sum->mean_dtv_p_ps = col_mean(d[D_DTV_P_PS], N);
-    sum->mean_pred_local = col_mean(d[D_PRED_LOCAL], N);
-    sum->mean_pred_global = col_mean(d[D_PRED_GLOBAL], N);
-    sum->mean_eta_excess = col_mean(d[D_ETA_EXCESS], N);
-    sum->mean_oracle_dtv = col_mean(d[D_ORACLE_DTV], N);
-    sum->mean_oracle_pred = col_mean(d[D_ORACLE_PRED], N);
-    sum->mean_oracle_dtv_l1 = col_mean(d[D_ORACLE_DTV_L1], N);
-    sum->mean_accept_mass = col_mean(d[D_ACCEPT_MASS], N);
-    sum->mean_emp_naive = col_mean(d[D_EMP_NAIVE], N);
-    sum->mean_emp_bc = col_mean(d[D_EMP_BC], N);
-    sum->mean_noise_floor = col_mean(d[D_EMP_FLOOR], N);
-    sum->mean_emp_unbiased = col_mean(d[D_EMP_UNB], N);
+    sum->mean_dtv_pq = col_mean(d[DTV_dtv_pq], N);
+    sum->mean_dtv_p_ps = col_mean(d[DTV_dtv_p_ps], N);
+    sum->mean_pred_local = col_mean(d[DTV_pred_local], N);
+    sum->mean_pred_global = col_mean(d[DTV_pred_global], N);
+    sum->mean_eta_excess = col_mean(d[DTV_eta_excess], N);
+    sum->mean_oracle_dtv = col_mean(d[DTV_oracle_dtv], N);
+    sum->mean_oracle_pred = col_mean(d[DTV_oracle_pred], N);
+    sum->mean_oracle_dtv_l1 = col_mean(d[DTV_oracle_dtv_l1], N);
+    sum->mean_accept_mass = col_mean(d[DTV_accept_mass], N);
+    sum->mean_emp_naive = col_mean(d[DTV_emp_dtv_naive], N);
+    sum->mean_emp_bc = col_mean(d[DTV_emp_dtv_bc], N);
+    sum->mean_noise_floor = col_mean(d[DTV_emp_noise_floor], N);
+    sum->mean_emp_unbiased = col_mean(d[DTV_emp_dtv_unbiased], N);
     double en = 0, eb = 0, eu = 0;
     int kn = 0, kb = 0, ku = 0;
     sum->min_chisq_p = sum->max_abs_z_unbiased = NAN;
     for (int i = 0; i < N; i++) {
-        double exact = d[D_DTV_P_PS][i];
-        if (!isnan(d[D_EMP_NAIVE][i])) en += fabs(d[D_EMP_NAIVE][i] - exact), kn++;
-        if (!isnan(d[D_EMP_BC][i])) eb += fabs(d[D_EMP_BC][i] - exact), kb++;
-        if (!isnan(d[D_EMP_UNB][i])) eu += fabs(d[D_EMP_UNB][i] - exact), ku++;
-        if (!isnan(d[D_EMP_CHISQ][i]) && !(d[D_EMP_CHISQ][i] >= sum->min_chisq_p)) sum->min_chisq_p = d[D_EMP_CHISQ][i];
-        double se = d[D_EMP_UNB_SE][i];
+        double exact = d[DTV_dtv_p_ps][i];
+        if (!isnan(d[DTV_emp_dtv_naive][i])) en += fabs(d[DTV_emp_dtv_naive][i] - exact), kn++;
+        if (!isnan(d[DTV_emp_dtv_bc][i])) eb += fabs(d[DTV_emp_dtv_bc][i] - exact), kb++;
+        if (!isnan(d[DTV_emp_dtv_unbiased][i])) eu += fabs(d[DTV_emp_dtv_unbiased][i] - exact), ku++;
+        if (!isnan(d[DTV_emp_chisq_p][i]) && !(d[DTV_emp_chisq_p][i] >= sum->min_chisq_p)) sum->min_chisq_p = d[DTV_emp_chisq_p][i];
+        double se = d[DTV_emp_dtv_unbiased_se][i];
         /* se = 0 (every draw gave the same value): the estimate is exact up to rounding */
-        double z = se > 0 ? fabs(d[D_EMP_UNB][i] - exact) / se : 0;
-        if (!isnan(d[D_EMP_UNB][i]) && !(z <= sum->max_abs_z_unbiased)) sum->max_abs_z_unbiased = z;
+        double z = se > 0 ? fabs(d[DTV_emp_dtv_unbiased][i] - exact) / se : 0;
+        if (!isnan(d[DTV_emp_dtv_unbiased][i]) && !(z <= sum->max_abs_z_unbiased)) sum->max_abs_z_unbiased = z;
     }
     sum->mean_abs_err_naive = kn ? en / kn : NAN;
     sum->mean_abs_err_bc = kb ? eb / kb : NAN;
@@ -476,7 +437,7 @@ static int write_attrs(Ctx *c, H5Table *t, const DtvSummary *m, SpErr *err) {
     char seed[32], now[40];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->seed);
     now_iso(now, sizeof now);
-    const char *str[][2] = {{"format", "sprinter-dtv"},
+    const char *str[][2] = {{"format", DTVLOG_FORMAT},
                             {"draft", s->draft_dir},
                             {"draft_sha256", c->sha_draft},
                             {"target", s->target_dir},
@@ -495,7 +456,7 @@ static int write_attrs(Ctx *c, H5Table *t, const DtvSummary *m, SpErr *err) {
     const struct {
         const char *name;
         int64_t v;
-    } ints[] = {{"version", DTV_FORMAT_VERSION}, {"n_prefixes", s->n_prefixes}, {"offset", s->offset},
+    } ints[] = {{"version", DTVLOG_VERSION}, {"n_prefixes", s->n_prefixes}, {"offset", s->offset},
                 {"max_continue", s->max_continue}, {"top_k", s->sampling.top_k}, {"samples", s->samples},
                 {"bootstrap", s->bootstrap}, {"vocab_size", c->V}};
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++)
@@ -545,10 +506,10 @@ static int write_file(Ctx *c, const char *out, const DtvSummary *m, SpErr *err) 
         if (sp_mkdir_p(dir, err)) return sp_err_prefix(err, "--out");
     }
     H5Table t;
-    if (h5t_create(&t, out, kCols, N_COLS, 1024, err)) return -1;
-    const void *data[N_COLS];
-    for (int k = 0; k < N_ICOLS; k++) data[k] = c->icol[k];
-    for (int k = 0; k < N_DCOLS; k++) data[N_ICOLS + k] = c->dcol[k];
+    if (h5t_create(&t, out, dtvlog_columns(), DTVLOG_N_COLS, 1024, err)) return -1;
+    const void *data[DTVLOG_N_COLS];
+    for (int k = 0; k < DTV_N_INT; k++) data[k] = c->icol[k];
+    for (int k = 0; k < DTV_N_REAL; k++) data[DTV_N_INT + k] = c->dcol[k];
     if (h5t_append(&t, c->s->n_prefixes, data, err) || write_attrs(c, &t, m, err)) {
         h5t_abort(&t);
         return -1;
@@ -571,11 +532,11 @@ static int one_prefix(Ctx *c, int i, SpErr *err) {
         double **d = c->dcol;
         fprintf(stderr, "dtv: prefix %d/%d (%d tokens): d_TV(p,q) %.4f  d_TV(p,p_S) %.4f  eta_FP %.3f  eta_TP %.3f  "
                         "pred_local %.4f%s",
-                i + 1, c->s->n_prefixes, n, d[D_DTV_PQ][i], d[D_DTV_P_PS][i], d[D_ETA_FP][i], d[D_ETA_TP][i],
-                d[D_PRED_LOCAL][i], c->s->samples > 0 ? "" : "\n");
+                i + 1, c->s->n_prefixes, n, d[DTV_dtv_pq][i], d[DTV_dtv_p_ps][i], d[DTV_eta_fp][i], d[DTV_eta_tp][i],
+                d[DTV_pred_local][i], c->s->samples > 0 ? "" : "\n");
         if (c->s->samples > 0)
-            fprintf(stderr, "  sampled: unbiased %.4f +- %.4f, naive %.4f, bc %.4f, chi2 p %.3f\n", d[D_EMP_UNB][i],
-                    d[D_EMP_UNB_SE][i], d[D_EMP_NAIVE][i], d[D_EMP_BC][i], d[D_EMP_CHISQ][i]);
+            fprintf(stderr, "  sampled: unbiased %.4f +- %.4f, naive %.4f, bc %.4f, chi2 p %.3f\n", d[DTV_emp_dtv_unbiased][i],
+                    d[DTV_emp_dtv_unbiased_se][i], d[DTV_emp_dtv_naive][i], d[DTV_emp_dtv_bc][i], d[DTV_emp_chisq_p][i]);
     }
     return rc;
 }

@@ -48,8 +48,6 @@
 #include "sampling.h"
 #include "verifier.h"
 
-#define DTV_FORMAT_VERSION 1
-
 typedef struct DtvSpec {
     const char *draft_dir, *target_dir, *verifier_path;
     const char *data_path, *data_format; /* format NULL = infer */
