@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "methods.h"
+#include "fsutil.h"
 #include "report_int.h"
 #include "report_util.h"
 #include "rouge.h"
@@ -34,13 +35,6 @@ void report_opts_default(ReportOpts *o) {
 static const char *base(const char *p) {
     const char *b = strrchr(p, '/');
     return b ? b + 1 : p;
-}
-
-static int mkdir_one(const char *path, SpErr *err) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create directory: %s", path, strerror(errno));
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", path);
-    return 0;
 }
 
 static void note(RunAn *a, const char *what) {
@@ -489,7 +483,7 @@ int report_write(const ReportOpts *o, ReportSummary *s, SpErr *err) {
                             "scripts/install-deps.sh), or pass --no-plots", o->gnuplot);
     snprintf(R.dir, sizeof R.dir, "%s/report", o->results_dir);
     int rc = load(&R, err);
-    if (rc == 0) rc = mkdir_one(R.dir, err);
+    if (rc == 0) rc = sp_mkdir_p(R.dir, err);
     if (rc == 0) rc = analyze_all(&R, err);
     if (rc == 0) rc = build_checks(&R, err);
     if (rc == 0) rc = write_tsvs(&R, err);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "fsutil.h" /* sp_mkdir_p, for the callers that had it from here */
 
 /* Reads a whole file (at most max_bytes) into a NUL-terminated malloc'd buffer. */
 char *sp_read_file(const char *path, size_t max_bytes, size_t *len, SpErr *err);
@@ -24,9 +25,6 @@ int sp_json_bool(const cJSON *obj, const char *file, const char *key, int def_ok
 /* Borrowed string (NULL with def_ok when missing). */
 int sp_json_str(const cJSON *obj, const char *file, const char *key, int def_ok, const char **out,
                 SpErr *err);
-
-/* mkdir -p: creates path and any missing parents (mode 0755); existing directories are fine. */
-int sp_mkdir_p(const char *path, SpErr *err);
 
 /* path = dir + "/" + name into buf; error if too long. */
 int sp_path_join(char *buf, size_t cap, const char *dir, const char *name, SpErr *err);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "fsutil.h"
 #include "hashutil.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -40,21 +41,9 @@ static void sleep_ms(int ms) {
     }
 }
 
-/* mkdir -p */
+/* mkdir -p, and the directory must be writable */
 static int mkdirs(const char *path, SpErr *err) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return sp_fail(err, "%s: path too long", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create directory: %s", buf, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", path);
+    if (sp_mkdir_p(path, err)) return -1;
     if (access(path, W_OK | X_OK) != 0) return sp_fail(err, "%s: not writable: %s", path, strerror(errno));
     return 0;
 }
