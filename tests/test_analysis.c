@@ -9,7 +9,6 @@
  * Prints "analysis_units: N passed, M failed". usage: test_analysis */
 #include <gsl/gsl_rng.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +19,7 @@
 #include "tokenlog.h"
 #include "verseq.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    ok ? g_pass++ : g_fail++;
-    printf("%s: ", ok ? "ok  " : "FAIL");
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "check.h"
 
 static int near(double a, double b) { return fabs(a - b) < 1e-9; }
 
@@ -100,8 +88,8 @@ static void test_stats_units(void) {
     /* Monte Carlo p-value: the exact permutation p of 5/20 vs 15/20 is 2 P(X <= 5), X ~ Hypergeom(20, 20, 20),
      * = 0.003848; 20000 tables give it within +-0.0013 (3 se) */
     TestResult hm = chisq_homogeneity_mc(b, n, 2, 20000, 3);
-    check(fabs(hm.p_value - 0.003848) < 0.0013 && near(hm.statistic, 10.0),
-          "Monte Carlo homogeneity p = %.5f (exact two-sided permutation p 0.00385)", hm.p_value);
+    check_close(hm.p_value, 0.003848, 0.0013, 0, "Monte Carlo homogeneity p vs the exact two-sided permutation p");
+    check(near(hm.statistic, 10.0), "Monte Carlo homogeneity: chi2 %.3f (expected 10)", hm.statistic);
 }
 
 /* One block of the i.i.d. verifier (stay < 0) or of a verifier whose decisions repeat the last one
@@ -144,8 +132,8 @@ static void test_chain(void) {
         }
         double mean = s / n, se = sqrt((ss / n - mean * mean) / n), pred = tail_capped_mean(Sc, cap);
         if (!markov)
-            check(fabs(mean - pred) < 5 * se, "i.i.d. verifier on Markov labels: simulated E[min(N,8)] %.4f vs chain "
-                  "prediction %.4f (5 se = %.4f)", mean, pred, 5 * se);
+            check_close(mean, pred, 5 * se, 0, "i.i.d. verifier on Markov labels: simulated E[min(N,8)] within 5 se "
+                        "(se %.4f) of the chain prediction", se);
         else
             check(fabs(mean - pred) > 10 * se, "negative control, Markov decisions (stay 0.8): simulated %.4f vs "
                   "prediction %.4f differ by > 10 se (%.4f)", mean, pred, 10 * se);
@@ -191,6 +179,5 @@ int main(void) {
     test_stats_units();
     test_chain();
     test_verseq();
-    printf("analysis_units: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_summary("analysis_units");
 }

@@ -19,7 +19,6 @@
  * usage: test_decoding WORKDIR */
 #include <gsl/gsl_cdf.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,20 +30,7 @@
 #include "presets.h"
 #include "verifier_train.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    if (ok) g_pass++;
-    else g_fail++;
-    printf("%s: ", ok ? "ok  " : "FAIL");
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-}
+#include "check.h"
 
 #define V_TINY 96
 enum { N_DRAWS = 20000 };
@@ -433,9 +419,9 @@ static void test_markov(Fixture *f) {
         double rate = (double)acc / (double)n, agree = (double)same / (double)pairs;
         /* i.i.d.: P(same) = r^2 + (1-r)^2 = 0.52 at r = 0.4; Markov(0.8): 0.8 + 0.2 * 0.52 = 0.904 */
         double want = markov ? 0.8 + 0.2 * 0.52 : 0.52;
-        check(fabs(rate - 0.4) < 0.04 && fabs(agree - want) < 0.05,
-              "%s: eta_FP measured %.3f (set 0.4); consecutive-decision agreement %.3f (expected %.3f, %ld pairs)",
-              decode_method_name(cfg.method), rate, agree, want, pairs);
+        check_close(rate, 0.4, 0.04, 0, "%s: eta_FP measured (set 0.4)", decode_method_name(cfg.method));
+        check_close(agree, want, 0.05, 0, "%s: consecutive-decision agreement (%ld pairs)",
+                    decode_method_name(cfg.method), pairs);
     }
     gsl_rng_free(rng);
 }
@@ -484,6 +470,5 @@ int main(int argc, char **argv) {
     model_free(f.draft);
     model_free(f.target);
     verifier_free(&ver);
-    printf("decoding: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_summary("decoding");
 }

@@ -27,7 +27,6 @@
 #include <cblas.h>
 #include <gsl/gsl_cdf.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,19 +42,7 @@
 #include "tokenizer.h"
 #include "verifier_train.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    ok ? g_pass++ : g_fail++;
-    printf("%s: ", ok ? "ok  " : "FAIL");
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-}
+#include "check.h"
 
 enum { V = 269, N_DRAWS = 12000 };
 
@@ -484,10 +471,7 @@ int main(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", argv[1]);
     if (system(cmd) != 0) return 1;
     static Fix f;
-    if (setup(&f, argv[1], argv[2])) {
-        printf("dtv: 0 passed, 1 failed\n");
-        return 1;
-    }
+    if (!check(setup(&f, argv[1], argv[2]) == 0, "fixture: models, dataset and verifier")) return check_summary("dtv");
     test_decisions_and_law(&f);
     test_run_lambda1(&f);
     test_run_lambda2(&f);
@@ -496,6 +480,5 @@ int main(int argc, char **argv) {
     tokenizer_free(f.tok);
     model_free(f.dm);
     model_free(f.tm);
-    printf("dtv: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_summary("dtv");
 }

@@ -20,35 +20,15 @@
 #include "presets.h"
 #include "safetensors.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *what) {
-    if (ok) g_pass++;
-    else {
-        g_fail++;
-        printf("FAIL: %s\n", what);
-    }
-}
-
-static float max_abs_diff(const float *a, const float *b, size_t n) {
-    float m = 0;
-    for (size_t i = 0; i < n; i++) {
-        float d = fabsf(a[i] - b[i]);
-        if (!(d <= m)) m = d; /* NaN propagates as a failure */
-    }
-    return m;
-}
+#include "check.h"
 
 /* Tolerance for the same math done in a different order (batched sgemm vs gemv). */
 #define TOL 1e-5f
 
 static void test_model_dir(const char *dir, const char *label) {
     SpErr err = {{0}};
-    char what[256];
     Model *m = model_load(dir, &err);
-    snprintf(what, sizeof what, "%s: load (%s)", label, err.msg);
-    check(m != NULL, what);
-    if (!m) return;
+    if (!check(m != NULL, "%s: load (%s)", label, err.msg)) return;
     const ModelConfig *c = model_config(m);
     enum { N = 20 };
     int32_t toks[N], alt[N];
@@ -75,9 +55,12 @@ static void test_model_dir(const char *dir, const char *label) {
             }
         }
     }
-    float e1 = ok ? max_abs_diff(lb, ls, N * V) : INFINITY, e2 = ok ? max_abs_diff(hb, hs, N * d) : INFINITY;
-    snprintf(what, sizeof what, "%s: batched == stepwise (logits err %.2e, hidden err %.2e) %s", label, e1, e2, err.msg);
-    check(ok && e1 <= TOL && e2 <= TOL, what);
+    if (ok) {
+        check_tensor(ls, lb, N * V, TOL, "%s: batched == stepwise, logits", label);
+        check_tensor(hs, hb, N * d, TOL, "%s: batched == stepwise, hidden", label);
+    } else {
+        check(0, "%s: batched == stepwise: %s", label, err.msg);
+    }
 
     /* 2. truncate to k then forward alt tokens == fresh session on toks[0..k) + alt[k..N) */
     int k = 7;
@@ -90,9 +73,8 @@ static void test_model_dir(const char *dir, const char *label) {
     if (ok) memcpy(ltr, L, (N - k) * V * sizeof *ltr);
     Session *sf = session_new(m, N, N, &err);
     ok = ok && sf && session_forward(sf, mixed, N, &L, NULL, &err) == 0;
-    float e3 = ok ? max_abs_diff(ltr, L + k * V, (N - k) * V) : INFINITY;
-    snprintf(what, sizeof what, "%s: truncate+reforward == fresh (err %.2e) %s", label, e3, err.msg);
-    check(ok && e3 <= TOL, what);
+    if (ok) check_tensor(ltr, L + k * V, (N - k) * V, TOL, "%s: truncate+reforward == fresh", label);
+    else check(0, "%s: truncate+reforward == fresh: %s", label, err.msg);
 
     /* truncation out of range is an error, and leaves the cache alone */
     check(session_truncate(sb, N + 1, &err) != 0 && session_len(sb) == N, "truncate beyond length fails");
@@ -100,10 +82,12 @@ static void test_model_dir(const char *dir, const char *label) {
     /* 3. chunked prefill == last row of the batched forward */
     Session *sp = session_new(m, N, 3, &err);
     ok = sp && session_prefill(sp, toks, N, &L, &H, &err) == 0;
-    float e4 = ok ? max_abs_diff(L, lb + (N - 1) * V, V) : INFINITY;
-    float e5 = ok ? max_abs_diff(H, hb + (N - 1) * d, d) : INFINITY;
-    snprintf(what, sizeof what, "%s: chunked prefill == batched last row (err %.2e, %.2e)", label, e4, e5);
-    check(ok && e4 <= TOL && e5 <= TOL, what);
+    if (ok) {
+        check_tensor(L, lb + (N - 1) * V, V, TOL, "%s: chunked prefill == batched last row, logits", label);
+        check_tensor(H, hb + (N - 1) * d, d, TOL, "%s: chunked prefill == batched last row, hidden", label);
+    } else {
+        check(0, "%s: chunked prefill == batched last row: %s", label, err.msg);
+    }
 
     /* errors: bad token id, over capacity, batch too large */
     int32_t bad = c->vocab_size;
@@ -231,10 +215,8 @@ static void test_few_rows(void) {
                     free(x);
                     free(y);
                 }
-            char what[200];
-            snprintf(what, sizeof what, "few-row kernel %s %s == float64 product (%d shapes x rows, %d bad values)",
-                     kernel_isa_name(isas[k]), dtn[t], cases, bad);
-            check(bad == 0, what);
+            check(bad == 0, "few-row kernel %s %s == float64 product (%d shapes x rows, %d bad values)",
+                  kernel_isa_name(isas[k]), dtn[t], cases, bad);
         }
 }
 
@@ -265,11 +247,7 @@ int main(int argc, char **argv) {
             if (a == 1) cJSON_ReplaceItemInObject(cfg, "window_size", cJSON_CreateNumber(5));
             int ok = cfg && init_random_model(cfg, dts[t], 1234 + (uint64_t)a, dir, &err) == 0;
             cJSON_Delete(cfg);
-            char what[1200];
-            snprintf(what, sizeof what, "%s: init-random (%s)", label, err.msg);
-            check(ok, what);
-            if (ok) test_model_dir(dir, label);
+            if (check(ok, "%s: init-random (%s)", label, err.msg)) test_model_dir(dir, label);
         }
-    printf("model_consistency: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_summary("model_consistency");
 }

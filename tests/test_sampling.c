@@ -16,7 +16,6 @@
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,27 +23,7 @@
 
 #include "sampling.h"
 
-/* ---------------------------------------------------------------- tally */
-
-typedef struct Tally {
-    int passed, failed;
-} Tally;
-
-/* Records one check; prints the formatted description if it failed. */
-static void check(Tally *t, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(Tally *t, int ok, const char *fmt, ...) {
-    if (ok) {
-        t->passed++;
-        return;
-    }
-    t->failed++;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("FAIL: ", stdout);
-    vprintf(fmt, ap);
-    fputc('\n', stdout);
-    va_end(ap);
-}
+#include "check.h"
 
 /* ---------------------------------------------------------------- reference implementation */
 
@@ -135,7 +114,7 @@ static void random_logits(gsl_rng *g, float *l, int V, int quantised) {
 }
 
 /* Runs sampler_probs and compares with the reference; one check per call. */
-static void check_case(Tally *t, const float *l, int V, SamplerParams sp, const char *what) {
+static void check_case(const float *l, int V, SamplerParams sp, const char *what) {
     float *probs = malloc((size_t)V * sizeof *probs);
     int32_t *work = malloc((size_t)V * sizeof *work);
     double *q = malloc((size_t)V * sizeof *q);
@@ -144,11 +123,11 @@ static void check_case(Tally *t, const float *l, int V, SamplerParams sp, const 
     int amb = ref_truncated(l, V, sp.temperature, sp.top_k, sp.top_p, q);
     char why[200] = "";
     if (rc != 0) {
-        check(t, 0, "%s V=%d T=%g k=%d p=%g: error %s", what, V, (double)sp.temperature, sp.top_k,
+        check(0, "%s V=%d T=%g k=%d p=%g: error %s", what, V, (double)sp.temperature, sp.top_k,
               (double)sp.top_p, err.msg);
     } else if (!amb) { /* ambiguous cuts (never seen in practice) are not judged */
         int ok = matches_ref(probs, q, V, 1e-6, why, sizeof why);
-        check(t, ok, "%s V=%d T=%g k=%d p=%g: %s", what, V, (double)sp.temperature, sp.top_k,
+        check(ok, "%s V=%d T=%g k=%d p=%g: %s", what, V, (double)sp.temperature, sp.top_k,
               (double)sp.top_p, why);
     }
     free(probs);
@@ -158,7 +137,7 @@ static void check_case(Tally *t, const float *l, int V, SamplerParams sp, const 
 
 /* ---------------------------------------------------------------- exact tests */
 
-static void test_params(Tally *t) {
+static void test_params(void) {
     struct {
         float T;
         int k;
@@ -176,19 +155,19 @@ static void test_params(Tally *t) {
         SamplerParams sp = {cases[c].T, cases[c].k, cases[c].p};
         SpErr err = {{0}};
         int rc = sampler_params_check(&sp, &err);
-        check(t, (rc == 0) == cases[c].ok, "params T=%g k=%d p=%g: check returned %d (%s)",
+        check((rc == 0) == cases[c].ok, "params T=%g k=%d p=%g: check returned %d (%s)",
               (double)sp.temperature, sp.top_k, (double)sp.top_p, rc, err.msg);
         int rc2 = sampler_probs(&sp, l, 3, probs, work, &err);
-        check(t, (rc2 == 0) == cases[c].ok, "params T=%g k=%d p=%g: sampler_probs returned %d",
+        check((rc2 == 0) == cases[c].ok, "params T=%g k=%d p=%g: sampler_probs returned %d",
               (double)sp.temperature, sp.top_k, (double)sp.top_p, rc2);
-        if (!cases[c].ok) check(t, err.msg[0] != 0, "params case %zu: empty error message", c);
+        if (!cases[c].ok) check(err.msg[0] != 0, "params case %zu: empty error message", c);
     }
     SamplerParams sp = {1.0f, 0, 1.0f};
     SpErr err = {{0}};
-    check(t, sampler_probs(&sp, l, 0, probs, work, &err) == -1, "V=0 must be rejected");
+    check(sampler_probs(&sp, l, 0, probs, work, &err) == -1, "V=0 must be rejected");
 }
 
-static void test_nonfinite(Tally *t) {
+static void test_nonfinite(void) {
     struct {
         float bad;
         int at;
@@ -207,7 +186,7 @@ static void test_nonfinite(Tally *t) {
             SamplerParams sp = {temps[ti], 3, 0.9f};
             SpErr err = {{0}};
             int rc = sampler_probs(&sp, l, 10, probs, work, &err);
-            check(t, rc == -1 && strstr(err.msg, cases[c].want) != NULL,
+            check(rc == -1 && strstr(err.msg, cases[c].want) != NULL,
                   "non-finite T=%g: rc=%d msg='%s', want '%s'", (double)temps[ti], rc, err.msg,
                   cases[c].want);
         }
@@ -218,10 +197,10 @@ static void test_nonfinite(Tally *t) {
     SamplerParams sp = {1.0f, 0, 1.0f};
     SpErr err = {{0}};
     int rc = sampler_probs(&sp, l, 5, probs, work, &err);
-    check(t, rc == -1 && strstr(err.msg, "+Inf at index 1"), "first bad index: '%s'", err.msg);
+    check(rc == -1 && strstr(err.msg, "+Inf at index 1"), "first bad index: '%s'", err.msg);
 }
 
-static void test_greedy(Tally *t) {
+static void test_greedy(void) {
     float l[6] = {1.0f, 5.0f, -2.0f, 5.0f, 4.9f, 5.0f}, probs[6];
     int32_t work[6];
     SamplerParams sps[3] = {{0.0f, 0, 1.0f}, {0.0f, 2, 0.1f}, {0.0f, 6, 1e-6f}};
@@ -230,38 +209,38 @@ static void test_greedy(Tally *t) {
         int rc = sampler_probs(&sps[s], l, 6, probs, work, &err);
         int ok = rc == 0;
         for (int i = 0; i < 6; i++) ok = ok && probs[i] == (i == 1 ? 1.0f : 0.0f);
-        check(t, ok, "greedy (k=%d p=%g) must be one-hot at token 1", sps[s].top_k,
+        check(ok, "greedy (k=%d p=%g) must be one-hot at token 1", sps[s].top_k,
               (double)sps[s].top_p);
     }
     float flat[4] = {2.0f, 2.0f, 2.0f, 2.0f}, p4[4];
     int32_t w4[4];
     SamplerParams sp = {0.0f, 0, 1.0f};
     int rc = sampler_probs(&sp, flat, 4, p4, w4, NULL);
-    check(t, rc == 0 && p4[0] == 1.0f && p4[1] == 0.0f && p4[2] == 0.0f && p4[3] == 0.0f,
+    check(rc == 0 && p4[0] == 1.0f && p4[1] == 0.0f && p4[2] == 0.0f && p4[3] == 0.0f,
           "greedy on all-equal logits must pick token 0");
 }
 
 /* Hand-worked cases with exactly known answers. */
-static void test_hand(Tally *t) {
+static void test_hand(void) {
     float probs[5];
     int32_t work[5];
     /* Top-k ties at the boundary: lower id wins. */
     float l[5] = {1.0f, 3.0f, 3.0f, 3.0f, 2.0f};
     SamplerParams sp = {1.0f, 2, 1.0f};
     int rc = sampler_probs(&sp, l, 5, probs, work, NULL);
-    check(t, rc == 0 && probs[1] == 0.5f && probs[2] == 0.5f && probs[0] == 0.0f &&
+    check(rc == 0 && probs[1] == 0.5f && probs[2] == 0.5f && probs[0] == 0.0f &&
                  probs[3] == 0.0f && probs[4] == 0.0f,
           "top-k=2 on {1,3,3,3,2} must keep tokens 1,2 at 0.5 each");
     /* Top-p over four equal tokens: masses 1/4 each, p=0.5 -> exactly two (lowest ids). */
     float flat[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     sp = (SamplerParams){1.0f, 0, 0.5f};
     rc = sampler_probs(&sp, flat, 4, probs, work, NULL);
-    check(t, rc == 0 && probs[0] == 0.5f && probs[1] == 0.5f && probs[2] == 0.0f &&
+    check(rc == 0 && probs[0] == 0.5f && probs[1] == 0.5f && probs[2] == 0.0f &&
                  probs[3] == 0.0f,
           "top-p=0.5 on 4 equal tokens must keep tokens 0,1");
     sp.top_p = 0.6f;
     rc = sampler_probs(&sp, flat, 4, probs, work, NULL);
-    check(t, rc == 0 && probs[3] == 0.0f && fabsf(probs[2] - 1.0f / 3.0f) < 1e-7f,
+    check(rc == 0 && probs[3] == 0.0f && fabsf(probs[2] - 1.0f / 3.0f) < 1e-7f,
           "top-p=0.6 on 4 equal tokens must keep tokens 0,1,2");
     /* probs 0.2, 0.5, 0.3: p=0.4 -> {1}; 0.75 -> {1,2}; 0.85 -> all. */
     float l3[3] = {logf(0.2f), logf(0.5f), logf(0.3f)};
@@ -273,7 +252,7 @@ static void test_hand(Tally *t) {
         int ok = rc == 0;
         for (int i = 0; i < 3; i++)
             ok = ok && fabsf(probs[i] - want[c][i]) < 1e-6f && (want[c][i] == 0) == (probs[i] == 0);
-        check(t, ok, "top-p=%g on {0.2,0.5,0.3}: got {%g,%g,%g}", (double)ps[c], (double)probs[0],
+        check(ok, "top-p=%g on {0.2,0.5,0.3}: got {%g,%g,%g}", (double)ps[c], (double)probs[0],
               (double)probs[1], (double)probs[2]);
     }
     /* Extreme logits: no NaN, one-hot at the max. */
@@ -282,18 +261,18 @@ static void test_hand(Tally *t) {
     for (int ti = 0; ti < 2; ti++) {
         sp = (SamplerParams){temps[ti], 0, 1.0f};
         rc = sampler_probs(&sp, ext, 3, probs, work, NULL);
-        check(t, rc == 0 && probs[0] == 0.0f && probs[1] == 1.0f && probs[2] == 0.0f,
+        check(rc == 0 && probs[0] == 0.0f && probs[1] == 1.0f && probs[2] == 0.0f,
               "extreme logits T=%g must give one-hot at token 1", (double)temps[ti]);
     }
     /* V = 1. */
     float one = 3.0f;
     sp = (SamplerParams){0.5f, 1, 0.3f};
     rc = sampler_probs(&sp, &one, 1, probs, work, NULL);
-    check(t, rc == 0 && probs[0] == 1.0f, "V=1 must give probability 1");
+    check(rc == 0 && probs[0] == 1.0f, "V=1 must give probability 1");
 }
 
 /* Grid of random cases (continuous and heavily tied logits) against the reference. */
-static void test_grid(Tally *t) {
+static void test_grid(void) {
     gsl_rng *g = sampler_rng_new(777);
     int Vs[] = {2, 7, 64, 500, 3000};
     float temps[] = {1.0f, 0.7f, 2.0f, 0.05f};
@@ -309,7 +288,7 @@ static void test_grid(Tally *t) {
                     for (size_t pi = 0; pi < sizeof tps / sizeof tps[0]; pi++) {
                         if (ks[ki] < 0) continue;
                         SamplerParams sp = {temps[ti], ks[ki], tps[pi]};
-                        check_case(t, l, V, sp, quant ? "grid/tied" : "grid");
+                        check_case(l, V, sp, quant ? "grid/tied" : "grid");
                     }
         }
         free(l);
@@ -319,7 +298,7 @@ static void test_grid(Tally *t) {
 
 /* Top-k: the kept set is exactly the k largest, counted directly (a token is kept iff fewer
  * than k tokens beat it: larger logit, or equal logit and lower id). Independent of sorting. */
-static void test_topk_rank(Tally *t) {
+static void test_topk_rank(void) {
     gsl_rng *g = sampler_rng_new(99);
     enum { V = 400 };
     float l[V], probs[V];
@@ -339,7 +318,7 @@ static void test_topk_rank(Tally *t) {
                 ok = want_kept == (probs[i] > 0.0f);
                 nkept += probs[i] > 0.0f;
             }
-            check(t, ok && nkept == ks[ki], "top-k rank count (tied=%d k=%d): nkept=%d", quant,
+            check(ok && nkept == ks[ki], "top-k rank count (tied=%d k=%d): nkept=%d", quant,
                   ks[ki], nkept);
         }
     }
@@ -347,7 +326,7 @@ static void test_topk_rank(Tally *t) {
 }
 
 /* Stability: a large common offset must not change the result (reference on shifted logits). */
-static void test_offset(Tally *t) {
+static void test_offset(void) {
     gsl_rng *g = sampler_rng_new(5);
     enum { V = 300 };
     float l[V], shifted[V], probs[V];
@@ -364,7 +343,7 @@ static void test_offset(Tally *t) {
             int rc = sampler_probs(&sps[s], l, V, probs, work, NULL);
             ref_truncated(shifted, V, sps[s].temperature, sps[s].top_k, sps[s].top_p, q);
             char why[200] = "";
-            check(t, rc == 0 && matches_ref(probs, q, V, 1e-6, why, sizeof why),
+            check(rc == 0 && matches_ref(probs, q, V, 1e-6, why, sizeof why),
                   "offset %g setting %d: %s", (double)offsets[o], s, why);
         }
     }
@@ -373,14 +352,14 @@ static void test_offset(Tally *t) {
 
 /* Full-size vocabulary: exercises the growing nucleus search (nucleus of ~100k tokens) and the
  * small-nucleus case; also reports time per call (informational, not checked). */
-static void test_large(Tally *t) {
+static void test_large(void) {
     enum { V = 151936 };
     float *l = malloc(V * sizeof *l);
     gsl_rng *g = sampler_rng_new(2024);
     random_logits(g, l, V, 0);
     SamplerParams sps[] = {{1.0f, 0, 1.0f},  {1.0f, 0, 0.9f},  {0.1f, 0, 0.95f},
                            {1.0f, 50, 1.0f}, {0.7f, 50, 0.9f}, {1.0f, 0, 0.999f}};
-    for (size_t s = 0; s < sizeof sps / sizeof sps[0]; s++) check_case(t, l, V, sps[s], "large");
+    for (size_t s = 0; s < sizeof sps / sizeof sps[0]; s++) check_case(l, V, sps[s], "large");
 
     float *probs = malloc(V * sizeof *probs);
     int32_t *work = malloc(V * sizeof *work);
@@ -417,7 +396,7 @@ static double fixed_get_double(void *s) { return ((FixedU *)s)->u; }
 static const gsl_rng_type fixed_type = {"fixed", 0xffffffffUL, 0, sizeof(FixedU), fixed_set,
                                         fixed_get, fixed_get_double};
 
-static void test_draw_edges(Tally *t) {
+static void test_draw_edges(void) {
     gsl_rng *r = gsl_rng_alloc(&fixed_type);
     FixedU *st = r->state;
     float p[8] = {0.0f, 0.25f, 0.0f, -1.0f, 0.5f, 0.25f, 0.0f, 0.0f};
@@ -429,21 +408,21 @@ static void test_draw_edges(Tally *t) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         st->u = cases[c].u;
         int32_t got = sampler_draw(p, 8, r);
-        check(t, got == cases[c].want, "draw at u=%.17g: got %d, want %d", cases[c].u, got,
+        check(got == cases[c].want, "draw at u=%.17g: got %d, want %d", cases[c].u, got,
               cases[c].want);
     }
     /* Unnormalised weights with float round-off: the last positive token, never a zero. */
     float q[5] = {0.1f, 0.2f, 0.7f, 0.0f, 0.0f};
     st->u = 1.0 - DBL_EPSILON / 2;
-    check(t, sampler_draw(q, 5, r) == 2, "end guard with trailing zeros");
+    check(sampler_draw(q, 5, r) == 2, "end guard with trailing zeros");
     float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    check(t, sampler_draw(z, 4, r) == -1, "all-zero probs must return -1");
+    check(sampler_draw(z, 4, r) == -1, "all-zero probs must return -1");
     gsl_rng_free(r);
 }
 
 /* Many real draws from a sparse vector (zeros first, last, and next to tiny positive masses):
  * every draw must land on a positive entry; large-mass tokens must all be hit. */
-static void test_draw_zeros(Tally *t) {
+static void test_draw_zeros(void) {
     enum { V = 64, N = 200000 };
     float p[V];
     for (int i = 0; i < V; i++) p[i] = (i % 3 == 1) ? (float)(1 + i % 5) : 0.0f;
@@ -460,17 +439,17 @@ static void test_draw_zeros(Tally *t) {
         }
         hits[k]++;
     }
-    check(t, bad == -1, "draw returned zero-probability or invalid token %d", bad);
+    check(bad == -1, "draw returned zero-probability or invalid token %d", bad);
     int all = 1;
     for (int i = 0; i < V; i++)
         if (p[i] >= 1.0f && hits[i] == 0) all = 0;
-    check(t, all, "some positive-mass token never drawn in %d draws", N);
+    check(all, "some positive-mass token never drawn in %d draws", N);
     gsl_rng_free(r);
 }
 
 /* Same seed -> same stream; different seeds (also differing only in the high 32 bits) ->
  * different streams. */
-static void test_seeding(Tally *t) {
+static void test_seeding(void) {
     uint64_t pairs[][2] = {{42, 43}, {1, 1 + (1ull << 40)}, {0, 7}};
     for (size_t c = 0; c < sizeof pairs / sizeof pairs[0]; c++) {
         gsl_rng *a = sampler_rng_new(pairs[c][0]), *b = sampler_rng_new(pairs[c][0]);
@@ -481,8 +460,8 @@ static void test_seeding(Tally *t) {
             same = same && x == y;
             differ = differ || x != z;
         }
-        check(t, same, "seed %llu not reproducible", (unsigned long long)pairs[c][0]);
-        check(t, differ, "seeds %llu and %llu give the same stream",
+        check(same, "seed %llu not reproducible", (unsigned long long)pairs[c][0]);
+        check(differ, "seeds %llu and %llu give the same stream",
               (unsigned long long)pairs[c][0], (unsigned long long)pairs[c][1]);
         gsl_rng_free(a);
         gsl_rng_free(b);
@@ -581,7 +560,7 @@ static double draw_and_test(const float *probs, const double *want, uint64_t see
  * a failure after an unrelated change to the draw order means: try to reproduce with other
  * seeds before suspecting a bug. The chi-square approximation is sound with all pooled
  * expected counts >= 5. */
-static void test_distribution(Tally *t) {
+static void test_distribution(void) {
     float l[CV], probs[CV];
     int32_t work[CV];
     double want[CV];
@@ -592,7 +571,7 @@ static void test_distribution(Tally *t) {
         SamplerParams sp = settings[s];
         int rc = sampler_probs(&sp, l, CV, probs, work, NULL);
         ref_truncated(l, CV, sp.temperature, sp.top_k, sp.top_p, want);
-        check(t, rc == 0, "distribution setting %zu: sampler_probs failed", s);
+        check(rc == 0, "distribution setting %zu: sampler_probs failed", s);
         for (int si = 0; si < NSEED; si++) {
             long zh;
             double stat;
@@ -601,8 +580,8 @@ static void test_distribution(Tally *t) {
             printf("chisq T=%g k=%d p=%g seed=%llu: stat=%.2f df=%d p-value=%.4f\n",
                    (double)sp.temperature, sp.top_k, (double)sp.top_p,
                    (unsigned long long)SEEDS[si], stat, df, pv);
-            check(t, pv > 0.001, "chi-square rejected correct sampler (p=%.3g)", pv);
-            check(t, zh == 0, "%ld draws of zero-probability tokens", zh);
+            check(pv > 0.001, "chi-square rejected correct sampler (p=%.3g)", pv);
+            check(zh == 0, "%ld draws of zero-probability tokens", zh);
         }
     }
     /* Unnormalised weights (x 37.5) must sample the same distribution. */
@@ -615,14 +594,14 @@ static void test_distribution(Tally *t) {
     int df;
     double pv = draw_and_test(probs, want, 4242, sampler_draw, &zh, &stat, &df);
     printf("chisq unnormalised x37.5: stat=%.2f df=%d p-value=%.4f\n", stat, df, pv);
-    check(t, pv > 0.001 && zh == 0, "unnormalised weights: p=%.3g zero draws=%ld", pv, zh);
+    check(pv > 0.001 && zh == 0, "unnormalised weights: p=%.3g zero draws=%ld", pv, zh);
 }
 
 /* Negative controls: these MUST be rejected (p < 0.001), showing the test has power.
  * (a) an off-by-one CDF walk; (b) a temperature mix-up, sampling at T=0.9 but testing against
  * T=1, a modest error (non-centrality printed); (c) the reference with one top token's mass
  * scaled by 1.15 and renormalised. */
-static void test_negative_controls(Tally *t) {
+static void test_negative_controls(void) {
     float l[CV], probs[CV], bad[CV];
     int32_t work[CV];
     double want[CV], alt[CV];
@@ -666,7 +645,7 @@ static void test_negative_controls(Tally *t) {
                    (unsigned long long)SEEDS[si], stat, df, pv);
             if (nc[c].lambda >= 0) printf(" (non-centrality %.1f)", nc[c].lambda);
             printf("\n");
-            check(t, pv < 0.001, "negative control '%s' NOT rejected (p=%.3g)", nc[c].name, pv);
+            check(pv < 0.001, "negative control '%s' NOT rejected (p=%.3g)", nc[c].name, pv);
         }
     }
 }
@@ -674,20 +653,19 @@ static void test_negative_controls(Tally *t) {
 /* ---------------------------------------------------------------- main */
 
 int main(void) {
-    Tally t = {0, 0};
-    test_params(&t);
-    test_nonfinite(&t);
-    test_greedy(&t);
-    test_hand(&t);
-    test_grid(&t);
-    test_topk_rank(&t);
-    test_offset(&t);
-    test_large(&t);
-    test_draw_edges(&t);
-    test_draw_zeros(&t);
-    test_seeding(&t);
-    test_distribution(&t);
-    test_negative_controls(&t);
-    printf("sampling: %d passed, %d failed\n", t.passed, t.failed);
-    return t.failed ? 1 : 0;
+    check_tally.quiet = 1; /* thousands of checks: print the failures only */
+    test_params();
+    test_nonfinite();
+    test_greedy();
+    test_hand();
+    test_grid();
+    test_topk_rank();
+    test_offset();
+    test_large();
+    test_draw_edges();
+    test_draw_zeros();
+    test_seeding();
+    test_distribution();
+    test_negative_controls();
+    return check_summary("sampling");
 }

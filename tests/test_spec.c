@@ -13,18 +13,11 @@
 
 #include "spec.h"
 
+#include "check.h"
+
 typedef struct T {
-    int pass, fail;
     const char *dir;
 } T;
-
-static void check(T *t, int ok, const char *what) {
-    if (ok) t->pass++;
-    else {
-        t->fail++;
-        printf("FAIL: %s\n", what);
-    }
-}
 
 static const char kBase[] =
     "[sweep]\nmethods = ar, sd, sprinter\n"
@@ -76,52 +69,52 @@ static void test_expand(T *t) {
     SpErr err;
     RunConfig *r = NULL, *r2 = NULL;
     int n = 0, n2 = 0;
-    check(t, load(t, "base", kBase, s, &err) == 0, err.msg);
-    check(t, spec_expand(s, &r, &n, &err) == 0, "expand base");
+    check(load(t, "base", kBase, s, &err) == 0, "load base (%s)", err.msg);
+    check(spec_expand(s, &r, &n, &err) == 0, "expand base");
     /* ar: 2 seeds; sd: 2 gammas x 2 seeds; sprinter: 2 lambdas x 2 taus x 2 seeds */
-    check(t, n == 14, "base grid has 2 + 4 + 8 = 14 runs");
-    check(t, count_method(r, n, DM_AR) == 2, "ar is not multiplied by lambda, tau, gamma");
-    check(t, count_method(r, n, DM_SD) == 4, "sd is multiplied by gamma only");
-    check(t, count_method(r, n, DM_SPRINTER) == 8, "sprinter is multiplied by lambda and tau, not gamma");
+    check(n == 14, "base grid has 2 + 4 + 8 = 14 runs");
+    check(count_method(r, n, DM_AR) == 2, "ar is not multiplied by lambda, tau, gamma");
+    check(count_method(r, n, DM_SD) == 4, "sd is multiplied by gamma only");
+    check(count_method(r, n, DM_SPRINTER) == 8, "sprinter is multiplied by lambda and tau, not gamma");
     int idx_ok = 1;
     for (int i = 0; i < n; i++) idx_ok &= r[i].index == i && strlen(r[i].hash) == 64;
-    check(t, idx_ok, "runs are numbered 0..n-1 and hashed");
+    check(idx_ok, "runs are numbered 0..n-1 and hashed");
     int uniq = 1;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) uniq &= strcmp(r[i].hash, r[j].hash) != 0;
-    check(t, uniq, "run hashes are distinct");
+    check(uniq, "run hashes are distinct");
     const RunConfig *sp = find(r, n, DM_SPRINTER, 2, 1.2, 0.3, 0);
-    check(t, sp && sp->dc.lambda == 1.2 && sp->dc.tau == 0.3 && sp->dc.gamma == 5, "sprinter run keeps the default gamma");
-    check(t, sp && strstr(sp->canon, "tau 0.29999") && !strstr(sp->canon, "gamma"), "canonical text lists only what applies");
+    check(sp && sp->dc.lambda == 1.2 && sp->dc.tau == 0.3 && sp->dc.gamma == 5, "sprinter run keeps the default gamma");
+    check(sp && strstr(sp->canon, "tau 0.29999") && !strstr(sp->canon, "gamma"), "canonical text lists only what applies");
 
     /* the same spec again: the same hashes */
-    check(t, load(t, "base2", kBase, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "reload");
+    check(load(t, "base2", kBase, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "reload");
     int same = n2 == n;
     for (int i = 0; same && i < n; i++) same = !strcmp(r[i].hash, r2[i].hash);
-    check(t, same, "the same spec gives the same run hashes");
+    check(same, "the same spec gives the same run hashes");
     free(r2);
 
     /* changing tau leaves sd's and ar's hashes alone; changes sprinter's */
     char txt[2048];
     variant(txt, sizeof txt, "tau = 0.3 0.5", "tau = 0.4 0.5");
-    check(t, load(t, "tau", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "tau variant");
+    check(load(t, "tau", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "tau variant");
     const RunConfig *a = find(r, n, DM_SD, 1, 0, 0, 3), *b = find(r2, n2, DM_SD, 1, 0, 0, 3);
-    check(t, a && b && !strcmp(a->hash, b->hash), "tau does not change sd's run hash");
+    check(a && b && !strcmp(a->hash, b->hash), "tau does not change sd's run hash");
     a = find(r, n, DM_SPRINTER, 1, 1.0, 0.5, 0), b = find(r2, n2, DM_SPRINTER, 1, 1.0, 0.5, 0);
-    check(t, a && b && !strcmp(a->hash, b->hash), "an unchanged sprinter setting keeps its hash");
-    check(t, find(r2, n2, DM_SPRINTER, 1, 1.0, 0.3, 0) == NULL, "tau 0.3 is gone");
+    check(a && b && !strcmp(a->hash, b->hash), "an unchanged sprinter setting keeps its hash");
+    check(find(r2, n2, DM_SPRINTER, 1, 1.0, 0.3, 0) == NULL, "tau 0.3 is gone");
     free(r2);
 
     /* changing gamma leaves sprinter alone */
     variant(txt, sizeof txt, "gamma = 3, 5", "gamma = 4");
-    check(t, load(t, "gamma", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == 12, "gamma variant");
+    check(load(t, "gamma", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == 12, "gamma variant");
     a = find(r, n, DM_SPRINTER, 2, 1.2, 0.5, 0), b = find(r2, n2, DM_SPRINTER, 2, 1.2, 0.5, 0);
-    check(t, a && b && !strcmp(a->hash, b->hash), "gamma does not change sprinter's run hash");
+    check(a && b && !strcmp(a->hash, b->hash), "gamma does not change sprinter's run hash");
     free(r2);
 
     /* duplicates in lists do not duplicate runs */
     variant(txt, sizeof txt, "tau = 0.3 0.5", "tau = 0.5, 0.5, 0.3");
-    check(t, load(t, "dup", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == 14,
+    check(load(t, "dup", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == 14,
           "repeated values are deduplicated");
     free(r2);
 
@@ -133,16 +126,14 @@ static void test_expand(T *t) {
             for (int k = 0; k < N; k++) owners += run_in_shard(&r[i], k, N);
             ok &= owners == 1;
         }
-        char what[64];
-        snprintf(what, sizeof what, "%d shards: every run in exactly one", N);
-        check(t, ok, what);
+        check(ok, "%d shards: every run in exactly one", N);
     }
-    check(t, prompt_seed(1, 0) != prompt_seed(1, 1) && prompt_seed(1, 0) != prompt_seed(2, 0) &&
+    check(prompt_seed(1, 0) != prompt_seed(1, 1) && prompt_seed(1, 0) != prompt_seed(2, 0) &&
                  prompt_seed(7, 3) == prompt_seed(7, 3),
           "prompt seeds differ by prompt and seed, and are repeatable");
     char lab[128];
     run_params_label(sp, lab, sizeof lab);
-    check(t, !strcmp(lab, "lambda=1.2 tau=0.3 max_run=0"), "parameter label");
+    check(!strcmp(lab, "lambda=1.2 tau=0.3 max_run=0"), "parameter label");
     free(r);
     free(s);
     free(s2);
@@ -183,30 +174,29 @@ static void test_bad(T *t) {
     SweepSpec *s = calloc(1, sizeof *s);
     SpErr err;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char txt[2048], name[32], what[1400];
+        char txt[2048], name[32];
         variant(txt, sizeof txt, cases[i].from, cases[i].to);
         snprintf(name, sizeof name, "bad%zu", i);
         int rc = load(t, name, txt, s, &err);
         int ok = rc != 0 && strstr(err.msg, cases[i].want) && strstr(err.msg, name) && !strchr(err.msg, '\n');
-        snprintf(what, sizeof what, "bad spec %zu: want \"%s\", got \"%s\"", i, cases[i].want, rc ? err.msg : "(accepted)");
-        check(t, ok, what);
+        check(ok, "bad spec %zu: want \"%s\", got \"%s\"", i, cases[i].want, rc ? err.msg : "(accepted)");
     }
     /* an over-long line is named as such, not as a syntax error; continuation lines extend lists */
     char longer[400] = "tau = 0.3";
     for (int i = 0; i < 40; i++) strcat(longer, ", 0.5");
     char txt2[2400];
     variant(txt2, sizeof txt2, "tau = 0.3 0.5", longer);
-    check(t, load(t, "long", txt2, s, &err) != 0 && strstr(err.msg, "long.ini:15: line longer than"), "over-long line");
+    check(load(t, "long", txt2, s, &err) != 0 && strstr(err.msg, "long.ini:15: line longer than"), "over-long line");
     variant(txt2, sizeof txt2, "tau = 0.3 0.5", "tau = 0.3,\n  0.5,\n  0.7");
-    check(t, load(t, "cont", txt2, s, &err) == 0 && s->grid[RP_TAU].n == 3, "a list continues on indented lines");
+    check(load(t, "cont", txt2, s, &err) == 0 && s->grid[RP_TAU].n == 3, "a list continues on indented lines");
     /* a line number points at the offending line */
     char txt[2048];
     variant(txt, sizeof txt, "tau = 0.3 0.5", "tau = 7");
-    check(t, load(t, "line", txt, s, &err) != 0 && strstr(err.msg, "line.ini:15:"), "error names the line");
+    check(load(t, "line", txt, s, &err) != 0 && strstr(err.msg, "line.ini:15:"), "error names the line");
     /* spec_resolve: missing model directory */
-    check(t, load(t, "resolve", kBase, s, &err) == 0, "load for resolve");
+    check(load(t, "resolve", kBase, s, &err) == 0, "load for resolve");
     memset(&err, 0, sizeof err);
-    check(t, spec_resolve(s, &err) != 0 && strstr(err.msg, "[models] draft: d is not a directory"),
+    check(spec_resolve(s, &err) != 0 && strstr(err.msg, "[models] draft: d is not a directory"),
           "missing model directory is named");
     free(s);
 }
@@ -225,10 +215,9 @@ static void mkdirs(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    T t = {0, 0, argc > 1 ? argv[1] : "/tmp/test_spec"};
+    T t = {argc > 1 ? argv[1] : "/tmp/test_spec"};
     mkdirs(t.dir);
     test_expand(&t);
     test_bad(&t);
-    printf("test_spec: %d passed, %d failed\n", t.pass, t.fail);
-    return t.fail ? 1 : 0;
+    return check_summary("test_spec");
 }

@@ -8,33 +8,24 @@
  * usage: test_stats */
 #include <gsl/gsl_rng.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "stats.h"
 #include "theory.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    ok ? g_pass++ : g_fail++;
-    printf("%s: ", ok ? "ok  " : "FAIL");
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "check.h"
 
 static void test_intervals(void) {
     Interval w = wilson_interval(8, 10, 0.95), cp = clopper_pearson_interval(8, 10, 0.95);
     /* published values: Wilson [0.4902, 0.9433]; Clopper-Pearson [0.4439, 0.9748] */
-    check(fabs(w.lo - 0.4902) < 5e-4 && fabs(w.hi - 0.9433) < 5e-4, "Wilson(8/10) = [%.4f, %.4f]", w.lo, w.hi);
-    check(fabs(cp.lo - 0.4439) < 5e-4 && fabs(cp.hi - 0.9748) < 5e-4, "Clopper-Pearson(8/10) = [%.4f, %.4f]", cp.lo, cp.hi);
+    check_close(w.lo, 0.4902, 5e-4, 0, "Wilson(8/10) lower end");
+    check_close(w.hi, 0.9433, 5e-4, 0, "Wilson(8/10) upper end");
+    check_close(cp.lo, 0.4439, 5e-4, 0, "Clopper-Pearson(8/10) lower end");
+    check_close(cp.hi, 0.9748, 5e-4, 0, "Clopper-Pearson(8/10) upper end");
     Interval z = clopper_pearson_interval(0, 20, 0.95);
-    check(z.lo == 0 && fabs(z.hi - 0.1684) < 5e-4, "Clopper-Pearson(0/20) = [%.4f, %.4f]", z.lo, z.hi);
+    check(z.lo == 0, "Clopper-Pearson(0/20) lower end %.4f == 0", z.lo);
+    check_close(z.hi, 0.1684, 5e-4, 0, "Clopper-Pearson(0/20) upper end");
 }
 
 /* x_t: i.i.d. Bernoulli(rate) if stay < 0, else a two-state chain that keeps its state with
@@ -65,7 +56,7 @@ static void test_iid_tests(void) {
         lb = ljung_box(r, N, H), rt = runs_test(b, N);
         check(lb.p_value < 1e-6 && rt.p_value < 1e-6, "Markov (stay 0.5) seed %lu: Ljung-Box p %.2e, runs p %.2e (reject)",
               seed, lb.p_value, rt.p_value);
-        check(fabs(r[0] - 0.5) < 0.05, "Markov lag-1 autocorrelation %.3f ~ 0.5", r[0]);
+        check_close(r[0], 0.5, 0.05, 0, "Markov (stay 0.5) seed %lu: lag-1 autocorrelation", seed);
     }
     /* AR(1), phi = 0.6 */
     double prev = 0;
@@ -74,7 +65,8 @@ static void test_iid_tests(void) {
         x[t] = prev;
     }
     acf(x, N, H, r);
-    check(fabs(r[0] - 0.6) < 0.05 && fabs(r[1] - 0.36) < 0.06, "AR(1) phi=0.6: r1 %.3f, r2 %.3f", r[0], r[1]);
+    check_close(r[0], 0.6, 0.05, 0, "AR(1) phi=0.6: r1");
+    check_close(r[1], 0.36, 0.06, 0, "AR(1) phi=0.6: r2");
     gsl_rng_free(g);
 }
 
@@ -103,17 +95,18 @@ static void test_thm33(void) {
     for (int i = 0; i < 3; i++) {
         double closed = thm33_expected_n(tps[i], fps[i], rs[i], 0), sum = 0;
         for (int k = 1; k < 4000; k++) sum += thm33_tail(tps[i], fps[i], rs[i], k);
-        check(fabs(closed - sum) < 1e-9, "Thm 3.3 closed form %.6f == sum of tails %.6f", closed, sum);
+        check_close(closed, sum, 1e-9, 0, "Thm 3.3 closed form == sum of tails");
         /* paper's expression, verbatim */
         double paper = (tps[i] - pow(tps[i], rs[i])) / (1 - tps[i]) + pow(tps[i], rs[i]) / (1 - fps[i]);
-        check(fabs(closed - paper) < 1e-12, "Thm 3.3 == the paper's expression (%.6f)", paper);
+        check_close(closed, paper, 1e-12, 0, "Thm 3.3 == the paper's expression");
         double mean, se;
         simulate_n(g, tps[i], fps[i], rs[i], 0, 1000000, &mean, &se);
-        check(fabs(mean - closed) < 5 * se, "simulated E[N] %.4f +- %.4f vs formula %.4f", mean, se, closed);
+        check_close(mean, closed, 5 * se, 0, "simulated E[N] (se %.4f) within 5 se of the formula", se);
         check(fabs(mean - (closed + 0.1)) > 5 * se, "formula shifted by +0.1 (%.4f) is rejected", closed + 0.1);
         simulate_n(g, tps[i], fps[i], rs[i], 5, 200000, &mean, &se);
         double capped = thm33_expected_n(tps[i], fps[i], rs[i], 5);
-        check(fabs(mean - capped) < 5 * se, "capped at 5: simulated %.4f vs formula %.4f", mean, capped);
+        check_close(mean, capped, 5 * se, 0, "capped at 5: simulated E[min(N,5)] (se %.4f) within 5 se of the formula",
+                    se);
     }
     gsl_rng_free(g);
 }
@@ -122,6 +115,5 @@ int main(void) {
     test_intervals();
     test_iid_tests();
     test_thm33();
-    printf("stats: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_summary("stats");
 }

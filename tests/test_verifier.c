@@ -9,7 +9,6 @@
  * usage: test_verifier WORKDIR TOKENIZER_FIXTURE_DIR */
 #include <gsl/gsl_randist.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +22,7 @@
 #include "verifier.h"
 #include "verifier_train.h"
 
-static int g_pass, g_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    ok ? g_pass++ : g_fail++;
-    printf("%s: ", ok ? "ok  " : "FAIL");
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "check.h"
 
 static void test_auc(void) {
     gsl_rng *r = sampler_rng_new(1);
@@ -53,7 +41,7 @@ static void test_auc(void) {
             if (y[i] == 1 && y[j] == 0) num += s[i] > s[j] ? 1.0 : s[i] == s[j] ? 0.5 : 0.0;
     }
     double brute = num / (pos * neg), fast = roc_auc(s, y, N);
-    check(fabs(brute - fast) < 1e-12, "roc_auc %.6f == brute-force pair count %.6f", fast, brute);
+    check_close(fast, brute, 1e-12, 0, "roc_auc == brute-force pair count");
     int8_t ones[3] = {1, 1, 1};
     check(isnan(roc_auc(s, ones, 3)), "roc_auc of a single class is NaN");
     gsl_rng_free(r);
@@ -220,6 +208,5 @@ int main(int argc, char **argv) {
     test_auc();
     test_planted(argv[1]);
     test_collect(argv[1], argv[2]);
-    printf("verifier: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_summary("verifier");
 }
