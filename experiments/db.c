@@ -80,15 +80,16 @@ void db_now_iso(char *buf, size_t cap) {
 int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr *err) {
     sqlite3_stmt *st;
     if (failure && cap) failure[0] = '\0';
+    enum { Q_STATUS, Q_FAILURE }; /* result columns */
     if (sqlite3_prepare_v2(db->h, "SELECT status, failure FROM runs WHERE run_hash = ?", -1, &st, NULL) != SQLITE_OK)
         return fail_sql(db, err, "query runs");
     sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st), status = DB_RUN_NONE;
     if (rc == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(st, 0);
+        const char *t = (const char *)sqlite3_column_text(st, Q_STATUS);
         status = !t ? DB_RUN_RUNNING : !strcmp(t, "done") ? DB_RUN_DONE : !strcmp(t, "failed") ? DB_RUN_FAILED : DB_RUN_RUNNING;
-        if (status == DB_RUN_FAILED && failure && cap && sqlite3_column_text(st, 1))
-            snprintf(failure, cap, "%s", (const char *)sqlite3_column_text(st, 1));
+        if (status == DB_RUN_FAILED && failure && cap && sqlite3_column_text(st, Q_FAILURE))
+            snprintf(failure, cap, "%s", (const char *)sqlite3_column_text(st, Q_FAILURE));
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail_sql(db, err, "query runs");
@@ -326,6 +327,7 @@ int db_run_fail(Db *db, const char *run_hash, const char *reason, const char *fi
 
 int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *tokens, SpErr *err) {
     sqlite3_stmt *st;
+    enum { Q_DONE, Q_FAILED, Q_TOKENS }; /* result columns */
     const char *sql = "SELECT (SELECT COUNT(*) FROM runs WHERE status='done'), "
                       "(SELECT COUNT(*) FROM runs WHERE status='failed'), "
                       "(SELECT COALESCE(SUM(p.tokens),0) FROM prompts p JOIN runs r ON r.run_hash = p.run_hash "
@@ -333,9 +335,9 @@ int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *token
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query progress");
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        *runs_done = sqlite3_column_int64(st, 0);
-        if (runs_failed) *runs_failed = sqlite3_column_int64(st, 1);
-        *tokens = sqlite3_column_int64(st, 2);
+        *runs_done = sqlite3_column_int64(st, Q_DONE);
+        if (runs_failed) *runs_failed = sqlite3_column_int64(st, Q_FAILED);
+        *tokens = sqlite3_column_int64(st, Q_TOKENS);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? 0 : fail_sql(db, err, "query progress");
@@ -395,6 +397,7 @@ int db_merge_plan(Db *dst, const char *src_path, MergePlan *p, SpErr *err) {
     memset(p, 0, sizeof *p);
     if (attach(dst, src_path, err)) return -1;
     sqlite3_stmt *st;
+    enum { Q_HASH, Q_STATUS, Q_STATUS_HERE }; /* result columns */
     const char *sql = "SELECT s.run_hash, s.status, (SELECT status FROM main.runs m WHERE m.run_hash = s.run_hash) "
                       "FROM src.runs s ORDER BY s.run_index, s.run_hash";
     char **failed = NULL;
@@ -407,8 +410,9 @@ int db_merge_plan(Db *dst, const char *src_path, MergePlan *p, SpErr *err) {
                 rc = fail_sql(dst, err, "read source runs");
                 break;
             }
-            const char *h = (const char *)sqlite3_column_text(st, 0), *status = (const char *)sqlite3_column_text(st, 1);
-            const char *mine = (const char *)sqlite3_column_text(st, 2);
+            const char *h = (const char *)sqlite3_column_text(st, Q_HASH);
+            const char *status = (const char *)sqlite3_column_text(st, Q_STATUS);
+            const char *mine = (const char *)sqlite3_column_text(st, Q_STATUS_HERE);
             int mine_done = mine && !strcmp(mine, "done"), mine_failed = mine && !strcmp(mine, "failed");
             if (!strcmp(status, "done")) { /* a done run wins over a failed or unfinished one */
                 if (mine_done) p->duplicates++;
