@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "model.h"
 #include "stream.h"
 
@@ -56,12 +56,6 @@ static const char kHelp[] =
     "  --no-stream          skip the bandwidth measurement\n"
     "  --seed S             token seed (default 1)\n"
     "  --out FILE           JSON output (default stdout)\n";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -203,10 +197,10 @@ static int fill_tokens(int32_t *t, int n, int V, uint64_t *rng) {
 }
 
 static int bench_model(const Opts *o, Results *r, cJSON *root, SpErr *err) {
-    double t0 = now_s();
+    double t0 = sp_now_s();
     Model *m = model_load(o->model_dir, err);
     if (!m) return -1;
-    r->load_s = now_s() - t0;
+    r->load_s = sp_now_s() - t0;
     const ModelConfig *c = model_config(m);
     int ctx_needed = o->prompt + o->warmup + o->steps;
     if (o->prompt + o->max_gamma > ctx_needed) ctx_needed = o->prompt + o->max_gamma;
@@ -250,13 +244,13 @@ static int bench_model(const Opts *o, Results *r, cJSON *root, SpErr *err) {
         if (session_truncate(s, o->prompt, err)) goto done;
         for (int i = 0; i < o->warmup; i++)
             if (session_forward(s, &tok[o->prompt + i], 1, &logits, NULL, err)) goto done;
-        double ts = now_s();
+        double ts = sp_now_s();
         for (int i = 0; i < o->steps; i++) {
-            double t1 = now_s();
+            double t1 = sp_now_s();
             if (session_forward(s, &tok[o->prompt + o->warmup + i], 1, &logits, NULL, err)) goto done;
-            steps_ms[rep * o->steps + i] = 1e3 * (now_s() - t1);
+            steps_ms[rep * o->steps + i] = 1e3 * (sp_now_s() - t1);
         }
-        rates[rep] = o->steps / (now_s() - ts);
+        rates[rep] = o->steps / (sp_now_s() - ts);
     }
     r->decode_step_ms_median = median(steps_ms, o->reps * o->steps);
     r->decode_best = 0;
@@ -268,9 +262,9 @@ static int bench_model(const Opts *o, Results *r, cJSON *root, SpErr *err) {
         for (int k = 0; k < o->max_gamma; k++) {
             int g = rep % 2 ? o->max_gamma - k : k + 1; /* alternate the order to spread drift */
             if (session_truncate(s, o->prompt, err)) goto done;
-            double t1 = now_s();
+            double t1 = sp_now_s();
             if (session_forward(s, &tok[o->prompt], g, &logits, NULL, err)) goto done;
-            vt[rep * (MAX_GAMMA + 1) + g] = now_s() - t1;
+            vt[rep * (MAX_GAMMA + 1) + g] = sp_now_s() - t1;
         }
     }
     for (int g = 1; g <= o->max_gamma; g++) {
@@ -285,9 +279,9 @@ static int bench_model(const Opts *o, Results *r, cJSON *root, SpErr *err) {
         double best = 1e30;
         for (int rep = 0; rep < o->prefill_reps; rep++) {
             if (session_truncate(s, 0, err)) goto done;
-            double t1 = now_s();
+            double t1 = sp_now_s();
             if (session_prefill(s, tok, o->prefill, &logits, NULL, err)) goto done;
-            double t = now_s() - t1;
+            double t = sp_now_s() - t1;
             best = t < best ? t : best;
         }
         r->prefill_s = best;

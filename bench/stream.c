@@ -5,7 +5,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "clock.h"
 
 enum { K_COPY = 0, K_TRIAD = 1, K_READ = 2, K_INIT = 3, K_QUIT = 4 };
 
@@ -22,12 +23,6 @@ typedef struct Worker {
     Shared *sh;
     int id;
 } Worker;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void run_kernel(Shared *sh, int id) {
     size_t per = (sh->n + (size_t)sh->threads - 1) / (size_t)sh->threads;
@@ -71,11 +66,11 @@ static void *worker_main(void *arg) {
 /* Runs the current kernel on all threads (the caller is thread 0); returns wall seconds. */
 static double timed(Shared *sh, int kernel) {
     sh->kernel = kernel;
-    double t0 = now_s();
+    double t0 = sp_now_s();
     pthread_barrier_wait(&sh->start);
     run_kernel(sh, 0);
     pthread_barrier_wait(&sh->done);
-    return now_s() - t0;
+    return sp_now_s() - t0;
 }
 
 int stream_run(size_t n, int threads, int reps, StreamResult *out) {

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "clock.h"
 #include "commands.h"
 #include "jsonutil.h"
 #include "model.h"
@@ -20,12 +20,6 @@
 #include "tokenizer.h"
 
 #define MAX_IDS (1 << 20)
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int fail(const char *cmd, const SpErr *e) {
     fprintf(stderr, "sprinter %s: %s\n", cmd, e->msg);
@@ -159,10 +153,10 @@ int cmd_generate(int argc, char **argv) {
         sp_fail(&err, "out of memory");
         goto done;
     }
-    double t0 = now_s();
+    double t0 = sp_now_s();
     const float *logits;
     if (session_prefill(s, ids, (int)n_prompt, &logits, NULL, &err)) goto done;
-    double t1 = now_s();
+    double t1 = sp_now_s();
     size_t n = n_prompt;
     while (n < total) {
         if (sampler_probs(&sp, logits, c->vocab_size, probs, work, &err)) goto done;
@@ -171,7 +165,7 @@ int cmd_generate(int argc, char **argv) {
         if (!ignore_eos && next == c->eos_id) break;
         if (n < total && session_forward(s, &next, 1, &logits, NULL, &err)) goto done;
     }
-    double t2 = now_s();
+    double t2 = sp_now_s();
     size_t n_new = n - n_prompt;
     if (tok) {
         char *text;

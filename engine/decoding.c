@@ -11,26 +11,28 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "clock.h"
 
 typedef struct Lane {
-    const Model *m;
-    Session *s;
+    const Model *model;
+    Session *session;
     double params; /* for FLOPs */
 } Lane;
 
 struct Decoder {
     Lane draft, target, audit;
-    const Verifier *ver;
-    int V, max_ctx, gamma_cap;
-    int32_t *seq;   /* [max_ctx] */
-    float *q;       /* [gamma_cap + 1, V] draft distributions of the current block */
-    float *qs[2];   /* [2][V] current and next draft distribution (sprinter) */
-    float *p;       /* [gamma_cap + 1, V] target distributions */
-    float *pa;      /* [V] audit distribution */
-    float *r;       /* [V] residual */
-    int32_t *work;  /* [V] sampler scratch */
-    float *h;       /* [d_draft] copy of a draft hidden state */
+    const Verifier *verifier;
+    /* shapes below: V = vocab_size */
+    int vocab_size, max_ctx, gamma_cap;
+    int32_t *seq;                   /* [max_ctx] prompt + emitted tokens, then the current drafts */
+    float *draft_probs;             /* [gamma_cap + 1, V] draft distributions q of the current block */
+    float *sprinter_draft_probs[2]; /* [2][V] current and next draft distribution q (sprinter) */
+    float *target_probs;            /* [gamma_cap + 1, V] target distributions p */
+    float *audit_probs;             /* [V] audit distribution p */
+    float *residual;                /* [V] max(p - q, 0), the residual before normalising */
+    int32_t *sampler_work;          /* [V] sampler scratch */
+    float *draft_hidden;            /* [d_draft] copy of a draft hidden state */
 };
 
 void decode_config_default(DecodeConfig *c) {
@@ -52,7 +54,8 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
     if (c->method < 0 || c->method >= DM_COUNT) return sp_fail(err, "method: unknown");
     if (sampler_params_check(&c->sampling, err)) return -1;
     if (c->max_new < 1) return sp_fail(err, "max_new = %d must be >= 1", c->max_new);
-    if (c->gamma < 1 || c->gamma > SP_GAMMA_MAX) return sp_fail(err, "gamma = %d must be in [1, %d]", c->gamma, SP_GAMMA_MAX);
+    if (c->gamma < 1 || c->gamma > SP_GAMMA_MAX)
+        return sp_fail(err, "gamma = %d must be in [1, %d]", c->gamma, SP_GAMMA_MAX);
     if (!(c->tau >= 0 && c->tau <= 1)) return sp_fail(err, "tau = %g must be in [0, 1]", c->tau);
     if (!(c->lambda > 0)) return sp_fail(err, "lambda = %g must be > 0", c->lambda);
     if (!(c->eta_fp >= 0 && c->eta_fp <= 1) || !(c->eta_tp >= 0 && c->eta_tp <= 1))
@@ -60,23 +63,18 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
     if (!(c->alpha >= 0 && c->alpha <= 1)) return sp_fail(err, "alpha = %g must be in [0, 1]", c->alpha);
     if (!(c->p_min >= 0 && c->p_min <= 1)) return sp_fail(err, "p_min = %g must be in [0, 1]", c->p_min);
     if (c->max_run < 0) return sp_fail(err, "max_run = %d must be >= 0", c->max_run);
-    if (!(c->oracle_stay >= 0 && c->oracle_stay < 1)) return sp_fail(err, "oracle_stay = %g must be in [0, 1)", c->oracle_stay);
+    if (!(c->oracle_stay >= 0 && c->oracle_stay < 1))
+        return sp_fail(err, "oracle_stay = %g must be in [0, 1)", c->oracle_stay);
     return 0;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ------------------------------------------------------------------ setup */
 
-static int lane_init(Lane *L, const Model *m, int max_ctx, SpErr *err) {
-    L->m = m;
-    L->params = (double)model_n_params(m);
-    L->s = session_new(m, max_ctx, max_ctx, err);
-    return L->s ? 0 : -1;
+static int lane_init(Lane *lane, const Model *model, int max_ctx, SpErr *err) {
+    lane->model = model;
+    lane->params = (double)model_n_params(model);
+    lane->session = session_new(model, max_ctx, max_ctx, err);
+    return lane->session ? 0 : -1;
 }
 
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err) {
@@ -84,62 +82,67 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
         sp_fail(err, "decoder needs a draft or a target model");
         return NULL;
     }
-    const ModelConfig *cd = draft ? model_config(draft) : NULL, *ct = target ? model_config(target) : NULL;
-    if (cd && ct && cd->vocab_size != ct->vocab_size) {
-        sp_fail(err, "draft vocab_size %d differs from target vocab_size %d", cd->vocab_size, ct->vocab_size);
+    const ModelConfig *draft_config = draft ? model_config(draft) : NULL;
+    const ModelConfig *target_config = target ? model_config(target) : NULL;
+    if (draft_config && target_config && draft_config->vocab_size != target_config->vocab_size) {
+        sp_fail(err, "draft vocab_size %d differs from target vocab_size %d", draft_config->vocab_size,
+                target_config->vocab_size);
         return NULL;
     }
-    if (verifier && cd && verifier->d != cd->d_model) {
-        sp_fail(err, "verifier has d = %d but the draft's hidden size is %d", verifier->d, cd->d_model);
+    if (verifier && draft_config && verifier->d != draft_config->d_model) {
+        sp_fail(err, "verifier has d = %d but the draft's hidden size is %d", verifier->d, draft_config->d_model);
         return NULL;
     }
-    Decoder *d = calloc(1, sizeof *d);
-    if (!d) {
+    Decoder *decoder = calloc(1, sizeof *decoder);
+    if (!decoder) {
         sp_fail(err, "out of memory");
         return NULL;
     }
-    d->V = cd ? cd->vocab_size : ct->vocab_size;
-    d->max_ctx = max_ctx;
-    d->gamma_cap = SP_GAMMA_MAX;
-    d->ver = verifier;
-    if ((draft && lane_init(&d->draft, draft, max_ctx, err)) || (target && lane_init(&d->target, target, max_ctx, err)) ||
-        (target && lane_init(&d->audit, target, max_ctx, err)))
+    decoder->vocab_size = draft_config ? draft_config->vocab_size : target_config->vocab_size;
+    decoder->max_ctx = max_ctx;
+    decoder->gamma_cap = SP_GAMMA_MAX;
+    decoder->verifier = verifier;
+    if ((draft && lane_init(&decoder->draft, draft, max_ctx, err)) ||
+        (target && lane_init(&decoder->target, target, max_ctx, err)) ||
+        (target && lane_init(&decoder->audit, target, max_ctx, err)))
         goto fail;
-    size_t V = (size_t)d->V, rows = (size_t)d->gamma_cap + 1;
-    d->seq = malloc((size_t)max_ctx * sizeof *d->seq);
-    d->q = malloc(rows * V * sizeof *d->q);
-    d->p = malloc(rows * V * sizeof *d->p);
-    d->qs[0] = malloc(V * sizeof *d->qs[0]);
-    d->qs[1] = malloc(V * sizeof *d->qs[1]);
-    d->pa = malloc(V * sizeof *d->pa);
-    d->r = malloc(V * sizeof *d->r);
-    d->work = malloc(V * sizeof *d->work);
-    d->h = malloc((size_t)(cd ? cd->d_model : 1) * sizeof *d->h);
-    if (!d->seq || !d->q || !d->p || !d->qs[0] || !d->qs[1] || !d->pa || !d->r || !d->work || !d->h) {
+    size_t V = (size_t)decoder->vocab_size, rows = (size_t)decoder->gamma_cap + 1;
+    decoder->seq = malloc((size_t)max_ctx * sizeof *decoder->seq);
+    decoder->draft_probs = malloc(rows * V * sizeof *decoder->draft_probs);
+    decoder->target_probs = malloc(rows * V * sizeof *decoder->target_probs);
+    decoder->sprinter_draft_probs[0] = malloc(V * sizeof *decoder->sprinter_draft_probs[0]);
+    decoder->sprinter_draft_probs[1] = malloc(V * sizeof *decoder->sprinter_draft_probs[1]);
+    decoder->audit_probs = malloc(V * sizeof *decoder->audit_probs);
+    decoder->residual = malloc(V * sizeof *decoder->residual);
+    decoder->sampler_work = malloc(V * sizeof *decoder->sampler_work);
+    decoder->draft_hidden = malloc((size_t)(draft_config ? draft_config->d_model : 1) * sizeof *decoder->draft_hidden);
+    if (!decoder->seq || !decoder->draft_probs || !decoder->target_probs || !decoder->sprinter_draft_probs[0] ||
+        !decoder->sprinter_draft_probs[1] || !decoder->audit_probs || !decoder->residual || !decoder->sampler_work ||
+        !decoder->draft_hidden) {
         sp_fail(err, "out of memory");
         goto fail;
     }
-    return d;
+    return decoder;
 fail:
-    decoder_free(d);
+    decoder_free(decoder);
     return NULL;
 }
 
-void decoder_free(Decoder *d) {
-    if (!d) return;
-    session_free(d->draft.s);
-    session_free(d->target.s);
-    session_free(d->audit.s);
-    free(d->seq);
-    free(d->q);
-    free(d->p);
-    free(d->qs[0]);
-    free(d->qs[1]);
-    free(d->pa);
-    free(d->r);
-    free(d->work);
-    free(d->h);
-    free(d);
+void decoder_free(Decoder *decoder) {
+    if (!decoder) return;
+    session_free(decoder->draft.session);
+    session_free(decoder->target.session);
+    session_free(decoder->audit.session);
+    free(decoder->seq);
+    free(decoder->draft_probs);
+    free(decoder->target_probs);
+    free(decoder->sprinter_draft_probs[0]);
+    free(decoder->sprinter_draft_probs[1]);
+    free(decoder->audit_probs);
+    free(decoder->residual);
+    free(decoder->sampler_work);
+    free(decoder->draft_hidden);
+    free(decoder);
 }
 
 void decode_output_free(DecodeOutput *o) {
@@ -151,46 +154,49 @@ void decode_output_free(DecodeOutput *o) {
 
 /* ------------------------------------------------------------------ run state */
 
-typedef struct Run {
-    Decoder *d;
+/* What one decoder_run works on. */
+typedef struct RunState {
+    Decoder *decoder;
     const DecodeConfig *cfg;
     gsl_rng *rng;
     DecodeOutput *out;
-    int n;          /* committed length of d->seq */
-    int n_prompt;
-    int done;       /* max_new reached or eos emitted */
-    int nonfinite;  /* the error in err is non-finite logits (decoder_run returns DECODE_ERR_NONFINITE) */
-    int forwards;   /* forward passes so far (fault_nan_logits poisons the first) */
+    int n_committed; /* committed length of decoder->seq (prompt + emitted) */
+    int done;        /* max_new reached or eos emitted */
+    int nonfinite;   /* the error in err is non-finite logits (decoder_run returns DECODE_ERR_NONFINITE) */
+    int forwards;    /* forward passes so far (fault_nan_logits poisons the first) */
     SpErr *err;
-} Run;
+} RunState;
 
-/* Feeds lane L the tokens seq[len..upto) (after truncating a stale tail) and returns the logits
+/* Feeds the lane the tokens seq[cached..upto) (after truncating a stale tail) and returns the logits
  * of the last n_tail positions upto-n_tail .. upto-1 ([n_tail, V]) and their hidden states. */
-static int lane_advance(Run *R, Lane *L, int upto, int n_tail, const float **logits, const float **hidden,
+static int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float **logits, const float **hidden,
                         int64_t *calls, int64_t *toks, double *secs, double *flops) {
-    int len = session_len(L->s);
-    if (len > upto - n_tail) {
-        if (session_truncate(L->s, upto - n_tail, R->err)) return -1;
-        len = upto - n_tail;
+    int cached = session_len(lane->session);
+    if (cached > upto - n_tail) {
+        if (session_truncate(lane->session, upto - n_tail, state->err)) return -1;
+        cached = upto - n_tail;
     }
-    int c = upto - len;
-    double t0 = now_s();
-    const float *hid;
-    if (session_forward_tail(L->s, R->d->seq + len, c, n_tail, logits, &hid, R->err)) return -1;
-    if (hidden) *hidden = hid + (size_t)(c - n_tail) * model_config(L->m)->d_model;
-    *secs += now_s() - t0;
+    int n_new = upto - cached;
+    double t0 = sp_now_s();
+    const float *hidden_all;
+    if (session_forward_tail(lane->session, state->decoder->seq + cached, n_new, n_tail, logits, &hidden_all,
+                             state->err))
+        return -1;
+    if (hidden) *hidden = hidden_all + (size_t)(n_new - n_tail) * model_config(lane->model)->d_model;
+    *secs += sp_now_s() - t0;
     *calls += 1;
-    *toks += c;
-    *flops += 2.0 * L->params * c;
+    *toks += n_new;
+    *flops += 2.0 * lane->params * n_new;
     /* A NaN/Inf weight surfaces here: name the model and the position (the sampler could not). */
-    int V = model_config(L->m)->vocab_size;
-    int poison = R->cfg->fault_nan_logits && R->forwards++ == 0; /* tests only */
+    int V = model_config(lane->model)->vocab_size;
+    int poison = state->cfg->fault_nan_logits && state->forwards++ == 0; /* tests only */
     for (size_t i = 0; i < (size_t)n_tail * (size_t)V; i++) {
         float x = poison && i == 0 ? NAN : (*logits)[i];
         if (!isfinite(x)) {
-            R->nonfinite = 1;
-            return sp_fail(R->err, "%s model: logits at position %d contain %s at index %d",
-                           L == &R->d->draft ? "draft" : L == &R->d->target ? "target" : "target (audit)",
+            state->nonfinite = 1;
+            const Decoder *decoder = state->decoder;
+            return sp_fail(state->err, "%s model: logits at position %d contain %s at index %d",
+                           lane == &decoder->draft ? "draft" : lane == &decoder->target ? "target" : "target (audit)",
                            upto - n_tail + (int)(i / (size_t)V), isnan(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf",
                            (int)(i % (size_t)V));
         }
@@ -198,130 +204,159 @@ static int lane_advance(Run *R, Lane *L, int upto, int n_tail, const float **log
     return 0;
 }
 
-static int draft_advance(Run *R, int upto, int n_tail, const float **logits, const float **hidden) {
-    DecodeStats *st = &R->out->stats;
-    return lane_advance(R, &R->d->draft, upto, n_tail, logits, hidden, &st->draft_forwards, &st->draft_tokens,
-                        &st->t_draft, &st->flops_draft);
+static int draft_advance(RunState *state, int upto, int n_tail, const float **logits, const float **hidden) {
+    DecodeStats *stats = &state->out->stats;
+    return lane_advance(state, &state->decoder->draft, upto, n_tail, logits, hidden, &stats->draft_forwards,
+                        &stats->draft_tokens, &stats->t_draft, &stats->flops_draft);
 }
 
-static int target_advance(Run *R, int upto, int n_tail, const float **logits) {
-    DecodeStats *st = &R->out->stats;
-    return lane_advance(R, &R->d->target, upto, n_tail, logits, NULL, &st->target_forwards, &st->target_tokens,
-                        &st->t_target, &st->flops_target);
+static int target_advance(RunState *state, int upto, int n_tail, const float **logits) {
+    DecodeStats *stats = &state->out->stats;
+    return lane_advance(state, &state->decoder->target, upto, n_tail, logits, NULL, &stats->target_forwards,
+                        &stats->target_tokens, &stats->t_target, &stats->flops_target);
 }
 
-/* p for the token at position pos (logits of position pos - 1) from the audit lane, into d->pa. */
-static int audit_p(Run *R, int pos) {
-    DecodeStats *st = &R->out->stats;
+/* p for the token at position pos (logits of position pos - 1) from the audit lane, into
+ * decoder->audit_probs. */
+static int audit_p(RunState *state, int pos) {
+    DecodeStats *stats = &state->out->stats;
+    Decoder *decoder = state->decoder;
     double flops = 0;
-    const float *L;
-    if (lane_advance(R, &R->d->audit, pos, 1, &L, NULL, &st->audit_forwards, &st->audit_tokens, &st->t_audit, &flops))
+    const float *logits;
+    if (lane_advance(state, &decoder->audit, pos, 1, &logits, NULL, &stats->audit_forwards, &stats->audit_tokens,
+                     &stats->t_audit, &flops))
         return -1;
-    return sampler_probs(&R->cfg->sampling, L, R->d->V, R->d->pa, R->d->work, R->err);
+    return sampler_probs(&state->cfg->sampling, logits, decoder->vocab_size, decoder->audit_probs,
+                         decoder->sampler_work, state->err);
 }
 
-static void truncate_lanes(Run *R) {
-    Lane *lanes[] = {&R->d->draft, &R->d->target, &R->d->audit};
+/* The verifier's score of a drafted token from the draft's hidden state [d_draft], rounded to float
+ * (as stored in its TokenEvent); counts the evaluation's time and FLOPs. */
+static float verifier_eval(RunState *state, const float *hidden) {
+    DecodeStats *stats = &state->out->stats;
+    const Verifier *verifier = state->decoder->verifier;
+    double t0 = sp_now_s();
+    float score = (float)verifier_score(verifier, hidden);
+    stats->t_verifier += sp_now_s() - t0;
+    stats->verifier_evals++;
+    stats->flops_verifier += 2.0 * verifier->d;
+    return score;
+}
+
+static void truncate_lanes(RunState *state) {
+    Lane *lanes[] = {&state->decoder->draft, &state->decoder->target, &state->decoder->audit};
     for (int i = 0; i < 3; i++)
-        if (lanes[i]->s && session_len(lanes[i]->s) > R->n - 1) session_truncate(lanes[i]->s, R->n - 1, NULL);
+        if (lanes[i]->session && session_len(lanes[i]->session) > state->n_committed - 1)
+            session_truncate(lanes[i]->session, state->n_committed - 1, NULL);
 }
 
 static TokenEvent blank_event(void) {
-    TokenEvent e = {0};
-    e.draft_token = -1;
-    e.q = e.p = e.score = NAN;
-    e.decision = -1;
-    e.label = -1;
-    return e;
+    TokenEvent event = {0};
+    event.draft_token = -1;
+    event.q = event.p = event.score = NAN;
+    event.decision = -1;
+    event.label = -1;
+    return event;
 }
 
-static int8_t true_label(const Run *R, float q, float p) {
+static int8_t true_label(const RunState *state, float q, float p) {
     if (isnan(p)) return -1;
-    return (int8_t)label_acceptable(q, p, R->cfg->lambda);
+    return (int8_t)label_acceptable(q, p, state->cfg->lambda);
 }
 
 /* Appends the token and its event (and the draft hidden state when captured). */
-static void emit(Run *R, int32_t token, TokenEvent e, const float *hidden) {
-    DecodeOutput *o = R->out;
-    if (R->done) return;
-    R->d->seq[R->n] = token;
-    e.pos = R->n;
-    e.token = token;
-    R->n++;
-    o->tokens[o->n_tokens++] = token;
-    if (o->hidden) {
-        float *row = o->hidden + (size_t)o->n_events * o->d_hidden;
-        if (hidden) memcpy(row, hidden, (size_t)o->d_hidden * sizeof *row);
-        else memset(row, 0, (size_t)o->d_hidden * sizeof *row);
+static void emit(RunState *state, int32_t token, TokenEvent event, const float *hidden) {
+    DecodeOutput *out = state->out;
+    Decoder *decoder = state->decoder;
+    if (state->done) return;
+    decoder->seq[state->n_committed] = token;
+    event.pos = state->n_committed;
+    event.token = token;
+    state->n_committed++;
+    out->tokens[out->n_tokens++] = token;
+    if (out->hidden) {
+        float *row = out->hidden + (size_t)out->n_events * out->d_hidden;
+        if (hidden) memcpy(row, hidden, (size_t)out->d_hidden * sizeof *row);
+        else memset(row, 0, (size_t)out->d_hidden * sizeof *row);
     }
-    o->events[o->n_events++] = e;
-    o->stats.tokens++;
-    if (e.kind == EV_VERIFIER_ACCEPT || e.kind == EV_SD_ACCEPT) o->stats.accepted++;
-    int eos = model_config(R->d->target.m ? R->d->target.m : R->d->draft.m)->eos_id;
-    if (o->n_tokens >= R->cfg->max_new || (R->cfg->stop_at_eos && token == eos)) R->done = 1;
+    out->events[out->n_events++] = event;
+    out->stats.tokens++;
+    if (event.kind == EV_VERIFIER_ACCEPT || event.kind == EV_SD_ACCEPT) out->stats.accepted++;
+    int eos = model_config(decoder->target.model ? decoder->target.model : decoder->draft.model)->eos_id;
+    if (out->n_tokens >= state->cfg->max_new || (state->cfg->stop_at_eos && token == eos)) state->done = 1;
 }
 
-/* Residual norm(max(p - q, 0)) into d->r and a draw from it; falls back to p if p == q. */
-static int32_t draw_residual(Run *R, const float *p, const float *q) {
-    int V = R->d->V;
+/* Residual norm(max(p - q, 0)) into decoder->residual and a draw from it; falls back to p if p == q. */
+static int32_t draw_residual(RunState *state, const float *p, const float *q) {
+    Decoder *decoder = state->decoder;
+    int V = decoder->vocab_size;
     double mass = 0;
     for (int i = 0; i < V; i++) {
-        float v = p[i] - q[i];
-        R->d->r[i] = v > 0 ? v : 0;
-        mass += R->d->r[i];
+        float diff = p[i] - q[i];
+        decoder->residual[i] = diff > 0 ? diff : 0;
+        mass += decoder->residual[i];
     }
-    if (!(mass > 0) || R->cfg->fault_broken_residual) return sampler_draw(p, V, R->rng);
-    return sampler_draw(R->d->r, V, R->rng);
+    if (!(mass > 0) || state->cfg->fault_broken_residual) return sampler_draw(p, V, state->rng);
+    return sampler_draw(decoder->residual, V, state->rng);
 }
 
 /* The SD accept test for draft token x: accept with probability min(1, p(x) / q(x)). */
-static int sd_accept(Run *R, float px, float qx) {
-    double u = gsl_rng_uniform(R->rng);
+static int sd_accept(RunState *state, float px, float qx) {
+    double u = gsl_rng_uniform(state->rng);
     return u * (double)qx < (double)px;
 }
 
 /* ------------------------------------------------------------------ ar, draft, bild */
 
-static int run_single(Run *R, int use_target) {
-    const float *L;
-    float *probs = R->d->p;
-    while (!R->done) {
-        int rc = use_target ? target_advance(R, R->n, 1, &L) : draft_advance(R, R->n, 1, &L, NULL);
-        if (rc || sampler_probs(&R->cfg->sampling, L, R->d->V, probs, R->d->work, R->err)) return -1;
-        int32_t t = sampler_draw(probs, R->d->V, R->rng);
-        TokenEvent e = blank_event();
-        e.kind = use_target ? EV_TARGET_SAMPLE : EV_DRAFT_SAMPLE;
-        e.target_called = (int8_t)use_target;
-        emit(R, t, e, NULL);
+static int run_single(RunState *state, int use_target) {
+    Decoder *decoder = state->decoder;
+    const float *logits;
+    float *probs = decoder->target_probs;
+    while (!state->done) {
+        int rc = use_target ? target_advance(state, state->n_committed, 1, &logits)
+                            : draft_advance(state, state->n_committed, 1, &logits, NULL);
+        if (rc ||
+            sampler_probs(&state->cfg->sampling, logits, decoder->vocab_size, probs, decoder->sampler_work, state->err))
+            return -1;
+        int32_t token = sampler_draw(probs, decoder->vocab_size, state->rng);
+        TokenEvent event = blank_event();
+        event.kind = use_target ? EV_TARGET_SAMPLE : EV_DRAFT_SAMPLE;
+        event.target_called = (int8_t)use_target;
+        emit(state, token, event, NULL);
     }
     return 0;
 }
 
-static int run_bild(Run *R) {
-    const float *L;
-    int V = R->d->V;
-    while (!R->done) {
-        if (draft_advance(R, R->n, 1, &L, NULL) || sampler_probs(&R->cfg->sampling, L, V, R->d->q, R->d->work, R->err))
+static int run_bild(RunState *state) {
+    Decoder *decoder = state->decoder;
+    const DecodeConfig *cfg = state->cfg;
+    const float *logits;
+    int V = decoder->vocab_size;
+    float *draft_probs = decoder->draft_probs, *target_probs = decoder->target_probs;
+    while (!state->done) {
+        if (draft_advance(state, state->n_committed, 1, &logits, NULL) ||
+            sampler_probs(&cfg->sampling, logits, V, draft_probs, decoder->sampler_work, state->err))
             return -1;
-        float top = 0;
-        for (int i = 0; i < V; i++) top = R->d->q[i] > top ? R->d->q[i] : top;
-        TokenEvent e = blank_event();
-        e.score = top;
-        e.decision = top >= R->cfg->alpha;
-        if (e.decision) {
-            int32_t x = sampler_draw(R->d->q, V, R->rng);
-            e.kind = EV_DRAFT_SAMPLE;
-            e.draft_token = x;
-            e.q = R->d->q[x];
-            emit(R, x, e, NULL);
+        float top_prob = 0;
+        for (int i = 0; i < V; i++) top_prob = draft_probs[i] > top_prob ? draft_probs[i] : top_prob;
+        TokenEvent event = blank_event();
+        event.score = top_prob;
+        event.decision = top_prob >= cfg->alpha;
+        if (event.decision) {
+            int32_t x = sampler_draw(draft_probs, V, state->rng);
+            event.kind = EV_DRAFT_SAMPLE;
+            event.draft_token = x;
+            event.q = draft_probs[x];
+            emit(state, x, event, NULL);
         } else {
-            if (target_advance(R, R->n, 1, &L) || sampler_probs(&R->cfg->sampling, L, V, R->d->p, R->d->work, R->err))
+            if (target_advance(state, state->n_committed, 1, &logits) ||
+                sampler_probs(&cfg->sampling, logits, V, target_probs, decoder->sampler_work, state->err))
                 return -1;
-            e.kind = EV_TARGET_SAMPLE;
-            e.target_called = 1;
-            emit(R, sampler_draw(R->d->p, V, R->rng), e, NULL);
+            event.kind = EV_TARGET_SAMPLE;
+            event.target_called = 1;
+            emit(state, sampler_draw(target_probs, V, state->rng), event, NULL);
         }
-        truncate_lanes(R);
+        truncate_lanes(state);
     }
     return 0;
 }
@@ -329,221 +364,228 @@ static int run_bild(Run *R) {
 /* ------------------------------------------------------------------ sd, pmin, specdecpp */
 
 /* One block: draft up to gamma tokens (stopping rule per method), verify them in one target pass. */
-static int sd_block(Run *R) {
-    Decoder *d = R->d;
-    const DecodeConfig *cfg = R->cfg;
-    int V = d->V, n = R->n, k = 0;
-    const float *L, *H = NULL;
-    if (draft_advance(R, n, 1, &L, NULL)) return -1;
+static int sd_block(RunState *state) {
+    Decoder *decoder = state->decoder;
+    const DecodeConfig *cfg = state->cfg;
+    int V = decoder->vocab_size, n = state->n_committed, n_drafted = 0;
+    const float *logits, *hidden = NULL;
+    if (draft_advance(state, n, 1, &logits, NULL)) return -1;
     float scores[SP_GAMMA_MAX + 1];
     for (int i = 0; i < cfg->gamma; i++) {
-        float *qi = d->q + (size_t)i * V;
-        if (sampler_probs(&cfg->sampling, L, V, qi, d->work, R->err)) return -1;
+        float *draft_row = decoder->draft_probs + (size_t)i * V;
+        if (sampler_probs(&cfg->sampling, logits, V, draft_row, decoder->sampler_work, state->err)) return -1;
         if (cfg->method == DM_PMIN) {
-            float top = 0;
-            for (int v = 0; v < V; v++) top = qi[v] > top ? qi[v] : top;
-            if (top < cfg->p_min) break;
+            float top_prob = 0;
+            for (int v = 0; v < V; v++) top_prob = draft_row[v] > top_prob ? draft_row[v] : top_prob;
+            if (top_prob < cfg->p_min) break;
         }
-        int32_t x = sampler_draw(qi, V, R->rng);
-        d->seq[n + k++] = x;
+        int32_t x = sampler_draw(draft_row, V, state->rng);
+        decoder->seq[n + n_drafted++] = x;
         scores[i] = NAN;
         int need_next = i + 1 < cfg->gamma || cfg->method == DM_SPECDECPP;
         if (!need_next) break;
-        if (draft_advance(R, n + k, 1, &L, &H)) return -1;
+        if (draft_advance(state, n + n_drafted, 1, &logits, &hidden)) return -1;
         if (cfg->method == DM_SPECDECPP) {
-            double t0 = now_s();
-            scores[i] = (float)verifier_score(d->ver, H);
-            R->out->stats.t_verifier += now_s() - t0;
-            R->out->stats.verifier_evals++;
-            R->out->stats.flops_verifier += 2.0 * d->ver->d;
+            scores[i] = verifier_eval(state, hidden);
             if (!verifier_accepts(scores[i], cfg->tau)) break;
         }
     }
-    R->out->stats.drafted += k;
-    /* target rows p_0..p_k for positions n..n+k */
-    if (target_advance(R, n + k, k + 1, &L)) return -1;
-    for (int i = 0; i <= k; i++)
-        if (sampler_probs(&cfg->sampling, L + (size_t)i * V, V, d->p + (size_t)i * V, d->work, R->err)) return -1;
-    int32_t drafts[65];
-    memcpy(drafts, d->seq + n, (size_t)k * sizeof *drafts);
-    for (int i = 0; i < k && !R->done; i++) {
-        const float *pi = d->p + (size_t)i * V, *qi = d->q + (size_t)i * V;
-        int32_t x = drafts[i];
-        TokenEvent e = blank_event();
-        e.draft_token = x;
-        e.q = qi[x];
-        e.p = pi[x];
-        e.label = true_label(R, e.q, e.p);
-        e.score = scores[i];
-        e.decision = cfg->method == DM_SPECDECPP ? (int8_t)verifier_accepts(scores[i], cfg->tau) : -1;
-        e.target_called = 1;
-        if (sd_accept(R, e.p, e.q)) {
-            e.kind = EV_SD_ACCEPT;
-            emit(R, x, e, NULL);
+    state->out->stats.drafted += n_drafted;
+    /* target rows p_0..p_k for positions n..n+k (k = n_drafted) */
+    if (target_advance(state, n + n_drafted, n_drafted + 1, &logits)) return -1;
+    for (int i = 0; i <= n_drafted; i++)
+        if (sampler_probs(&cfg->sampling, logits + (size_t)i * V, V, decoder->target_probs + (size_t)i * V,
+                          decoder->sampler_work, state->err))
+            return -1;
+    int32_t drafted_tokens[SP_GAMMA_MAX + 1];
+    memcpy(drafted_tokens, decoder->seq + n, (size_t)n_drafted * sizeof *drafted_tokens);
+    for (int i = 0; i < n_drafted && !state->done; i++) {
+        const float *target_row = decoder->target_probs + (size_t)i * V;
+        const float *draft_row = decoder->draft_probs + (size_t)i * V;
+        int32_t x = drafted_tokens[i];
+        TokenEvent event = blank_event();
+        event.draft_token = x;
+        event.q = draft_row[x];
+        event.p = target_row[x];
+        event.label = true_label(state, event.q, event.p);
+        event.score = scores[i];
+        event.decision = cfg->method == DM_SPECDECPP ? (int8_t)verifier_accepts(scores[i], cfg->tau) : -1;
+        event.target_called = 1;
+        if (sd_accept(state, event.p, event.q)) {
+            event.kind = EV_SD_ACCEPT;
+            emit(state, x, event, NULL);
         } else {
-            e.kind = EV_SD_RESAMPLE;
-            emit(R, draw_residual(R, pi, qi), e, NULL);
-            truncate_lanes(R);
+            event.kind = EV_SD_RESAMPLE;
+            emit(state, draw_residual(state, target_row, draft_row), event, NULL);
+            truncate_lanes(state);
             return 0;
         }
     }
-    if (!R->done) {
-        TokenEvent e = blank_event();
-        e.kind = k ? EV_BONUS : EV_TARGET_SAMPLE;
-        e.target_called = 1;
-        emit(R, sampler_draw(d->p + (size_t)k * V, V, R->rng), e, NULL);
+    if (!state->done) {
+        TokenEvent event = blank_event();
+        event.kind = n_drafted ? EV_BONUS : EV_TARGET_SAMPLE;
+        event.target_called = 1;
+        emit(state, sampler_draw(decoder->target_probs + (size_t)n_drafted * V, V, state->rng), event, NULL);
     }
-    truncate_lanes(R);
+    truncate_lanes(state);
     return 0;
 }
 
-static int run_sd(Run *R) {
-    while (!R->done)
-        if (sd_block(R)) return -1;
+static int run_sd(RunState *state) {
+    while (!state->done)
+        if (sd_block(state)) return -1;
     return 0;
 }
 
 /* ------------------------------------------------------------------ sprinter, oracle-iid, collect */
 
-static int run_sprinter(Run *R) {
-    Decoder *d = R->d;
-    const DecodeConfig *cfg = R->cfg;
-    int V = d->V, run = 0, have_q = 0, cur = 0;
+static int run_sprinter(RunState *state) {
+    Decoder *decoder = state->decoder;
+    const DecodeConfig *cfg = state->cfg;
+    int V = decoder->vocab_size;
+    int accept_streak = 0;    /* verifier accepts in a row (max_run caps it) */
+    int have_draft_probs = 0; /* sprinter_draft_probs[current] already holds q at position n */
+    int current = 0;
     int8_t last_decision[2] = {-1, -1}; /* oracle-markov: previous decision per true label */
-    const float *L, *H;
-    while (!R->done) {
-        int n = R->n;
-        float *q = d->qs[cur], *qn = d->qs[1 - cur];
-        if (!have_q) {
-            if (draft_advance(R, n, 1, &L, NULL) || sampler_probs(&cfg->sampling, L, V, q, d->work, R->err)) return -1;
+    const float *logits, *hidden;
+    while (!state->done) {
+        int n = state->n_committed;
+        float *draft_probs = decoder->sprinter_draft_probs[current];
+        float *next_draft_probs = decoder->sprinter_draft_probs[1 - current];
+        if (!have_draft_probs) {
+            if (draft_advance(state, n, 1, &logits, NULL) ||
+                sampler_probs(&cfg->sampling, logits, V, draft_probs, decoder->sampler_work, state->err))
+                return -1;
         }
         /* draft x ~ q, then run the draft on x: its hidden state is the verifier's input and its
          * logits are the next q if x survives */
-        int32_t x = sampler_draw(q, V, R->rng);
-        d->seq[n] = x;
-        R->out->stats.drafted++;
-        if (draft_advance(R, n + 1, 1, &L, &H)) return -1;
-        memcpy(d->h, H, (size_t)model_config(d->draft.m)->d_model * sizeof *d->h);
-        if (sampler_probs(&cfg->sampling, L, V, qn, d->work, R->err)) return -1;
+        int32_t x = sampler_draw(draft_probs, V, state->rng);
+        decoder->seq[n] = x;
+        state->out->stats.drafted++;
+        if (draft_advance(state, n + 1, 1, &logits, &hidden)) return -1;
+        memcpy(decoder->draft_hidden, hidden,
+               (size_t)model_config(decoder->draft.model)->d_model * sizeof *decoder->draft_hidden);
+        if (sampler_probs(&cfg->sampling, logits, V, next_draft_probs, decoder->sampler_work, state->err)) return -1;
 
-        TokenEvent e = blank_event();
-        e.draft_token = x;
-        e.q = q[x];
-        int oracle = cfg->method == DM_ORACLE_IID || cfg->method == DM_ORACLE_MARKOV;
-        int need_p = cfg->audit || oracle;
+        TokenEvent event = blank_event();
+        event.draft_token = x;
+        event.q = draft_probs[x];
+        int is_oracle = cfg->method == DM_ORACLE_IID || cfg->method == DM_ORACLE_MARKOV;
+        int need_p = cfg->audit || is_oracle;
         if (need_p) {
-            if (audit_p(R, n)) return -1;
-            e.p = d->pa[x];
-            e.label = true_label(R, e.q, e.p);
+            if (audit_p(state, n)) return -1;
+            event.p = decoder->audit_probs[x];
+            event.label = true_label(state, event.q, event.p);
         }
-        int capped = cfg->max_run > 0 && run >= cfg->max_run;
+        int capped = cfg->max_run > 0 && accept_streak >= cfg->max_run;
         if (cfg->method == DM_SPRINTER) {
-            double t0 = now_s();
-            e.score = (float)verifier_score(d->ver, d->h);
-            R->out->stats.t_verifier += now_s() - t0;
-            R->out->stats.verifier_evals++;
-            R->out->stats.flops_verifier += 2.0 * d->ver->d;
-            e.decision = (int8_t)verifier_accepts(e.score, cfg->tau);
-        } else if (oracle) {
-            double rate = e.label == 1 ? cfg->eta_tp : cfg->eta_fp;
-            int8_t *last = &last_decision[e.label == 1];
-            if (cfg->method == DM_ORACLE_MARKOV && *last >= 0 && gsl_rng_uniform(R->rng) < cfg->oracle_stay)
-                e.decision = *last;
+            event.score = verifier_eval(state, decoder->draft_hidden);
+            event.decision = (int8_t)verifier_accepts(event.score, cfg->tau);
+        } else if (is_oracle) {
+            double rate = event.label == 1 ? cfg->eta_tp : cfg->eta_fp;
+            int8_t *last = &last_decision[event.label == 1];
+            if (cfg->method == DM_ORACLE_MARKOV && *last >= 0 && gsl_rng_uniform(state->rng) < cfg->oracle_stay)
+                event.decision = *last;
             else
-                e.decision = (int8_t)(gsl_rng_uniform(R->rng) < rate);
-            *last = e.decision;
+                event.decision = (int8_t)(gsl_rng_uniform(state->rng) < rate);
+            *last = event.decision;
         } else { /* collect: the target decides every token */
-            e.decision = 0;
+            event.decision = 0;
         }
-        if (e.decision == 1 && !capped) {
-            e.kind = EV_VERIFIER_ACCEPT;
-            emit(R, x, e, d->h);
-            run++;
+        if (event.decision == 1 && !capped) {
+            event.kind = EV_VERIFIER_ACCEPT;
+            emit(state, x, event, decoder->draft_hidden);
+            accept_streak++;
         } else {
             /* target over everything since its last call; row for position n */
-            if (target_advance(R, n, 1, &L) || sampler_probs(&cfg->sampling, L, V, d->p, d->work, R->err)) return -1;
-            e.p = d->p[x];
-            e.label = true_label(R, e.q, e.p);
-            e.target_called = 1;
-            e.capped = (int8_t)(e.decision == 1 && capped);
-            run = 0;
-            if (sd_accept(R, e.p, e.q)) {
-                e.kind = EV_SD_ACCEPT;
-                emit(R, x, e, d->h);
+            if (target_advance(state, n, 1, &logits) ||
+                sampler_probs(&cfg->sampling, logits, V, decoder->target_probs, decoder->sampler_work, state->err))
+                return -1;
+            event.p = decoder->target_probs[x];
+            event.label = true_label(state, event.q, event.p);
+            event.target_called = 1;
+            event.capped = (int8_t)(event.decision == 1 && capped);
+            accept_streak = 0;
+            if (sd_accept(state, event.p, event.q)) {
+                event.kind = EV_SD_ACCEPT;
+                emit(state, x, event, decoder->draft_hidden);
             } else {
-                e.kind = EV_SD_RESAMPLE;
-                emit(R, draw_residual(R, d->p, q), e, d->h);
-                truncate_lanes(R);
-                have_q = 0;
+                event.kind = EV_SD_RESAMPLE;
+                emit(state, draw_residual(state, decoder->target_probs, draft_probs), event, decoder->draft_hidden);
+                truncate_lanes(state);
+                have_draft_probs = 0;
                 continue;
             }
         }
-        cur = 1 - cur; /* x survived: the draft's next distribution is already computed */
-        have_q = 1;
+        current = 1 - current; /* x survived: the draft's next distribution is already computed */
+        have_draft_probs = 1;
     }
     return 0;
 }
 
 /* ------------------------------------------------------------------ entry */
 
-int decoder_run(Decoder *d, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
+int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
                 DecodeOutput *out, SpErr *err) {
     memset(out, 0, sizeof *out);
     if (decode_config_check(cfg, err)) return -1;
-    DecodeMethod m = cfg->method;
-    int needs_draft = method_is(m, MC_USES_DRAFT), needs_target = method_is(m, MC_USES_TARGET);
-    if (needs_draft && !d->draft.s) return sp_fail(err, "method %s needs a draft model", decode_method_name(m));
-    if (needs_target && !d->target.s) return sp_fail(err, "method %s needs a target model", decode_method_name(m));
-    if (method_is(m, MC_NEEDS_VERIFIER) && !d->ver)
-        return sp_fail(err, "method %s needs a verifier", decode_method_name(m));
+    DecodeMethod method = cfg->method;
+    int needs_draft = method_is(method, MC_USES_DRAFT), needs_target = method_is(method, MC_USES_TARGET);
+    if (needs_draft && !decoder->draft.session)
+        return sp_fail(err, "method %s needs a draft model", decode_method_name(method));
+    if (needs_target && !decoder->target.session)
+        return sp_fail(err, "method %s needs a target model", decode_method_name(method));
+    if (method_is(method, MC_NEEDS_VERIFIER) && !decoder->verifier)
+        return sp_fail(err, "method %s needs a verifier", decode_method_name(method));
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
-    if (n_prompt + cfg->max_new + cfg->gamma + 1 > d->max_ctx)
+    if (n_prompt + cfg->max_new + cfg->gamma + 1 > decoder->max_ctx)
         return sp_fail(err, "prompt (%d tokens) + max_new %d + gamma %d exceeds the decoder's context of %d", n_prompt,
-                       cfg->max_new, cfg->gamma, d->max_ctx);
+                       cfg->max_new, cfg->gamma, decoder->max_ctx);
     for (int i = 0; i < n_prompt; i++)
-        if (prompt[i] < 0 || prompt[i] >= d->V) return sp_fail(err, "prompt token %d = %d out of range", i, prompt[i]);
+        if (prompt[i] < 0 || prompt[i] >= decoder->vocab_size)
+            return sp_fail(err, "prompt token %d = %d out of range", i, prompt[i]);
     out->tokens = malloc((size_t)cfg->max_new * sizeof *out->tokens);
     out->events = malloc((size_t)cfg->max_new * sizeof *out->events);
-    if (cfg->capture_hidden && d->draft.s) {
-        out->d_hidden = model_config(d->draft.m)->d_model;
+    if (cfg->capture_hidden && decoder->draft.session) {
+        out->d_hidden = model_config(decoder->draft.model)->d_model;
         out->hidden = malloc((size_t)cfg->max_new * out->d_hidden * sizeof *out->hidden);
     }
-    if (!out->tokens || !out->events || (cfg->capture_hidden && d->draft.s && !out->hidden)) {
+    if (!out->tokens || !out->events || (cfg->capture_hidden && decoder->draft.session && !out->hidden)) {
         decode_output_free(out);
         return sp_fail(err, "out of memory");
     }
-    memcpy(d->seq, prompt, (size_t)n_prompt * sizeof *prompt);
-    Lane *lanes[] = {&d->draft, &d->target, &d->audit};
+    memcpy(decoder->seq, prompt, (size_t)n_prompt * sizeof *prompt);
+    Lane *lanes[] = {&decoder->draft, &decoder->target, &decoder->audit};
     for (int i = 0; i < 3; i++)
-        if (lanes[i]->s) session_truncate(lanes[i]->s, 0, NULL);
-    Run R = {d, cfg, rng, out, n_prompt, n_prompt, 0, 0, 0, err};
-    double t0 = now_s();
+        if (lanes[i]->session) session_truncate(lanes[i]->session, 0, NULL);
+    RunState state = {.decoder = decoder, .cfg = cfg, .rng = rng, .out = out, .n_committed = n_prompt, .err = err};
+    double t0 = sp_now_s();
     int rc;
-    switch (m) {
-    case DM_AR: rc = run_single(&R, 1); break;
-    case DM_DRAFT: rc = run_single(&R, 0); break;
-    case DM_BILD: rc = run_bild(&R); break;
+    switch (method) {
+    case DM_AR: rc = run_single(&state, 1); break;
+    case DM_DRAFT: rc = run_single(&state, 0); break;
+    case DM_BILD: rc = run_bild(&state); break;
     case DM_SD:
     case DM_PMIN:
-    case DM_SPECDECPP: rc = run_sd(&R); break;
-    default: rc = run_sprinter(&R); break;
+    case DM_SPECDECPP: rc = run_sd(&state); break;
+    default: rc = run_sprinter(&state); break;
     }
-    out->stats.t_total = now_s() - t0 - out->stats.t_audit;
+    out->stats.t_total = sp_now_s() - t0 - out->stats.t_audit;
     if (rc) decode_output_free(out);
-    return rc == 0 ? 0 : R.nonfinite ? DECODE_ERR_NONFINITE : -1;
+    return rc == 0 ? 0 : state.nonfinite ? DECODE_ERR_NONFINITE : -1;
 }
 
 void sprinter_next_token_law(const float *p, const float *q, const double *a, int V, double *out) {
-    double R = 0, mass = 0;
+    double reject_mass = 0, residual_mass = 0; /* R and the normaliser of r in decoding.h */
     for (int v = 0; v < V; v++) {
-        double acc = q[v] > 0 ? fmin(1.0, (double)p[v] / q[v]) : 1.0;
-        out[v] = q[v] * a[v] + q[v] * (1 - a[v]) * acc;
-        R += q[v] * (1 - a[v]) * (1 - acc);
-        double r = (double)p[v] - q[v];
-        mass += r > 0 ? r : 0;
+        double accept_prob = q[v] > 0 ? fmin(1.0, (double)p[v] / q[v]) : 1.0;
+        out[v] = q[v] * a[v] + q[v] * (1 - a[v]) * accept_prob;
+        reject_mass += q[v] * (1 - a[v]) * (1 - accept_prob);
+        double residual = (double)p[v] - q[v];
+        residual_mass += residual > 0 ? residual : 0;
     }
     for (int v = 0; v < V; v++) {
-        double r = (double)p[v] - q[v];
-        if (mass > 0 && r > 0) out[v] += R * r / mass;
+        double residual = (double)p[v] - q[v];
+        if (residual_mass > 0 && residual > 0) out[v] += reject_mass * residual / residual_mass;
     }
 }

@@ -101,7 +101,7 @@ typedef struct Decoder Decoder;
  * needs it (sprinter, specdecpp). max_ctx bounds prompt + max_new + gamma + 1. Models must share a
  * vocabulary size (checked). */
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err);
-void decoder_free(Decoder *d);
+void decoder_free(Decoder *decoder);
 
 /* decoder_run's return value when a model's logits were not finite (NaN or +-Inf: a NaN/Inf weight,
  * an overflow). It is a property of the models and the input, not of the machine: running the same
@@ -111,7 +111,7 @@ void decoder_free(Decoder *d);
 
 /* Runs cfg on prompt[0..n_prompt); all randomness from rng. out is filled (caller frees).
  * Returns 0, DECODE_ERR_NONFINITE (see above) or -1 (any other error); on error out holds nothing. */
-int decoder_run(Decoder *d, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
+int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
                 DecodeOutput *out, SpErr *err);
 
 /* The exact next-token law of the sprinter method at one prefix, for the theorem checks:

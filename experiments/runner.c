@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "dataset.h"
 #include "fsutil.h"
 #include "hashutil.h"
@@ -28,12 +29,6 @@
 enum { RUN_DONE = 0, RUN_FAILED = 1 };
 
 /* ------------------------------------------------------------------ small helpers */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -113,7 +108,7 @@ typedef struct Progress {
 
 static void progress_print(Progress *p, int final, const char *what) {
     if (!p->enabled) return;
-    double t = now_s(), el = t - p->t0;
+    double t = sp_now_s(), el = t - p->t0;
     if (p->tty && !final && t - p->last < 0.25) return;
     p->last = t;
     double rate = el > 0 ? (double)p->tokens / el : 0;
@@ -654,7 +649,7 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
     if (prepare(&c, err) || find_pending(&c, cnt, err)) goto done;
     git_commit(s->path, c.git, sizeof c.git);
     if (gethostname(c.host, sizeof c.host) != 0) snprintf(c.host, sizeof c.host, "unknown");
-    c.prog = (Progress){o->progress, isatty(2), cnt->mine, cnt->skipped + cnt->failed_kept, 0, 0, now_s(), 0};
+    c.prog = (Progress){o->progress, isatty(2), cnt->mine, cnt->skipped + cnt->failed_kept, 0, 0, sp_now_s(), 0};
     if (o->progress && (cnt->skipped || cnt->failed_kept || cnt->retried))
         fprintf(stderr, "sweep: %d of %d runs already done, %d failed before%s, %d to run\n", cnt->skipped, cnt->mine,
                 cnt->failed_kept + cnt->retried,
@@ -666,7 +661,7 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
     }
     if (load_inputs(&c, err) || prepare_verifiers(&c, err)) goto done;
     c.prog.expected = (int64_t)c.n_pending * s->n_prompts * s->max_new;
-    c.prog.t0 = now_s();
+    c.prog.t0 = sp_now_s();
     int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
     if (jobs > c.n_pending) jobs = c.n_pending;
     struct sigaction sa = {0}, old_int, old_term;

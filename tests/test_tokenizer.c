@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "tokenizer.h"
 
 #include "check.h"
@@ -270,12 +270,6 @@ static void test_roundtrips(const Tokenizer *tok, const char *name) {
     }
 }
 
-static double seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A 200k-character word must not take quadratic time. */
 static void test_speed(const Tokenizer *tok, const char *name) {
     size_t len = 200000;
@@ -284,12 +278,12 @@ static void test_speed(const Tokenizer *tok, const char *name) {
     const char *patterns[] = {"a", "ab", "l"};
     for (int p = 0; p < 3; p++) {
         for (size_t i = 0; i < len; i++) text[i] = patterns[p][i % strlen(patterns[p])];
-        double t0 = seconds();
+        double t0 = sp_now_s();
         SpErr err = {{0}};
         int32_t *ids = NULL;
         size_t n = 0;
         int rc = tokenizer_encode(tok, text, len, 0, &ids, &n, &err);
-        double dt = seconds() - t0;
+        double dt = sp_now_s() - t0;
         check(rc == 0 && n > 0 && dt < 3.0, "%s: 200k-char run of '%s' took %.2f s", name,
               patterns[p], dt);
         free(ids);
