@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "dataset.h"
+#include "schema.h"
 #include "fsutil.h"
 #include "hashutil.h"
 #include "model.h"
@@ -75,25 +76,6 @@ static void git_commit(const char *spec_path, char *out, size_t cap) {
     for (int i = 0; i < 3; i++)
         if (dirs[i][0] && git_commit_in(dirs[i], out, cap) == 0) return;
     snprintf(out, cap, "unknown");
-}
-
-/* Replaces invalid UTF-8 in s (in place, never longer) by '?', so the text column stays readable
- * by every SQLite client. */
-static void utf8_sanitize(char *s) {
-    unsigned char *p = (unsigned char *)s;
-    while (*p) {
-        int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-        int ok = n > 0;
-        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
-        if (ok && n == 2) ok = *p >= 0xC2;                               /* overlong */
-        if (ok && n == 3) ok = !(*p == 0xE0 && p[1] < 0xA0) && !(*p == 0xED && p[1] >= 0xA0);
-        if (ok && n == 4) ok = !(*p == 0xF0 && p[1] < 0x90) && *p <= 0xF4 && !(*p == 0xF4 && p[1] >= 0x90);
-        if (!ok) {
-            *p++ = '?';
-            continue;
-        }
-        p += n;
-    }
 }
 
 /* ------------------------------------------------------------------ progress */
@@ -351,7 +333,7 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, De
         fill_row(row, r, &out);
         size_t len;
         if (tokenizer_decode(c->tok, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL) == 0)
-            utf8_sanitize(row->output_text);
+            db_text_sanitize(row->output_text);
         else
             row->output_text = NULL;
         rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);

@@ -303,25 +303,6 @@ static int prompt_ids(const Ctx *c, const ScoreRun *r, const TodoPrompt *p, int3
     return 0;
 }
 
-/* Replaces invalid UTF-8 in s (in place) by '?', as the runner does for prompts.output_text
- * (score also replaces NUL bytes, which the runner's text stops at). */
-static void utf8_sanitize(char *s) {
-    unsigned char *p = (unsigned char *)s;
-    while (*p) {
-        int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-        int ok = n > 0;
-        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
-        if (ok && n == 2) ok = *p >= 0xC2;
-        if (ok && n == 3) ok = !(*p == 0xE0 && p[1] < 0xA0) && !(*p == 0xED && p[1] >= 0xA0);
-        if (ok && n == 4) ok = !(*p == 0xF0 && p[1] < 0x90) && *p <= 0xF4 && !(*p == 0xF4 && p[1] >= 0x90);
-        if (!ok) {
-            *p++ = '?';
-            continue;
-        }
-        p += n;
-    }
-}
-
 /* The output tokens of one prompt from the log: *start, *n rows (positions checked). */
 static int find_output(const TokenRows *l, const char *log_path, const TodoPrompt *p, int64_t *start, int *n, SpErr *err) {
     int64_t a = 0;
@@ -366,7 +347,7 @@ static int score_prompt(const Ctx *c, Session *s, const ScoreRun *r, const Token
         return sp_err_prefix(err, "%s: prompt %d: decode", log_path, p->prompt_index);
     for (size_t i = 0; i < len; i++) /* a NUL byte (a byte token) would end the SQLite text early */
         if (row->text[i] == '\0') row->text[i] = '?';
-    utf8_sanitize(row->text);
+    db_text_sanitize(row->text);
     return 0;
 }
 

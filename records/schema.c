@@ -92,6 +92,23 @@ void db_params_label(sqlite3_stmt *st, int first, char *buf, int cap) {
     run_params_format(values, buf, cap);
 }
 
+void db_text_sanitize(char *s) {
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        int ok = n > 0;
+        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
+        if (ok && n == 2) ok = *p >= 0xC2; /* overlong */
+        if (ok && n == 3) ok = !(*p == 0xE0 && p[1] < 0xA0) && !(*p == 0xED && p[1] >= 0xA0); /* overlong, surrogate */
+        if (ok && n == 4) ok = !(*p == 0xF0 && p[1] < 0x90) && *p <= 0xF4 && !(*p == 0xF4 && p[1] >= 0x90);
+        if (!ok) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
 int db_schema_version(sqlite3 *h, const char *path, SpErr *err) {
     if (!sql_has_table(h, "main", "meta")) return 0;
     char ver[32];

@@ -179,6 +179,10 @@ int db_param_columns(const char *prefix, char *buf, size_t cap);
  * apply), as run_params_format writes it. */
 void db_params_label(sqlite3_stmt *st, int first, char *buf, int cap);
 
+/* The text columns' rule (prompts.output_text, outputs.text): invalid UTF-8 in s is replaced, in
+ * place and byte for byte, by '?', so every SQLite client can read the column. */
+void db_text_sanitize(char *s);
+
 /* Creates a new file's schema or upgrades an older file in place to DB_SCHEMA_VERSION, inside the
  * caller's transaction; refuses a newer or foreign file before writing anything. path is for
  * messages. */
