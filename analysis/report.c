@@ -135,6 +135,12 @@ static void speed_and_cost(RunAn *a) {
     double n = (double)ri->tokens;
     a->ms_per_token = n > 0 ? 1000 * ri->t_total / n : NAN;
     a->tok_per_call = ri->target_calls > 0 ? n / (double)ri->target_calls : NAN;
+    a->acc = acceptance_of(ri->accepted, ri->verifier_accepts, ri->rejected);
+    if (ri->rejected_prompts != ri->n_rows) a->acc.alpha = NAN; /* rows of a file older than schema 5 */
+    a->acc_per_drafted = metric_ratio((double)ri->accepted, (double)ri->drafted);
+    a->alpha_tpc = method_name_eq(ri->method, DM_SD) && !isnan(ri->gamma)
+                       ? alpha_from_tokens_per_call(a->tok_per_call, (int)ri->gamma)
+                       : NAN;
     a->flops_tok[0] = n > 0 ? ri->flops_draft / n : NAN;
     a->flops_tok[1] = n > 0 ? ri->flops_verifier / n : NAN;
     a->flops_tok[2] = n > 0 ? ri->flops_target / n : NAN;

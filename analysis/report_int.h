@@ -39,6 +39,10 @@ typedef struct RunAn {
     double lat_pred_ms; /* Thm 3.4's implied latency per token (model iid) */
     /* speed, cost, quality, drift */
     double ms_per_token, tok_per_call, speedup_ar, speedup_sd;
+    /* acceptance (records/metrics.h): alpha over the checked drafts (NaN when not recorded or none
+     * checked), accepted / drafted, and the alpha that sd's tokens per call imply at its gamma */
+    Acceptance acc;
+    double acc_per_drafted, alpha_tpc;
     double flops_tok[4]; /* draft, verifier, target, total per emitted token */
     double rouge[3];
     int n_rouge;

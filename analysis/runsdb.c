@@ -115,6 +115,11 @@ static void add_prompt_row(sqlite3_stmt *st, RunInfo *r, PromptInfo *p) {
     r->verifier_evals += sqlite3_column_int64(st, PROMPTS_verifier_evals);
     r->drafted += sqlite3_column_int64(st, PROMPTS_drafted);
     r->accepted += sqlite3_column_int64(st, PROMPTS_accepted);
+    r->verifier_accepts += sqlite3_column_int64(st, PROMPTS_verifier_accepts);
+    if (sqlite3_column_type(st, PROMPTS_rejected) != SQLITE_NULL) {
+        r->rejected += sqlite3_column_int64(st, PROMPTS_rejected);
+        r->rejected_prompts++;
+    }
     r->t_total += p->t_total;
     r->t_draft += sqlite3_column_double(st, PROMPTS_t_draft);
     r->t_target += sqlite3_column_double(st, PROMPTS_t_target);

@@ -29,6 +29,8 @@ typedef struct RunInfo {
     double gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp, oracle_stay;
     /* sums over the run's prompts */
     int64_t tokens, target_calls, target_tokens, draft_calls, draft_tokens, verifier_evals, drafted, accepted;
+    int64_t verifier_accepts, rejected; /* rejected: summed over the prompts that have it (schema 5 on) */
+    int rejected_prompts;               /* prompts whose row has prompts.rejected */
     double t_total, t_draft, t_target, t_verifier, t_audit, flops_draft, flops_target, flops_verifier;
     /* the audit's confusion counts as the sweep stored them (prompts.audited ... fp), summed over the
      * audited_prompts prompts that have them (0: the run was not audited or makes no decisions) */

@@ -6,14 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-Interval wilson_interval(int64_t k, int64_t n, double conf) {
-    if (n <= 0) return (Interval){0, 1};
-    double z = gsl_cdf_ugaussian_Pinv(0.5 + conf / 2), p = (double)k / (double)n, nn = (double)n;
-    double denom = 1 + z * z / nn, centre = (p + z * z / (2 * nn)) / denom;
-    double half = z * sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom;
-    return (Interval){fmax(0, centre - half), fmin(1, centre + half)};
-}
-
 Interval clopper_pearson_interval(int64_t k, int64_t n, double conf) {
     if (n <= 0) return (Interval){0, 1};
     double a = 1 - conf;

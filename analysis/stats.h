@@ -12,12 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct Interval {
-    double lo, hi;
-} Interval;
+#include "metrics.h" /* Interval, wilson_interval (records/: the summary uses it too) */
 
 /* conf: e.g. 0.95. n = 0 gives [0, 1]. */
-Interval wilson_interval(int64_t k, int64_t n, double conf);
 Interval clopper_pearson_interval(int64_t k, int64_t n, double conf);
 
 /* r[k-1] = lag-k sample autocorrelation for k = 1..max_lag (biased estimator, as Box-Jenkins):

@@ -153,7 +153,8 @@ def collect(db_path, prefixes):
     for r in runs:
         rows = con.execute(
             "SELECT p.prompt_index, p.tokens, p.t_total, p.target_calls, p.flops_draft, p.flops_target, "
-            "p.flops_verifier, p.fp, p.tp, p.audited_neg, p.audited_pos, o.target_mean_logprob "
+            "p.flops_verifier, p.fp, p.tp, p.audited_neg, p.audited_pos, o.target_mean_logprob, "
+            "p.t_draft, p.t_target, p.draft_calls "
             "FROM prompts p LEFT JOIN outputs o ON o.run_hash = p.run_hash AND o.prompt_index = p.prompt_index "
             "WHERE p.run_hash = ? ORDER BY p.prompt_index", (r["run_hash"],)).fetchall()
         per_prompt[r["run_hash"]] = [dict(x) for x in rows]
@@ -162,7 +163,33 @@ def collect(db_path, prefixes):
     return runs, per_prompt, failed
 
 
-def aggregate(runs, per_prompt, rep_times):
+def acceptance_rows(sprinter, sweep_dir, log):
+    """The acceptance figures as the harness defines them (records/metrics.h), from `sprinter summary
+    --tsv`, keyed by (method, gamma, tau, lambda, alpha, p_min) (None where a parameter does not apply)."""
+    rc, out = run([sprinter, "summary", sweep_dir, "--tsv"], log)
+    if rc != 0:
+        raise SystemExit(f"bench_decode: sprinter summary --tsv failed (exit {rc}); see {log}")
+    lines = [ln.split("\t") for ln in out.splitlines() if ln]
+    head, rows = lines[0], lines[1:]
+
+    def num(x):
+        v = float(x)
+        return None if math.isnan(v) else v
+    table = {}
+    for r in rows:
+        d = dict(zip(head, r))
+        key = (d["method"],) + tuple(num(d[k]) for k in ("gamma", "tau", "lambda", "alpha", "p_min"))
+        table[key] = {k: num(d[k]) for k in ("tokens_per_call", "accept_rate", "accept_rate_lo", "accept_rate_hi",
+                                             "accepted_per_drafted", "accept_rate_from_tpc")}
+    return table
+
+
+def expected_tokens_per_call(alpha, gamma):
+    """1 + a + ... + a^gamma: tokens per target call of full gamma-blocks at i.i.d. acceptance a."""
+    return sum(alpha ** i for i in range(int(gamma) + 1))
+
+
+def aggregate(runs, per_prompt, rep_times, accept):
     out = []
     ar = next((r for r in runs if r["method"] == "ar"), None)
     ar_lp = {p["prompt_index"]: p["target_mean_logprob"] for p in per_prompt[ar["run_hash"]]} if ar else {}
@@ -189,6 +216,17 @@ def aggregate(runs, per_prompt, rep_times):
                "eta_tp": (sum(p["tp"] or 0 for p in ps) / pos) if pos else None,
                "mean_logprob": (sum(p["target_mean_logprob"] for p in ps if p["target_mean_logprob"] is not None)
                                 / max(1, sum(p["target_mean_logprob"] is not None for p in ps)))}
+        acc = accept.get((r["method"],) + tuple(None if r[k] is None else float(r[k])
+                                                for k in ("gamma", "tau", "lambda", "alpha", "p_min")), {})
+        row.update({"tokens_per_call": acc.get("tokens_per_call"), "accept_rate_alpha": acc.get("accept_rate"),
+                    "accept_rate_ci95": [acc.get("accept_rate_lo"), acc.get("accept_rate_hi")]
+                    if acc.get("accept_rate") is not None else None,
+                    "accepted_per_drafted": acc.get("accepted_per_drafted"),
+                    "accept_rate_from_tokens_per_call": acc.get("accept_rate_from_tpc"),
+                    # per-call costs of this run, for the tokens-per-call speed model
+                    "s_per_draft_forward": (sum(p["t_draft"] for p in ps) / sum(p["draft_calls"] for p in ps))
+                    if sum(p["draft_calls"] for p in ps) else None,
+                    "s_per_target_call": (sum(p["t_target"] for p in ps) / calls) if calls else None})
         if len(d) >= 2 and r["method"] != "ar":
             m = sum(d) / len(d)
             sd = math.sqrt(sum((x - m) ** 2 for x in d) / (len(d) - 1))
@@ -201,6 +239,15 @@ def aggregate(runs, per_prompt, rep_times):
     sd_rows = [x for x in out if x["method"] == "sd" and x["latency_ms_per_token"]]
     sd5 = next((x for x in sd_rows if x["gamma"] == 5), None)
     best_sd = min(sd_rows, key=lambda x: x["latency_ms_per_token"]) if sd_rows else None
+    # the speed model for sd: S = E / (gamma c + v(gamma + 1)), E = expected tokens per call at the measured
+    # alpha, c = draft forward / AR token, v = target call of gamma + 1 rows / AR token (this run's own costs)
+    ar_call = ar_row["s_per_target_call"] if ar_row else None
+    for x in out:
+        if x["method"] == "sd" and ar_call and x["accept_rate_alpha"] is not None and x["s_per_draft_forward"] \
+                and x["s_per_target_call"] and x["gamma"]:
+            c, v = x["s_per_draft_forward"] / ar_call, x["s_per_target_call"] / ar_call
+            e = expected_tokens_per_call(x["accept_rate_alpha"], x["gamma"])
+            x["model"] = {"E_tokens_per_call": e, "c": c, "v": v, "predicted_speedup_vs_ar": e / (x["gamma"] * c + v)}
     for x in out:
         lat = x["latency_ms_per_token"]
         x["speedup_vs_ar"] = ar_row["latency_ms_per_token"] / lat if ar_row and lat else None
@@ -271,18 +318,29 @@ def write_md(path, doc):
              "(the audit that measures eta is excluded). FLOPs = forward FLOPs counted by the decoder (draft + target + verifier). Quality "
              "cost = target log-likelihood per token of the output minus AR's on the same prompt (nats/token; "
              "mean and 95% t interval over prompts). Exact methods should be 0 within the interval.", "",
-             "| variant | ms / token (median of reps) [spread] | speedup vs AR | vs SD g5 | vs best SD | target calls / token "
+             "Acceptance (records/metrics.h, from `sprinter summary --tsv`): tok/call = tokens per target call incl. "
+             "the bonus (Spec-Bench's mean accepted tokens); alpha = accepted share of the draft tokens the target "
+             "checked, Wilson 95%; acc/drafted = accepted / drafted (not an acceptance rate). Model (sd): "
+             "predicted speedup = E / (gamma c + v), E = 1 + alpha + ... + alpha^gamma, c and v the run's draft "
+             "forward and target call in AR tokens.", "",
+             "| variant | ms / token (median of reps) [spread] | speedup vs AR (model) | vs SD g5 | vs best SD "
+             "| target calls / token | tok/call | accept rate alpha [95%] | acc/drafted "
              "| FLOPs / token | quality cost (nats/token) [95%] | eta_FP / eta_TP |",
-             "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|"]
     for r in doc["rows"]:
         ci = r["quality_delta_ci95"]
         q = fmt(r["quality_delta_logprob"], "{:+.3f}") + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
         eta = (f"{fmt(r['eta_fp'], '{:.3f}')} / {fmt(r['eta_tp'], '{:.3f}')}"
                if r["eta_fp"] is not None or r["eta_tp"] is not None else "–")
         spread = f" [{100 * r['latency_spread']:.0f}%]" if r.get("latency_spread") is not None else ""
-        lines.append(f"| {r['variant']} | {fmt(r['latency_ms_per_token'], '{:.3f}')}{spread} | {fmt(r['speedup_vs_ar'])}x | "
-                     f"{fmt(r['speedup_vs_sd_g5'])}x | {fmt(r['speedup_vs_best_sd'])}x | "
-                     f"{fmt(r['target_calls_per_token'], '{:.3f}')} | {fmt(r['flops_per_token'], '{:.3g}')} | {q} | {eta} |")
+        model = f" ({r['model']['predicted_speedup_vs_ar']:.2f}x)" if r.get("model") else ""
+        ci_a = r.get("accept_rate_ci95")
+        alpha = (fmt(r.get("accept_rate_alpha"), "{:.3f}") + (f" [{ci_a[0]:.3f}, {ci_a[1]:.3f}]" if ci_a else ""))
+        lines.append(f"| {r['variant']} | {fmt(r['latency_ms_per_token'], '{:.3f}')}{spread} | {fmt(r['speedup_vs_ar'])}x"
+                     f"{model} | {fmt(r['speedup_vs_sd_g5'])}x | {fmt(r['speedup_vs_best_sd'])}x | "
+                     f"{fmt(r['target_calls_per_token'], '{:.3f}')} | {fmt(r.get('tokens_per_call'))} | {alpha} | "
+                     f"{fmt(r.get('accepted_per_drafted'), '{:.3f}')} | "
+                     f"{fmt(r['flops_per_token'], '{:.3g}')} | {q} | {eta} |")
     lines += ["", "**Verdict.** " + doc["verdict"], ""]
     if doc["notes"]:
         lines += ["Notes:", ""] + [f"- {n}" for n in doc["notes"]] + [""]
@@ -309,7 +367,7 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     log = os.path.join(a.out_dir, "decode.log")
     open(log, "w").close()
-    doc = {"schema": "sprinter-bench-decode/2",
+    doc = {"schema": "sprinter-bench-decode/3",
            "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "settings": {k: getattr(a, k) for k in ("prompts", "max_new", "threads", "seed", "temperature", "gammas",
                                                     "taus", "lam", "p_min", "alpha", "verifier_prompts", "data")},
@@ -369,7 +427,7 @@ def main():
         mismatch += len(toks) > 1
     if mismatch:
         doc["notes"].append(f"{mismatch} runs emitted different token counts across reps (nondeterminism?)")
-    doc["rows"], doc["best_sd"] = aggregate(runs, per_prompt, rep_times)
+    doc["rows"], doc["best_sd"] = aggregate(runs, per_prompt, rep_times, acceptance_rows(a.sprinter, sweep_dir, log))
     doc["failed"] = failed
     doc["verdict"] = verdict(doc["rows"], doc["best_sd"])
     doc["notes"].append("A rerun reuses the finished sweeps in results/bench/decode_sweep* (resume); "

@@ -1,6 +1,6 @@
 /* cmd_decode.c - `sprinter decode`: run one or more decoding methods on one prompt and report what
- * a user of speculative decoding asks about: speed, target calls, accepted runs, and (with
- * --audit) the verifier's measured operating point. */
+ * a user of speculative decoding asks about: speed, target calls, tokens per call, the per-token
+ * acceptance rate (records/metrics.h), and (with --audit) the verifier's measured operating point. */
 #include <cblas.h>
 #include <getopt.h>
 #include <math.h>
@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "rules.h"
 #include "decoding.h"
+#include "metrics.h"
 #include "tokenizer.h"
 
 static const char kDecodeHelp[] =
@@ -32,8 +33,10 @@ static const char kDecodeHelp[] =
     "  --stop-at-eos      stop at the end-of-sequence token\n"
     "  --json             after each method's row, one JSON line with every DecodeStats field\n"
     "  --threads N        OpenBLAS threads (default: 1 when the larger model is under 32 MB, else all cores)\n"
-    "Per method prints: tokens/s (audit excluded), target calls, tokens per target call, mean\n"
-    "accepted run (draft tokens emitted per target call), and with --audit eta_FP / eta_TP.\n";
+    "Per method prints: tokens/s (audit excluded), target calls, tokens per target call (bonus\n"
+    "included: Spec-Bench's mean accepted tokens), accept (the per-token acceptance rate alpha:\n"
+    "accepted share of the draft tokens the target checked, Wilson 95% interval), accepted /\n"
+    "drafted, and with --audit eta_FP / eta_TP.\n";
 
 typedef struct Opts {
     const char *draft, *target, *verifier, *prompt, *prompt_ids, *methods;
@@ -105,29 +108,36 @@ static void report_json(const DecodeConfig *c, const DecodeOutput *o) {
     const DecodeStats *s = &o->stats;
     printf("{\"method\": \"%s\", \"tokens\": %lld, \"draft_forwards\": %lld, \"draft_tokens\": %lld, "
            "\"target_forwards\": %lld, \"target_tokens\": %lld, \"audit_forwards\": %lld, \"audit_tokens\": %lld, "
-           "\"verifier_evals\": %lld, \"drafted\": %lld, \"accepted\": %lld, \"t_total\": %.9g, \"t_draft\": %.9g, "
+           "\"verifier_evals\": %lld, \"drafted\": %lld, \"accepted\": %lld, \"rejected\": %lld, \"t_total\": %.9g, "
+           "\"t_draft\": %.9g, "
            "\"t_target\": %.9g, \"t_verifier\": %.9g, \"t_audit\": %.9g, \"flops_draft\": %.9g, "
            "\"flops_target\": %.9g, \"flops_verifier\": %.9g}\n",
            decode_method_name(c->method), (long long)s->tokens, (long long)s->draft_forwards, (long long)s->draft_tokens,
            (long long)s->target_forwards, (long long)s->target_tokens, (long long)s->audit_forwards,
            (long long)s->audit_tokens, (long long)s->verifier_evals, (long long)s->drafted, (long long)s->accepted,
-           s->t_total, s->t_draft, s->t_target, s->t_verifier, s->t_audit, s->flops_draft, s->flops_target,
+           (long long)s->rejected, s->t_total, s->t_draft, s->t_target, s->t_verifier, s->t_audit, s->flops_draft, s->flops_target,
            s->flops_verifier);
 }
 
 static void report(const DecodeConfig *c, const DecodeOutput *o) {
     const DecodeStats *s = &o->stats;
-    long tp = 0, fp = 0, pos = 0, neg = 0;
+    long tp = 0, fp = 0, pos = 0, neg = 0, verifier_accepts = 0;
     for (int i = 0; i < o->n_events; i++) {
         const TokenEvent *e = &o->events[i];
+        verifier_accepts += e->kind == EV_VERIFIER_ACCEPT;
         if (e->decision < 0 || e->label < 0) continue;
         if (e->label == 1) pos++, tp += e->decision == 1;
         else neg++, fp += e->decision == 1;
     }
-    double per_call = s->target_forwards ? (double)s->tokens / (double)s->target_forwards : INFINITY;
-    double run = s->target_forwards ? (double)s->accepted / (double)s->target_forwards : INFINITY;
-    printf("%-11s %6lld %9.1f %8lld %10.2f %9.2f", decode_method_name(c->method), (long long)s->tokens,
-           s->t_total > 0 ? (double)s->tokens / s->t_total : 0.0, (long long)s->target_forwards, per_call, run);
+    /* the acceptance figures of records/metrics.h */
+    Acceptance acc = acceptance_of(s->accepted, verifier_accepts, s->rejected);
+    char alpha[48] = "-", per_call[32] = "-", per_drafted[32] = "-";
+    if (acc.checked > 0) snprintf(alpha, sizeof alpha, "%.3f [%.3f,%.3f]", acc.alpha, acc.ci95.lo, acc.ci95.hi);
+    if (s->target_forwards > 0) snprintf(per_call, sizeof per_call, "%.2f", (double)s->tokens / (double)s->target_forwards);
+    if (s->drafted > 0) snprintf(per_drafted, sizeof per_drafted, "%.3f", (double)s->accepted / (double)s->drafted);
+    printf("%-11s %6lld %9.1f %8lld %9s %19s %8s", decode_method_name(c->method), (long long)s->tokens,
+           s->t_total > 0 ? (double)s->tokens / s->t_total : 0.0, (long long)s->target_forwards, per_call, alpha,
+           per_drafted);
     if (pos + neg > 0) printf("   eta_TP %.3f (%ld/%ld)  eta_FP %.3f (%ld/%ld)", pos ? (double)tp / pos : NAN, tp, pos,
                               neg ? (double)fp / neg : NAN, fp, neg);
     printf("\n");
@@ -188,7 +198,8 @@ int cmd_decode(int argc, char **argv) {
         goto done;
     }
     if (!(dec = decoder_new(dm, tm, have_ver ? &ver : NULL, max_ctx, &err))) goto done;
-    printf("%-11s %6s %9s %8s %10s %9s\n", "method", "tokens", "tok/s", "t_calls", "tok/t_call", "mean_run");
+    printf("%-11s %6s %9s %8s %9s %19s %8s\n", "method", "tokens", "tok/s", "t_calls", "tok/call", "accept [95% CI]",
+           "acc/dft");
     for (char *list = strdup(o.methods), *save = NULL, *m = strtok_r(list, ",", &save); list; m = strtok_r(NULL, ",", &save)) {
         if (!m) {
             free(list);

@@ -110,12 +110,12 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
     return 0;
 }
 
-static int print_summary(const char *dir, int by_method, SpErr *err) {
+static int print_summary(const char *dir, int by_method, int tsv, SpErr *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/runs.sqlite", dir);
     Db *db = db_open(path, err);
     if (!db) return -1;
-    int rc = db_summary(db, stdout, by_method, err);
+    int rc = db_summary(db, stdout, by_method, tsv, err);
     db_close(db);
     return rc;
 }
@@ -176,7 +176,7 @@ int cmd_sweep(int argc, char **argv) {
         fprintf(stderr, "sweep: %d runs in the grid, %d in this shard: %d already done, %d run now%s -> %s\n", c.total,
                 c.mine, c.skipped, c.ran, failed, out);
     }
-    rc = print_summary(out, 0, &err) ? 1 : 0;
+    rc = print_summary(out, 0, 0, &err) ? 1 : 0;
     if (rc == 0 && c.failed > 0) { /* documented: exit 3, one line per failed run, then the count */
         fflush(stdout);
         for (int i = 0; i < c.failed; i++)
@@ -244,7 +244,7 @@ int cmd_merge(int argc, char **argv) {
     printf("merged %d runs from %d directories into %s/runs.sqlite (%d duplicates skipped, %d unfinished left out, "
            "%d failed runs carried, %d failed runs left out as done elsewhere)\n",
            mc.runs_added, argc - optind, out, mc.duplicates, mc.unfinished, mc.failed_added, mc.failed_superseded);
-    if (!quiet && print_summary(out, 0, &err)) {
+    if (!quiet && print_summary(out, 0, 0, &err)) {
         fprintf(stderr, "sprinter merge: %s\n", err.msg);
         return 1;
     }
@@ -254,17 +254,24 @@ int cmd_merge(int argc, char **argv) {
 /* ------------------------------------------------------------------ summary */
 
 static const char kSummaryHelp[] =
-    "usage: sprinter summary RESULTS_DIR [--by method|config]\n"
+    "usage: sprinter summary RESULTS_DIR [--by method|config] [--tsv]\n"
     "Prints, from RESULTS_DIR/runs.sqlite, one row per method and parameter setting (default) or per\n"
     "method, summed over seeds and prompts of finished runs: runs, tokens, tokens/s (audit excluded),\n"
-    "speed-up over ar, target calls per token, mean accepted run (draft tokens emitted per target\n"
-    "call), eta_FP = P(accept | q/p > lambda), eta_TP = P(accept | q/p <= lambda) from the audit,\n"
+    "speed-up over ar, tokens per target call (bonus included: Spec-Bench's mean accepted tokens),\n"
+    "accept = the per-token acceptance rate alpha: accepted share of the draft tokens the target\n"
+    "checked, with its Wilson 95% interval,\n"
+    "accepted / drafted (not an acceptance rate: unchecked drafts count as failures),\n"
+    "eta_FP = P(accept | q/p > lambda), eta_TP = P(accept | q/p <= lambda) from the audit,\n"
     "and the audit's own seconds (never part of tok/s). Below it: the number of failed runs with\n"
-    "each one's reason, and the number of unfinished runs (neither is counted in the table).\n";
+    "each one's reason, and the number of unfinished runs (neither is counted in the table).\n"
+    "--tsv: the rows as tab-separated columns for scripts (each parameter its own column, NaN where\n"
+    "it does not apply; adds accept_rate_from_tpc, the alpha that sd's tokens per call imply at its\n"
+    "gamma).\n";
 
 int cmd_summary(int argc, char **argv) {
-    static const struct option opts[] = {{"by", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int by_method = 0;
+    static const struct option opts[] = {
+        {"by", required_argument, 0, 'b'}, {"tsv", no_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int by_method = 0, tsv = 0;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (ch) {
@@ -276,6 +283,7 @@ int cmd_summary(int argc, char **argv) {
                 return 2;
             }
             break;
+        case 't': tsv = 1; break;
         case 'h': fputs(kSummaryHelp, stdout); return 0;
         default: fprintf(stderr, "sprinter summary: unknown or incomplete option (see sprinter summary --help)\n"); return 2;
         }
@@ -292,7 +300,7 @@ int cmd_summary(int argc, char **argv) {
         return 1;
     }
     SpErr err = {{0}};
-    if (print_summary(dir, by_method, &err)) {
+    if (print_summary(dir, by_method, tsv, &err)) {
         fprintf(stderr, "sprinter summary: %s\n", err.msg);
         return 1;
     }

@@ -282,6 +282,7 @@ static void emit(RunState *state, int32_t token, TokenEvent event, const float *
     out->events[out->n_events++] = event;
     out->stats.tokens++;
     if (event.kind == EV_VERIFIER_ACCEPT || event.kind == EV_SD_ACCEPT) out->stats.accepted++;
+    if (event.kind == EV_SD_RESAMPLE) out->stats.rejected++;
     int eos = model_config(decoder->target.model ? decoder->target.model : decoder->draft.model)->eos_id;
     if (out->n_tokens >= state->cfg->max_new || (state->cfg->stop_at_eos && token == eos)) state->done = 1;
 }

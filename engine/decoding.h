@@ -77,6 +77,9 @@ typedef struct DecodeStats {
     int64_t verifier_evals;
     int64_t drafted;          /* draft tokens proposed */
     int64_t accepted;         /* draft tokens emitted (by verifier or SD rule) */
+    int64_t rejected;         /* draft tokens the target checked and rejected (SD resample events); with
+                               * the SD-accepted ones (accepted - verifier accepts) they are the checked
+                               * tokens: per-token acceptance alpha = SD-accepted / (SD-accepted + rejected) */
     double t_total;           /* wall seconds, excluding audit */
     double t_draft, t_target, t_verifier, t_audit;
     /* FLOPs at 2 * params per processed position (+ 2d per verifier evaluation). */

@@ -8,6 +8,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "metrics.h"
 #include "schema.h"
 #include "sqlutil.h"
 
@@ -244,6 +245,7 @@ static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const Promp
                   {AT(verifier_evals), s->verifier_evals},
                   {AT(drafted), s->drafted},
                   {AT(accepted), s->accepted},
+                  {AT(rejected), s->rejected},
                   {AT(verifier_accepts), p->verifier_accepts},
                   {AT(longest_run), p->longest_run}};
     for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) sqlite3_bind_int64(st, counts[j].col, counts[j].v);
@@ -476,7 +478,10 @@ int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpE
 typedef struct SumRow {
     char method[32], label[160], dataset[256];
     int64_t runs, tokens, calls, accepted, neg, fp, pos, tp;
+    int64_t drafted, verifier_accepts, rejected;
+    int has_rejected; /* every prompt row has prompts.rejected (schema 5 on) */
     double t_total, t_audit;
+    double params[RP_COUNT]; /* NaN where the parameter does not apply (or differs: by_method) */
 } SumRow;
 
 static const char *base(const char *p) {
@@ -491,7 +496,8 @@ static void fmt_ratio(char *buf, size_t cap, double num, double den, const char 
 
 /* Result columns of the summary query; the parameters follow at SUM_PARAMS. */
 enum { SUM_METHOD, SUM_DATASET, SUM_RUNS, SUM_TOKENS, SUM_T_TOTAL, SUM_CALLS, SUM_ACCEPTED, SUM_NEG, SUM_FP, SUM_POS,
-       SUM_TP, SUM_T_AUDIT, SUM_N_DATASETS, SUM_PARAMS };
+       SUM_TP, SUM_T_AUDIT, SUM_N_DATASETS, SUM_DRAFTED, SUM_VERIFIER_ACCEPTS, SUM_REJECTED, SUM_ALL_REJECTED,
+       SUM_PARAMS };
 
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
     char params[512], group[640], sql[4096];
@@ -500,7 +506,8 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
     snprintf(sql, sizeof sql,
              "SELECT r.method, MIN(r.dataset), COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total),"
              " SUM(p.target_calls), SUM(p.accepted), SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp),"
-             " SUM(p.t_audit), (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'), %s"
+             " SUM(p.t_audit), (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'),"
+             " SUM(p.drafted), SUM(p.verifier_accepts), SUM(p.rejected), COUNT(p.rejected) = COUNT(*), %s"
              " FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY %s ORDER BY MIN(r.run_index), %s",
              params, group, group);
@@ -528,6 +535,10 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
         snprintf(r->method, sizeof r->method, "%s", (const char *)sqlite3_column_text(st, SUM_METHOD));
         snprintf(r->dataset, sizeof r->dataset, "%s", base((const char *)sqlite3_column_text(st, SUM_DATASET)));
         if (!by_method) db_params_label(st, SUM_PARAMS, r->label, sizeof r->label);
+        for (int p = 0; p < RP_COUNT; p++)
+            r->params[p] = by_method || sqlite3_column_type(st, SUM_PARAMS + p) == SQLITE_NULL
+                               ? NAN
+                               : sqlite3_column_double(st, SUM_PARAMS + p);
         r->runs = sqlite3_column_int64(st, SUM_RUNS);
         r->tokens = sqlite3_column_int64(st, SUM_TOKENS);
         r->t_total = sqlite3_column_double(st, SUM_T_TOTAL);
@@ -539,6 +550,10 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
         r->tp = sqlite3_column_int64(st, SUM_TP);
         r->t_audit = sqlite3_column_double(st, SUM_T_AUDIT);
         *n_datasets = sqlite3_column_int(st, SUM_N_DATASETS);
+        r->drafted = sqlite3_column_int64(st, SUM_DRAFTED);
+        r->verifier_accepts = sqlite3_column_int64(st, SUM_VERIFIER_ACCEPTS);
+        r->rejected = sqlite3_column_int64(st, SUM_REJECTED);
+        r->has_rejected = sqlite3_column_int(st, SUM_ALL_REJECTED);
     }
     sqlite3_finalize(st);
     return rc;
@@ -588,7 +603,43 @@ static int summary_not_done(Db *db, FILE *out, SpErr *err) {
     return 0;
 }
 
-int db_summary(Db *db, FILE *out, int by_method, SpErr *err) {
+/* The speed-up of row r over the ar row of the same data (0 when there is none). */
+static double ar_rate_of(const SumRow *rows, int n, const SumRow *r, int same_data) {
+    for (int j = 0; j < n; j++)
+        if (!strcmp(rows[j].method, decode_method_name(DM_AR)) && (!same_data || !strcmp(rows[j].dataset, r->dataset)) &&
+            rows[j].t_total > 0)
+            return (double)rows[j].tokens / rows[j].t_total;
+    return 0;
+}
+
+/* --tsv: one line per row, every figure a column (NaN where it does not apply), for scripts. */
+static void summary_tsv(FILE *out, const SumRow *rows, int n, int show_ds) {
+    fprintf(out, "method\tdataset\tparams");
+    for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%s", run_param_info((RunParam)p)->name);
+    fprintf(out, "\truns\ttokens\tseconds\ttokens_per_s\tspeedup_vs_ar\ttarget_calls\ttokens_per_call\taccept_rate"
+                 "\taccept_rate_lo\taccept_rate_hi\tchecked\taccepted\tdrafted\taccepted_per_drafted"
+                 "\taccept_rate_from_tpc\teta_fp\teta_tp\n");
+    for (int i = 0; i < n; i++) {
+        const SumRow *r = &rows[i];
+        Acceptance acc = acceptance_of(r->accepted, r->verifier_accepts, r->rejected);
+        int known = r->has_rejected && acc.checked > 0;
+        double rate = metric_ratio((double)r->tokens, r->t_total), ar = ar_rate_of(rows, n, r, show_ds);
+        double tpc = metric_ratio((double)r->tokens, (double)r->calls);
+        double g = r->params[RP_GAMMA];
+        double a_tpc = !strcmp(r->method, decode_method_name(DM_SD)) && !isnan(g) ? alpha_from_tokens_per_call(tpc, (int)g)
+                                                                                  : NAN;
+        fprintf(out, "%s\t%s\t%s", r->method, r->dataset, r->label[0] ? r->label : "-");
+        for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%.17g", r->params[p]);
+        fprintf(out, "\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n",
+                (long long)r->runs, (long long)r->tokens, r->t_total, rate, metric_ratio(rate, ar), (long long)r->calls,
+                tpc, known ? acc.alpha : NAN, known ? acc.ci95.lo : NAN, known ? acc.ci95.hi : NAN,
+                (long long)acc.checked, (long long)r->accepted, (long long)r->drafted,
+                metric_ratio((double)r->accepted, (double)r->drafted), a_tpc,
+                metric_ratio((double)r->fp, (double)r->neg), metric_ratio((double)r->tp, (double)r->pos));
+    }
+}
+
+int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
     SumRow *rows = NULL;
     int n = 0, n_ds = 1;
     if (summary_rows(db, by_method, &rows, &n, &n_ds, err)) {
@@ -596,30 +647,42 @@ int db_summary(Db *db, FILE *out, int by_method, SpErr *err) {
         return -1;
     }
     int show_ds = n_ds > 1 && !by_method, wl = 6;
+    if (tsv) {
+        summary_tsv(out, rows, n, show_ds);
+        free(rows);
+        return 0;
+    }
     for (int i = 0; i < n; i++) {
         int l = (int)strlen(rows[i].label) + (show_ds ? (int)strlen(rows[i].dataset) + 1 : 0);
         if (l > wl) wl = l;
     }
-    fprintf(out, "%-11s %-*s %5s %8s %9s %8s %9s %8s %7s %7s %8s\n", "method", wl, show_ds ? "data params" : "params",
-            "runs", "tokens", "tok/s", "speedup", "calls/tok", "mean_run", "eta_FP", "eta_TP", "audit_s");
+    /* acceptance columns: records/metrics.h */
+    fprintf(out, "%-11s %-*s %5s %8s %9s %8s %8s %19s %8s %7s %7s %8s\n", "method", wl, show_ds ? "data params" : "params",
+            "runs", "tokens", "tok/s", "speedup", "tok/call", "accept [95% CI]", "acc/dft", "eta_FP", "eta_TP", "audit_s");
     for (int i = 0; i < n; i++) {
         const SumRow *r = &rows[i];
-        double ar_rate = 0;
-        for (int j = 0; j < n; j++)
-            if (!strcmp(rows[j].method, "ar") && (!show_ds || !strcmp(rows[j].dataset, r->dataset)) && rows[j].t_total > 0)
-                ar_rate = (double)rows[j].tokens / rows[j].t_total;
-        char lab[512], rate[32], sp[32], cpt[32], run[32], efp[32], etp[32];
+        double ar_rate = ar_rate_of(rows, n, r, show_ds);
+        char lab[512], rate[32], sp[32], tpc[32], alpha[48], apd[32], efp[32], etp[32];
         snprintf(lab, sizeof lab, "%s%s%s", show_ds ? r->dataset : "", show_ds && r->label[0] ? " " : "", r->label);
         fmt_ratio(rate, sizeof rate, (double)r->tokens, r->t_total, "%.1f");
         fmt_ratio(sp, sizeof sp, ar_rate > 0 && r->t_total > 0 ? (double)r->tokens / r->t_total : 0, ar_rate, "%.2fx");
-        fmt_ratio(cpt, sizeof cpt, (double)r->calls, (double)r->tokens, "%.3f");
-        fmt_ratio(run, sizeof run, (double)r->accepted, (double)r->calls, "%.2f");
+        fmt_ratio(tpc, sizeof tpc, (double)r->tokens, (double)r->calls, "%.2f");
+        Acceptance acc = acceptance_of(r->accepted, r->verifier_accepts, r->rejected);
+        if (r->has_rejected && acc.checked > 0)
+            snprintf(alpha, sizeof alpha, "%.3f [%.3f,%.3f]", acc.alpha, acc.ci95.lo, acc.ci95.hi);
+        else
+            snprintf(alpha, sizeof alpha, "-");
+        fmt_ratio(apd, sizeof apd, (double)r->accepted, (double)r->drafted, "%.3f");
         fmt_ratio(efp, sizeof efp, (double)r->fp, (double)r->neg, "%.3f");
         fmt_ratio(etp, sizeof etp, (double)r->tp, (double)r->pos, "%.3f");
-        fprintf(out, "%-11s %-*s %5lld %8lld %9s %8s %9s %8s %7s %7s %8.2f\n", r->method, wl, lab[0] ? lab : "-",
-                (long long)r->runs, (long long)r->tokens, rate, sp, cpt, run, efp, etp, r->t_audit);
+        fprintf(out, "%-11s %-*s %5lld %8lld %9s %8s %8s %19s %8s %7s %7s %8.2f\n", r->method, wl, lab[0] ? lab : "-",
+                (long long)r->runs, (long long)r->tokens, rate, sp, tpc, alpha, apd, efp, etp, r->t_audit);
     }
     if (n == 0) fprintf(out, "(no finished runs)\n");
+    else
+        fprintf(out, "tok/call: tokens per target call incl. bonus (Spec-Bench's mean accepted tokens); accept: per-token "
+                     "acceptance rate alpha = accepted share of the draft tokens the target checked; acc/dft: accepted / "
+                     "drafted\n");
     free(rows);
     return summary_not_done(db, out, err);
 }

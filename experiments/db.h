@@ -98,11 +98,12 @@ int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpE
 
 /* ---- reporting ---- */
 /* Prints the summary table (per method and parameter setting, summed over seeds and prompts, or
- * per method only when by_method): runs, tokens, tokens/s, speed-up over ar, target calls per
- * token, mean accepted run (draft tokens emitted per target call), eta_FP and eta_TP, of the done
- * runs; then the number of failed runs with each one's reason (the first 50) and the number of
- * unfinished runs, when there are any. */
-int db_summary(Db *db, FILE *out, int by_method, SpErr *err);
+ * per method only when by_method): runs, tokens, tokens/s, speed-up over ar, tokens per target call,
+ * the acceptance figures of records/metrics.h (alpha with its Wilson interval, accepted / drafted),
+ * eta_FP and eta_TP, of the done runs; then the number of failed runs with each one's reason (the
+ * first 50) and the number of unfinished runs, when there are any. tsv: the same rows as
+ * tab-separated columns (every parameter and figure its own column, NaN where none) and nothing else. */
+int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err);
 
 /* Current time as ISO 8601 UTC with milliseconds: buf of at least 32 bytes. */
 void db_now_iso(char *buf, size_t cap);

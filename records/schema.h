@@ -11,8 +11,11 @@
  *   3  + runs.oracle_stay (REAL, NULL except for oracle-markov runs)
  *   4  + runs.status 'failed' and runs.failure (TEXT; CHECK: set exactly when status is 'failed')
  *   5  - prompts.quality_ppl, quality_rouge_l, quality_bleu, quality_json (never written: the
- *        quality figures live in outputs and in the report)
- * Adding a column: its line in the table's X-macro with the version that adds it (nullable, no
+ *        quality figures live in outputs and in the report); + prompts.rejected (draft tokens the
+ *        target checked and rejected: the per-token acceptance rate, records/metrics.h, needs it;
+ *        NULL in rows of older files)
+ * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
+ * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row.
  */
 #ifndef SP_SCHEMA_H
@@ -127,7 +130,8 @@ typedef struct DbTable {
     X(quality_ppl, "REAL", 1, 5, NOPARAM)                                                                     \
     X(quality_rouge_l, "REAL", 1, 5, NOPARAM)                                                                 \
     X(quality_bleu, "REAL", 1, 5, NOPARAM)                                                                    \
-    X(quality_json, "TEXT", 1, 5, NOPARAM)
+    X(quality_json, "TEXT", 1, 5, NOPARAM)                                                                    \
+    X(rejected, "INTEGER", 5, 0, NOPARAM)
 
 #define OUTPUTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 2, 0, NOPARAM)                                                               \

@@ -111,9 +111,30 @@ static void test_thm33(void) {
     gsl_rng_free(g);
 }
 
+/* records/metrics.h: the acceptance figures against hand counts and the closed form they invert. */
+static void test_acceptance(void) {
+    Acceptance a = acceptance_of(10, 3, 3); /* 7 SD accepts + 3 rejections checked, 3 unchecked verifier accepts */
+    check(a.sd_accepted == 7 && a.checked == 10 && fabs(a.alpha - 0.7) < 1e-12 && a.ci95.lo < 0.7 && 0.7 < a.ci95.hi,
+          "acceptance_of: alpha = 7/10 with the interval around it (got %g [%g, %g])", a.alpha, a.ci95.lo, a.ci95.hi);
+    Acceptance none = acceptance_of(0, 0, 0);
+    check(isnan(none.alpha) && none.checked == 0, "acceptance_of: nothing checked gives NaN");
+    double worst = 0;
+    for (int g = 1; g <= 8; g++)
+        for (double al = 0.05; al < 1; al += 0.1) {
+            double e = 0, t = 1;
+            for (int i = 0; i <= g; i++) e += t, t *= al; /* 1 + a + ... + a^g */
+            worst = fmax(worst, fabs(alpha_from_tokens_per_call(e, g) - al));
+        }
+    check(worst < 1e-9, "alpha_from_tokens_per_call inverts 1 + a + ... + a^gamma (max error %.2g)", worst);
+    check(isnan(alpha_from_tokens_per_call(0.5, 5)) && isnan(alpha_from_tokens_per_call(7.5, 5)) &&
+              alpha_from_tokens_per_call(1, 5) < 1e-9 && alpha_from_tokens_per_call(6, 5) > 1 - 1e-9,
+          "alpha_from_tokens_per_call: NaN outside [1, gamma + 1], 0 and 1 at the ends");
+}
+
 int main(void) {
     test_intervals();
     test_iid_tests();
     test_thm33();
+    test_acceptance();
     return check_summary("stats");
 }

@@ -123,6 +123,32 @@ def main():
     t.check(got == ref_dump, "resumed results equal the uninterrupted ones: " +
             ("same" if got == ref_dump else fx.first_difference(ref_dump, got)))
 
+    # the acceptance counts the sweep stored equal what the token logs show (records/metrics.h): per run,
+    # accepted - verifier_accepts = sd_accept events (kind 3), rejected = sd_resample events (kind 4)
+    kinds, run = {}, None
+    for line in got.splitlines():
+        if line.startswith("tokens "):
+            run = line.split()[1]
+        elif run and line.strip().startswith("kind["):
+            ks = [int(x) for x in line.split()[1:]]
+            kinds[run] = (ks.count(3), ks.count(4))
+    con = sqlite3.connect(os.path.join(out, "runs.sqlite"))
+    stored = {h: (a - v, r) for h, a, v, r in con.execute(
+        "SELECT run_hash, SUM(accepted), SUM(verifier_accepts), SUM(rejected) FROM prompts GROUP BY run_hash")}
+    con.close()
+    t.check(len(kinds) == len(stored) and all(stored[h] == kinds.get(h) for h in stored) and
+            sum(r for _, r in stored.values()) > 0,
+            "prompts.accepted - verifier_accepts and prompts.rejected equal the logs' sd_accept / sd_resample "
+            "events in all %d runs (%d rejections)" % (len(stored), sum(r for _, r in stored.values())))
+    s = subprocess.run([args.sprinter, "summary", out, "--tsv"], stdout=subprocess.PIPE, text=True)
+    rows = [ln.split("\t") for ln in s.stdout.splitlines()]
+    sd = [dict(zip(rows[0], r)) for r in rows[1:] if r[0] == "sd"]
+    t.check(s.returncode == 0 and sd and all(0 < float(r["accept_rate"]) < 1 and
+                                              float(r["accept_rate_lo"]) <= float(r["accept_rate"]) <=
+                                              float(r["accept_rate_hi"]) for r in sd),
+            "summary --tsv gives sd an acceptance rate inside its interval: %s" %
+            [(r.get("accept_rate"), r.get("accept_rate_lo"), r.get("accept_rate_hi")) for r in sd])
+
     # summary from the database
     s = subprocess.run([args.sprinter, "summary", out], stdout=subprocess.PIPE, text=True)
     t.check(s.returncode == 0 and all(m in s.stdout for m in ("ar", "sd", "sprinter", "oracle-iid", "eta_FP")),

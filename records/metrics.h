@@ -1,0 +1,47 @@
+/* metrics.h - the speculative-decoding figures computed from the record, each defined once, so the
+ * sweep's summary, `sprinter decode`, the analysis report and the benchmarks print the same numbers
+ * under the same names (results/README.md, "Acceptance"):
+ *
+ *   alpha                per-token acceptance rate: of the draft tokens the target CHECKED, the
+ *                        share it accepted: sd_accepted / (sd_accepted + rejected), where
+ *                        sd_accepted = accepted - verifier_accepts (SPRINTER's verifier accepts
+ *                        are never checked) and rejected counts the SD resample events. Drafts
+ *                        after a block's first rejection are never checked and do not count.
+ *   tokens_per_call      emitted tokens per target forward, bonus and resampled tokens included:
+ *                        Spec-Bench's "#Mean accepted tokens" (AR = 1.00)
+ *   accepted_per_drafted accepted / drafted: counts unchecked drafts as failures, so it falls with
+ *                        gamma at a fixed alpha (not an acceptance rate)
+ *   alpha_from_tpc       the alpha of i.i.d. acceptances that gives the measured tokens per call
+ *                        with full blocks of gamma: solves (1 - a^(gamma+1)) / (1 - a) = tpc
+ *                        (gamma-free summary of sd runs; biased where blocks end early: max_new,
+ *                        pmin / specdecpp stopping)
+ * Needs GSL (normal quantile for the Wilson interval). No global state.
+ */
+#ifndef SP_METRICS_H
+#define SP_METRICS_H
+
+#include <stdint.h>
+
+typedef struct Interval {
+    double lo, hi;
+} Interval;
+
+/* Wilson score interval of a binomial proportion k/n at confidence conf (e.g. 0.95); n = 0 gives
+ * [0, 1]. */
+Interval wilson_interval(int64_t k, int64_t n, double conf);
+
+/* alpha with its Wilson 95% interval from the counts; NaN (and [0, 1]) when nothing was checked. */
+typedef struct Acceptance {
+    int64_t checked, sd_accepted;
+    double alpha;
+    Interval ci95;
+} Acceptance;
+Acceptance acceptance_of(int64_t accepted, int64_t verifier_accepts, int64_t rejected);
+
+/* num / den, NaN when den <= 0. */
+double metric_ratio(double num, double den);
+
+/* See above; NaN when tpc is outside [1, gamma + 1] or gamma < 1. */
+double alpha_from_tokens_per_call(double tokens_per_call, int gamma);
+
+#endif
