@@ -255,6 +255,86 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
 #endif
 
 #ifdef SP_HAVE_X86_KERNELS
+/* One pass of the panel kernel: R input rows against one panel (KERNEL_PANEL = 4 x 16 outputs);
+ * writes y[r, 0 .. nout) (the caller offsets y to the panel's first output). */
+#define SP_PANEL(R)                                                                                         \
+    __attribute__((target("avx512f"))) static void pnl_r##R(const float *panel, int in, const float *x, int ldx, \
+                                                           float *y, int ldy, int nout) {                   \
+        __m512 acc[R][4];                                                                                   \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
+        for (int i = 0; i < in; i++) {                                                                      \
+            const float *w = panel + (size_t)i * KERNEL_PANEL;                                              \
+            __m512 wv[4];                                                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                          \
+                wv[v] = _mm512_load_ps(w + 16 * v);                                                         \
+                /* 16 panel rows (4 kB) ahead; prefetching past the end never faults */                     \
+                _mm_prefetch((const char *)(w + 16 * KERNEL_PANEL + 16 * v), _MM_HINT_T0);                 \
+            }                                                                                               \
+            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
+                __m512 xb = _mm512_set1_ps(x[(size_t)r * ldx + i]);                                         \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(wv[v], xb, acc[r][v]); \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int r = 0; r < R; r++)                                                                         \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                int left = nout - 16 * v;                                                                   \
+                if (left <= 0) break;                                                                       \
+                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
+                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
+            }                                                                                               \
+    }
+SP_PANEL(1) SP_PANEL(2) SP_PANEL(3) SP_PANEL(4) SP_PANEL(5) SP_PANEL(6) SP_PANEL(7) SP_PANEL(8) SP_PANEL(9)
+typedef void (*PanelFn)(const float *panel, int in, const float *x, int ldx, float *y, int ldy, int nout);
+static const PanelFn kPanelPass[KERNEL_PANEL_ROWS + 1] = {NULL,   pnl_r1, pnl_r2, pnl_r3, pnl_r4,
+                                                           pnl_r5, pnl_r6, pnl_r7, pnl_r8, pnl_r9};
+#endif
+
+int kernel_panel_supported(void) {
+#ifdef SP_HAVE_X86_KERNELS
+    return kernel_isa_supported(ISA_AVX512);
+#else
+    return 0;
+#endif
+}
+
+size_t panel_floats(int in, int out) {
+    return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * KERNEL_PANEL * (size_t)in;
+}
+
+void panel_pack(const float *W, int in, int out, int out_major, float *panels) {
+    int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
+    for (int p = 0; p < n_panels; p++) {
+        float *dst = panels + (size_t)p * KERNEL_PANEL * in;
+        for (int i = 0; i < in; i++)
+            for (int j = 0; j < KERNEL_PANEL; j++) {
+                int o = p * KERNEL_PANEL + j;
+                dst[(size_t)i * KERNEL_PANEL + j] =
+                    o >= out ? 0.0f : out_major ? W[(size_t)o * in + i] : W[(size_t)i * out + o];
+            }
+    }
+}
+
+void matmul_panels(const float *panels, int in, int out, const float *x, int n, int ldx, float *y, int ldy, int p0,
+                   int p1) {
+#ifdef SP_HAVE_X86_KERNELS
+    int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS; /* balanced: 10 rows -> 5 + 5 */
+    for (int p = p0; p < p1; p++) {
+        int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
+        const float *panel = panels + (size_t)p * KERNEL_PANEL * in;
+        for (int g = 0, r0 = 0; g < passes; g++) { /* the panel stays in L2 between passes */
+            int rows = (n - r0 + (passes - g) - 1) / (passes - g);
+            kPanelPass[rows](panel, in, x + (size_t)r0 * ldx, ldx, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy,
+                             nout);
+            r0 += rows;
+        }
+    }
+#else
+    (void)panels, (void)in, (void)out, (void)x, (void)n, (void)ldx, (void)y, (void)ldy, (void)p0, (void)p1;
+#endif
+}
+
+#ifdef SP_HAVE_X86_KERNELS
 #include <cpuid.h>
 /* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). */
 static int cpu_has_f16c(void) {
@@ -412,8 +492,26 @@ static void linear_tiled(const LinearW *L, const float *x, int n, int ldx, float
     }
 }
 
+/* Packed panels, any row count: panels split across the BLAS thread count for big matrices. */
+static void linear_panels(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
+    int n_panels = (L->out + KERNEL_PANEL - 1) / KERNEL_PANEL;
+    int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
+    if (T <= 1 || n_panels < 2) {
+        matmul_panels(L->w, L->in, L->out, x, n, ldx, y, ldy, 0, n_panels);
+        return;
+    }
+#pragma omp parallel num_threads(T)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int p0 = (int)((long)n_panels * t / nt), p1 = (int)((long)n_panels * (t + 1) / nt);
+        if (p0 < p1) matmul_panels(L->w, L->in, L->out, x, n, ldx, y, ldy, p0, p1);
+    }
+}
+
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
-    if (L->few_rows && n <= KERNEL_MAX_ROWS)
+    if (L->panels)
+        linear_panels(L, x, n, ldx, y, ldy);
+    else if (L->few_rows && n <= KERNEL_MAX_ROWS)
         linear_few_rows(L, x, n, ldx, y, ldy);
     else if (L->dtype == DT_F32)
         linear_f32(L, x, n, ldx, y, ldy);

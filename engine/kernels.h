@@ -23,6 +23,8 @@ typedef struct LinearW {
     const float *bias; /* [out] or NULL */
     int few_rows;      /* 1: out-major, of a dtype matmul_few_rows runs on this CPU (decided once, by the
                         * loader); linear() then takes that kernel for <= KERNEL_MAX_ROWS rows */
+    int panels;        /* 1: f32 packed into KERNEL_PANEL-wide panels (panel_pack; the loader decides, on a
+                        * CPU with AVX-512); linear() then takes matmul_panels for every row count */
 } LinearW;
 
 /* y[n, out] (row stride ldy) = x[n, in] (row stride ldx) W + bias.
@@ -50,6 +52,27 @@ int kernel_half_supported(KernelIsa isa, DType dt);
  * rows. kernel_half_supported(isa, dt) must hold. */
 void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
                      int o0, int o1);
+
+/* ---- panels: f32 weights packed for the broadcast kernel (AVX-512) ----
+ * Panel p holds outputs [p P, p P + P), P = KERNEL_PANEL: row i of the panel is the P weights
+ * W[p P + j, i], j < P, contiguous (zero past out), so a panel is one sequential stream. For each i
+ * the kernel loads the panel row once (4 vectors) and multiplies it by x[r, i] broadcast for every
+ * input row r: no horizontal sums, and every row costs 4 FMAs per weight vector, so verifying
+ * gamma + 1 tokens costs about one token while the weights stream (memory-bound) and the FMAs
+ * (compute-bound, ~R x 0.17 of one token's time at one thread here) start to dominate past 7 rows. */
+#define KERNEL_PANEL 64
+#define KERNEL_PANEL_ROWS 9 /* input rows one pass holds in registers (8, 9 spill a few to L1) */
+/* 1 when this CPU runs the panel kernel (AVX-512F). */
+int kernel_panel_supported(void);
+/* Floats of the packed copy of an [out, in] matrix: ceil(out / P) P in. */
+size_t panel_floats(int in, int out);
+/* Packs W into panels: W out-major [out, in] (out_major = 1) or in-major [in, out] (GPT-2 Conv1D). */
+void panel_pack(const float *W, int in, int out, int out_major, float *panels);
+/* y[r, o] = x[r, :] . W[o, :] for r < n (any n >= 1; passes of <= KERNEL_PANEL_ROWS rows), outputs of
+ * panels [p0, p1) (o < out). x: [n, in] (row stride ldx); y: [n, *] (row stride ldy). Needs
+ * kernel_panel_supported(). */
+void matmul_panels(const float *panels, int in, int out, const float *x, int n, int ldx, float *y, int ldy, int p0,
+                   int p1);
 
 /* dst[cols, rows] = src[rows, cols]^T for elem-byte elements (the loader stores Conv1D weights
  * out-major). */

@@ -267,7 +267,8 @@ static int next_linear(Binder *b, int out_major, LinearW *L) {
     L->in = (int)(out_major ? t.shape[1] : t.shape[0]);
     L->out = (int)(out_major ? t.shape[0] : t.shape[1]);
     L->bias = NULL;
-    L->few_rows = 0; /* relayout_weights decides */
+    L->few_rows = 0; /* relayout_weights decides both */
+    L->panels = 0;
     return 0;
 }
 
@@ -340,12 +341,27 @@ static int kernel_matrices(Model *m, LinearW **out) {
 #define ARENA_ALIGN ((size_t)64)
 #define HUGE_PAGE ((size_t)1 << 21)
 
-/* The kernel's matrices move from the file map into one owned arena in their stored dtype,
- * out-major (GPT-2's Conv1D [in, out] is transposed) and 64-byte aligned, backed by transparent huge pages where the kernel allows:
- * the few-row kernel streams out-major rows, and 4 kB pages cost it ~20% of its bandwidth
- * (TLB misses; hardware prefetchers stop at page boundaries). The stored pages are dropped as
- * each matrix is copied, so peak RSS stays ~1x the weights. Matrices the kernel does not take
- * (f16/bf16 on a CPU without AVX2) stay mapped and are widened tile by tile. */
+/* The packed layout a matrix gets: panels for f32 on an AVX-512 CPU (the broadcast kernel, any row
+ * count), except the tied LM head, whose bytes are also the embedding table the lookup reads. */
+static int packs_to_panels(const Model *m, const LinearW *L) {
+    return L->dtype == DT_F32 && kernel_panel_supported() && !(L == &m->lm_head && m->wte.data == L->w);
+}
+
+/* Arena bytes of matrix L in its new layout, rounded up to ARENA_ALIGN. */
+static size_t arena_bytes(const Model *m, const LinearW *L) {
+    size_t bytes = packs_to_panels(m, L) ? panel_floats(L->in, L->out) * sizeof(float)
+                                         : (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype);
+    return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
+/* The kernel's matrices move from the file map into one owned arena in their stored dtype, 64-byte
+ * aligned, backed by transparent huge pages where the kernel allows: f32 matrices packed into panels
+ * for the broadcast kernel (kernels.h) where the CPU has AVX-512, every other one out-major (GPT-2's
+ * Conv1D [in, out] is transposed) for the few-row kernel. Both kernels stream their layout
+ * sequentially, and 4 kB pages cost them ~20% of their bandwidth (TLB misses; hardware prefetchers
+ * stop at page boundaries). The stored pages are dropped as each matrix is copied, so peak RSS stays
+ * ~1x the weights. Matrices no kernel takes (f16/bf16 on a CPU without AVX2) stay mapped and are
+ * widened tile by tile. */
 static int relayout_weights(Model *m, SpErr *err) {
     int n = kernel_matrices(m, NULL);
     if (n == 0) return 0;
@@ -353,9 +369,7 @@ static int relayout_weights(Model *m, SpErr *err) {
     if (!mats) return sp_fail(err, "out of memory");
     kernel_matrices(m, mats);
     size_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += ((size_t)mats[i]->in * (size_t)mats[i]->out * dtype_bytes(mats[i]->dtype) + ARENA_ALIGN - 1) /
-                 ARENA_ALIGN * ARENA_ALIGN;
+    for (int i = 0; i < n; i++) total += arena_bytes(m, mats[i]);
     size_t align = total >= HUGE_PAGE ? HUGE_PAGE : ARENA_ALIGN;
     float *arena = aligned_alloc(align, (total + align - 1) / align * align); /* float* only for Model.owned */
     if (own(m, arena, err)) {
@@ -366,9 +380,12 @@ static int relayout_weights(Model *m, SpErr *err) {
     char *at = (char *)arena;
     for (int i = 0; i < n; i++) {
         LinearW *L = mats[i];
-        size_t bytes = (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype);
+        size_t bytes = (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype), step = arena_bytes(m, L);
         void *dst = at;
-        if (L->out_major)
+        int panels = packs_to_panels(m, L);
+        if (panels)
+            panel_pack(L->w, L->in, L->out, L->out_major, dst);
+        else if (L->out_major)
             memcpy(dst, L->w, bytes);
         else
             transpose_elems(L->w, L->in, L->out, dtype_bytes(L->dtype), dst); /* [in, out] -> [out, in] */
@@ -376,8 +393,9 @@ static int relayout_weights(Model *m, SpErr *err) {
         if (L == &m->lm_head && m->wte.data == L->w) m->wte.data = dst; /* tied: same [V, d] bytes */
         L->w = dst;
         L->out_major = 1;
-        L->few_rows = 1;
-        at += (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+        L->panels = panels;
+        L->few_rows = !panels;
+        at += step;
     }
     free(mats);
     return 0;

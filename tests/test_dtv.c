@@ -179,7 +179,14 @@ static int choose_tau(Fix *f, Session *sd, Session *st, SpErr *err) {
         f->tau = x.score[best];
         x.score[best] = -2; /* taken */
     }
-    printf("tau = %.6f (q-weighted median verifier score at prompt 20)\n", f->tau);
+    /* halfway to the next lower score, so no score of this prefix sits within rounding of tau: the
+     * incremental and the full forward sum in different orders (last-bit differences), and a score
+     * equal to tau would decide by that bit rather than by the verifier */
+    float next = -1;
+    for (int v = 0; v < V; v++)
+        if (x.score[v] >= -1 && x.score[v] < f->tau && x.score[v] > next) next = x.score[v];
+    if (next >= 0) f->tau = 0.5 * (f->tau + next);
+    printf("tau = %.6f (q-weighted median verifier score at prompt 20, moved halfway to the next score)\n", f->tau);
     return 0;
 }
 
