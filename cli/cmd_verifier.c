@@ -77,7 +77,9 @@ static const char kTrainHelp[] =
     "  --l2 X            penalty on |w|^2 over standardised features (default 1e-3)\n"
     "  --val-fraction F  share of prompts held out (default 0.2)\n"
     "  --tau T           threshold for the reported operating point (default " SP_STR(SP_DEFAULT_TAU) ")\n"
-    "  --seed S          split seed (default 0)\n";
+    "  --seed S          split seed (default 0)\n"
+    "  --feature F       token (default: the draft's state at the drafted token, /hidden) or prefix\n"
+    "                    (the state before it, whose logits gave q: /hidden_prefix, as SPRINTER's code)\n";
 
 int cmd_train_verifier(int argc, char **argv) {
     const char *cmd = "train-verifier", *data = NULL, *out = NULL;
@@ -86,10 +88,17 @@ int cmd_train_verifier(int argc, char **argv) {
     static const struct option opts[] = {
         {"data", required_argument, 0, 'D'}, {"out", required_argument, 0, 'o'}, {"l2", required_argument, 0, 'l'},
         {"val-fraction", required_argument, 0, 'v'}, {"tau", required_argument, 0, 't'},
-        {"seed", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"seed", required_argument, 0, 's'}, {"feature", required_argument, 0, 'f'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
+        case 'f':
+            if (verifier_feature_parse(optarg, &t.feature)) {
+                fprintf(stderr, "sprinter train-verifier: --feature: \"%s\" is not token or prefix\n", optarg);
+                return 2;
+            }
+            break;
         case 'D': data = optarg; break;
         case 'o': out = optarg; break;
         case 'l': if (arg_float(cmd, "l2", optarg, 0, 1e6, &t.l2)) return 2; break;
@@ -114,6 +123,7 @@ int cmd_train_verifier(int argc, char **argv) {
            100 * m.pos_rate_train, (long long)m.n_val, 100 * m.pos_rate_val);
     printf("log loss train %.4f val %.4f; val accuracy %.4f, AUC %.4f\n", m.train_loss, m.val_loss, m.val_acc, m.val_auc);
     printf("at tau = %.2f: eta_TP = %.4f, eta_FP = %.4f\n", m.tau, m.eta_tp, m.eta_fp);
-    printf("verifier parameters: d + 1 = %lld -> %s\n", (long long)m.d + 1, out);
+    printf("verifier parameters: d + 1 = %lld, feature %s -> %s\n", (long long)m.d + 1, verifier_feature_name(t.feature),
+           out);
     return 0;
 }

@@ -33,6 +33,7 @@ struct Decoder {
     float *residual;                /* [V] max(p - q, 0), the residual before normalising */
     int32_t *sampler_work;          /* [V] sampler scratch */
     float *draft_hidden;            /* [d_draft] copy of a draft hidden state */
+    float *prefix_hidden;           /* [d_draft] the draft's state at the position before the drafted token */
 };
 
 void decode_config_default(DecodeConfig *c) {
@@ -116,9 +117,10 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
     decoder->residual = malloc(V * sizeof *decoder->residual);
     decoder->sampler_work = malloc(V * sizeof *decoder->sampler_work);
     decoder->draft_hidden = malloc((size_t)(draft_config ? draft_config->d_model : 1) * sizeof *decoder->draft_hidden);
+    decoder->prefix_hidden = malloc((size_t)(draft_config ? draft_config->d_model : 1) * sizeof *decoder->prefix_hidden);
     if (!decoder->seq || !decoder->draft_probs || !decoder->target_probs || !decoder->sprinter_draft_probs[0] ||
         !decoder->sprinter_draft_probs[1] || !decoder->audit_probs || !decoder->residual || !decoder->sampler_work ||
-        !decoder->draft_hidden) {
+        !decoder->draft_hidden || !decoder->prefix_hidden) {
         sp_fail(err, "out of memory");
         goto fail;
     }
@@ -142,6 +144,7 @@ void decoder_free(Decoder *decoder) {
     free(decoder->residual);
     free(decoder->sampler_work);
     free(decoder->draft_hidden);
+    free(decoder->prefix_hidden);
     free(decoder);
 }
 
@@ -149,6 +152,7 @@ void decode_output_free(DecodeOutput *o) {
     free(o->tokens);
     free(o->events);
     free(o->hidden);
+    free(o->hidden_prefix);
     memset(o, 0, sizeof *o);
 }
 
@@ -164,6 +168,7 @@ typedef struct RunState {
     int done;        /* max_new reached or eos emitted */
     int nonfinite;   /* the error in err is non-finite logits (decoder_run returns DECODE_ERR_NONFINITE) */
     int forwards;    /* forward passes so far (fault_nan_logits poisons the first) */
+    const float *prefix_hidden; /* the drafted token's prefix state (sprinter-type methods), else NULL */
     SpErr *err;
 } RunState;
 
@@ -275,9 +280,12 @@ static void emit(RunState *state, int32_t token, TokenEvent event, const float *
     state->n_committed++;
     out->tokens[out->n_tokens++] = token;
     if (out->hidden) {
-        float *row = out->hidden + (size_t)out->n_events * out->d_hidden;
-        if (hidden) memcpy(row, hidden, (size_t)out->d_hidden * sizeof *row);
-        else memset(row, 0, (size_t)out->d_hidden * sizeof *row);
+        const float *from[2] = {hidden, state->prefix_hidden};
+        float *rows[2] = {out->hidden + (size_t)out->n_events * out->d_hidden,
+                          out->hidden_prefix + (size_t)out->n_events * out->d_hidden};
+        for (int k = 0; k < 2; k++)
+            if (from[k]) memcpy(rows[k], from[k], (size_t)out->d_hidden * sizeof *rows[k]);
+            else memset(rows[k], 0, (size_t)out->d_hidden * sizeof *rows[k]);
     }
     out->events[out->n_events++] = event;
     out->stats.tokens++;
@@ -453,19 +461,23 @@ static int run_sprinter(RunState *state) {
         int n = state->n_committed;
         float *draft_probs = decoder->sprinter_draft_probs[current];
         float *next_draft_probs = decoder->sprinter_draft_probs[1 - current];
+        size_t d_draft = (size_t)model_config(decoder->draft.model)->d_model;
         if (!have_draft_probs) {
-            if (draft_advance(state, n, 1, &logits, NULL) ||
+            if (draft_advance(state, n, 1, &logits, &hidden) ||
                 sampler_probs(&cfg->sampling, logits, V, draft_probs, decoder->sampler_work, state->err))
                 return -1;
+            memcpy(decoder->prefix_hidden, hidden, d_draft * sizeof *decoder->prefix_hidden);
+        } else { /* q came from the previous drafted token's state */
+            memcpy(decoder->prefix_hidden, decoder->draft_hidden, d_draft * sizeof *decoder->prefix_hidden);
         }
+        state->prefix_hidden = decoder->prefix_hidden;
         /* draft x ~ q, then run the draft on x: its hidden state is the verifier's input and its
          * logits are the next q if x survives */
         int32_t x = sampler_draw(draft_probs, V, state->rng);
         decoder->seq[n] = x;
         state->out->stats.drafted++;
         if (draft_advance(state, n + 1, 1, &logits, &hidden)) return -1;
-        memcpy(decoder->draft_hidden, hidden,
-               (size_t)model_config(decoder->draft.model)->d_model * sizeof *decoder->draft_hidden);
+        memcpy(decoder->draft_hidden, hidden, d_draft * sizeof *decoder->draft_hidden);
         if (sampler_probs(&cfg->sampling, logits, V, next_draft_probs, decoder->sampler_work, state->err)) return -1;
 
         TokenEvent event = blank_event();
@@ -480,7 +492,8 @@ static int run_sprinter(RunState *state) {
         }
         int capped = cfg->max_run > 0 && accept_streak >= cfg->max_run;
         if (cfg->method == DM_SPRINTER) {
-            event.score = verifier_eval(state, decoder->draft_hidden);
+            event.score = verifier_eval(state, decoder->verifier->feature == VF_PREFIX ? decoder->prefix_hidden
+                                                                                    : decoder->draft_hidden);
             event.decision = (int8_t)verifier_accepts(event.score, cfg->tau);
         } else if (is_oracle) {
             double rate = event.label == 1 ? cfg->eta_tp : cfg->eta_fp;
@@ -538,6 +551,8 @@ int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt
         return sp_fail(err, "method %s needs a target model", decode_method_name(method));
     if (method_is(method, MC_NEEDS_VERIFIER) && !decoder->verifier)
         return sp_fail(err, "method %s needs a verifier", decode_method_name(method));
+    if (method == DM_SPECDECPP && decoder->verifier->feature != VF_TOKEN)
+        return sp_fail(err, "method specdecpp needs a verifier of the token feature (this one scores the prefix)");
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
     if (n_prompt + cfg->max_new + cfg->gamma + 1 > decoder->max_ctx)
         return sp_fail(err, "prompt (%d tokens) + max_new %d + gamma %d exceeds the decoder's context of %d", n_prompt,
@@ -550,8 +565,10 @@ int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt
     if (cfg->capture_hidden && decoder->draft.session) {
         out->d_hidden = model_config(decoder->draft.model)->d_model;
         out->hidden = malloc((size_t)cfg->max_new * out->d_hidden * sizeof *out->hidden);
+        out->hidden_prefix = malloc((size_t)cfg->max_new * out->d_hidden * sizeof *out->hidden_prefix);
     }
-    if (!out->tokens || !out->events || (cfg->capture_hidden && decoder->draft.session && !out->hidden)) {
+    if (!out->tokens || !out->events ||
+        (cfg->capture_hidden && decoder->draft.session && (!out->hidden || !out->hidden_prefix))) {
         decode_output_free(out);
         return sp_fail(err, "out of memory");
     }

@@ -91,7 +91,10 @@ typedef struct DecodeOutput {
     int n_tokens;
     TokenEvent *events; /* [n_events]: one per emitted token */
     int n_events;
-    float *hidden;      /* [n_events, d_draft] when capture_hidden (rows of tokens with no draft: 0) */
+    float *hidden;      /* [n_events, d_draft] when capture_hidden (rows of tokens with no draft: 0): the
+                         * draft's state at the drafted token (the verifier's token feature) */
+    float *hidden_prefix; /* [n_events, d_draft] likewise: the draft's state at the position before it,
+                           * whose logits gave q (the prefix feature; sprinter-type methods only, else 0) */
     int d_hidden;
     DecodeStats stats;
 } DecodeOutput;

@@ -22,17 +22,35 @@ static cJSON *header_of(const StArchive *a) {
     return cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen);
 }
 
-/* Reads the __metadata__ "lambda" of a verifier file (the archive API keeps no metadata). */
-static int read_lambda(const StArchive *a, double *lambda, SpErr *err) {
+static const char *const kFeatureNames[] = {"token", "prefix"};
+
+const char *verifier_feature_name(VerifierFeature f) { return f == VF_PREFIX ? kFeatureNames[1] : kFeatureNames[0]; }
+
+int verifier_feature_parse(const char *s, VerifierFeature *f) {
+    for (int i = 0; i < 2; i++)
+        if (!strcmp(s, kFeatureNames[i])) {
+            *f = (VerifierFeature)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Reads the __metadata__ "lambda" and "feature" of a verifier file (the archive API keeps no
+ * metadata). */
+static int read_meta(const StArchive *a, Verifier *v, SpErr *err) {
     cJSON *hdr = header_of(a);
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(hdr, "__metadata__");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(md, "format");
     const cJSON *lam = cJSON_GetObjectItemCaseSensitive(md, "lambda");
+    const cJSON *feat = cJSON_GetObjectItemCaseSensitive(md, "feature");
     int rc = 0;
+    v->feature = VF_TOKEN;
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "sprinter-verifier") != 0)
         rc = sp_fail(err, "__metadata__.format is not \"sprinter-verifier\"");
-    else if (!cJSON_IsString(lam) || sscanf(lam->valuestring, "%lf", lambda) != 1 || !(*lambda > 0))
+    else if (!cJSON_IsString(lam) || sscanf(lam->valuestring, "%lf", &v->lambda) != 1 || !(v->lambda > 0))
         rc = sp_fail(err, "__metadata__.lambda is missing or not a positive number");
+    else if (feat && (!cJSON_IsString(feat) || verifier_feature_parse(feat->valuestring, &v->feature)))
+        rc = sp_fail(err, "__metadata__.feature is not \"token\" or \"prefix\"");
     cJSON_Delete(hdr);
     return rc;
 }
@@ -46,7 +64,7 @@ int verifier_load(const char *path, Verifier *v, SpErr *err) {
     }
     int rc = -1;
     const StEntry *w = st_find(&a, "weight"), *b = st_find(&a, "bias");
-    if (read_lambda(&a, &v->lambda, err)) {
+    if (read_meta(&a, v, err)) {
         sp_err_prefix(err, "%s", path);
     } else if (!w || w->dtype != ST_F32 || w->ndim != 1 || w->shape[0] < 1 || w->shape[0] > 1 << 20) {
         sp_fail(err, "%s: tensor weight must be F32 [d]", path);
@@ -91,6 +109,7 @@ int verifier_save(const char *path, const Verifier *v, const char *const *meta, 
     all[k++] = "version", all[k++] = "1";
     all[k++] = "lambda", all[k++] = lam;
     all[k++] = "d", all[k++] = dd;
+    all[k++] = "feature", all[k++] = verifier_feature_name(v->feature);
     for (int i = 0; meta && meta[i] && meta[i + 1] && k < 60; i += 2) all[k++] = meta[i], all[k++] = meta[i + 1];
     all[k] = all[k + 1] = NULL;
     SaveCtx ctx = {v};

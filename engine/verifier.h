@@ -1,11 +1,15 @@
-/* verifier.h - SPRINTER's approximate verifier: one linear layer + sigmoid on the draft model's
- * last-layer hidden state of the drafted token (d + 1 parameters):
+/* verifier.h - SPRINTER's approximate verifier: one linear layer + sigmoid on a draft model's
+ * last-layer hidden state (d + 1 parameters):
  *     score(h) = sigmoid(w . h + b) ~ P(token acceptable | h),   acceptable := q(x) / p(x) <= lambda.
- * The decoder accepts the token without calling the target when score >= tau.
+ * The decoder accepts the token without calling the target when score >= tau. Which hidden state
+ * is its feature: VF_TOKEN, the draft's state at the drafted token (after it: it has seen x; this
+ * harness's default), or VF_PREFIX, the state at the last prefix position (before x: the state whose
+ * logits gave q, so the decision is the same for every candidate x; the SPRINTER authors' code).
  *
  * On disk: a safetensors file with tensors "weight" F32 [d] and "bias" F32 [1], and __metadata__
- * {"format": "sprinter-verifier", "version": "1", "lambda": "...", plus free-form keys such as
- * metrics and the training data hash}. A Verifier owns its arrays. */
+ * {"format": "sprinter-verifier", "version": "1", "lambda": "...", "feature": "token" | "prefix"
+ * (absent: token), plus free-form keys such as metrics and the training data hash}. A Verifier owns
+ * its arrays. */
 #ifndef SP_VERIFIER_H
 #define SP_VERIFIER_H
 
@@ -13,11 +17,18 @@
 
 #include "error.h"
 
+typedef enum { VF_TOKEN = 0, VF_PREFIX = 1 } VerifierFeature;
+
+/* "token" / "prefix"; and back (0, or -1 for another name). */
+const char *verifier_feature_name(VerifierFeature f);
+int verifier_feature_parse(const char *s, VerifierFeature *f);
+
 typedef struct Verifier {
     int d;
     float *w;   /* [d] */
     float b;
-    double lambda; /* the acceptance threshold its labels were made with */
+    double lambda;           /* the acceptance threshold its labels were made with */
+    VerifierFeature feature; /* which hidden state it scores */
 } Verifier;
 
 /* score = sigmoid(w . h + b) for h[d]. */

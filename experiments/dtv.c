@@ -172,6 +172,9 @@ static int load_models(Ctx *c, SpErr *err) {
         return sp_fail(err, "%s/config.json: vocab_size %d differs from the target's %d (%s)", s->draft_dir,
                        cd->vocab_size, ct->vocab_size, s->target_dir);
     if (verifier_load(s->verifier_path, &c->ver, err)) return -1;
+    if (c->ver.feature != VF_TOKEN) /* the exact law needs a(v) for every candidate v: the token feature */
+        return sp_fail(err, "%s: the verifier scores the prefix feature; sprinter dtv needs a token-feature verifier",
+                       s->verifier_path);
     c->have_ver = 1;
     if (c->ver.d != cd->d_model)
         return sp_fail(err, "%s: weight has d = %d, the draft %s has hidden size %d", s->verifier_path, c->ver.d,

@@ -255,6 +255,7 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
         ts.l2 = s->ver_l2;
         ts.val_fraction = s->ver_val_fraction;
         ts.tau = s->ver_tau;
+        ts.feature = s->ver_feature;
         ts.seed = s->ver_seed;
         VerifierMetrics m;
         if (c->o->progress) fprintf(stderr, "sweep: verifier for lambda = %g (cache %s)\n", r->dc.lambda, c->o->verifier_cache);

@@ -1,6 +1,8 @@
 /* spec.c - parse, check, resolve and expand sweep specifications (see spec.h). */
 #include "spec.h"
 
+#include "verifier_train.h"
+
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -243,6 +245,8 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     } else if (IS("verifier", "tau")) {
         if (parse_double(v, &d) || d < 0 || d > 1) return fail(P, sec, key, "%s is out of range [0, 1]", v);
         s->ver_tau = d;
+    } else if (IS("verifier", "feature")) {
+        if (verifier_feature_parse(v, &s->ver_feature)) return fail(P, sec, key, "\"%s\" is not token or prefix", v);
     } else {
         return -1; /* not a scalar key */
     }
@@ -293,9 +297,12 @@ static void spec_default(SweepSpec *s) {
     s->audit = 1;
     s->ver_n_prompts = 100;
     s->ver_max_new = 20;
-    s->ver_l2 = 1e-3; /* as train_spec_default() */
-    s->ver_val_fraction = 0.2;
-    s->ver_tau = SP_DEFAULT_TAU;
+    TrainSpec t; /* the verifier's training defaults, defined once there */
+    train_spec_default(&t);
+    s->ver_l2 = t.l2;
+    s->ver_val_fraction = t.val_fraction;
+    s->ver_tau = t.tau;
+    s->ver_feature = t.feature;
 }
 
 static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
@@ -313,6 +320,10 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     if (spec_needs_verifier(s) && !s->has_verifier)
         return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier", f);
     if (s->has_verifier && !s->ver_data[0]) return sp_fail(err, "%s: [verifier] data: missing", f);
+    for (int i = 0; i < s->n_methods && s->ver_feature != VF_TOKEN; i++)
+        if (s->methods[i] == DM_SPECDECPP)
+            return sp_fail(err, "%s: [verifier] feature: prefix does not apply to specdecpp (its stopping head scores "
+                                "the drafted token)", f);
     return 0;
 }
 
@@ -434,6 +445,8 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
         canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
                   s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
                   (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
+    if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_feature != VF_TOKEN) /* absent for the token default */
+        canon_add(b, cap, &k, "verifier_feature %s\n", verifier_feature_name(s->ver_feature));
     if (k >= cap) return sp_fail(err, "%s: run configuration text too long", s->path);
     sha256_str(b, k, r->hash);
     return 0;

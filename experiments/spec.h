@@ -14,7 +14,8 @@
  *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp,
  *              oracle_stay (oracle-markov: lambda, max_run, eta_fp, eta_tp, oracle_stay in [0, 1))
  *   [verifier] needed by sprinter and specdecpp: data, format, n_prompts, max_new, seed, l2,
- *              val_fraction, tau (only for the reported training metrics), cache_dir
+ *              val_fraction, tau (only for the reported training metrics), cache_dir, feature
+ *              (token: the draft's state at the drafted token, default; prefix: the state before it)
  *
  * Lists are comma- or space-separated. A grid parameter multiplies only the runs of methods it
  * applies to (tau does not multiply sd; gamma does not multiply sprinter); the others get the
@@ -33,6 +34,7 @@
 #include "error.h"
 #include "hashutil.h"
 #include "params.h"
+#include "verifier.h"
 
 #define SPEC_MAX_LIST 64
 #define SPEC_MAX_DATASETS 8
@@ -69,6 +71,7 @@ typedef struct SweepSpec {
     int ver_n_prompts, ver_max_new;
     uint64_t ver_seed;
     double ver_l2, ver_val_fraction, ver_tau;
+    VerifierFeature ver_feature; /* token (default) or prefix: the hidden state the verifier scores */
     /* filled by spec_resolve() */
     char draft_sha256[SP_SHA256_HEX], target_sha256[SP_SHA256_HEX];
     char data_sha256[SPEC_MAX_DATASETS][SP_SHA256_HEX], ver_data_sha256[SP_SHA256_HEX];

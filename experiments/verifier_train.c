@@ -26,7 +26,7 @@
 /* ------------------------------------------------------------------ collect */
 
 typedef struct Cols {
-    float *hidden, *q, *p;
+    float *hidden, *hidden_prefix, *q, *p; /* hidden, hidden_prefix: [n, d] */
     int8_t *label;
     int32_t *token, *pos, *prompt;
     int64_t n, cap;
@@ -39,6 +39,8 @@ static int cols_reserve(Cols *c, int64_t more) {
     while (nc < c->n + more) nc *= 2;
     float *h = realloc(c->hidden, (size_t)nc * c->d * sizeof *h);
     if (h) c->hidden = h;
+    float *hp = realloc(c->hidden_prefix, (size_t)nc * c->d * sizeof *hp);
+    if (hp) c->hidden_prefix = hp;
     float *q = realloc(c->q, (size_t)nc * sizeof *q);
     if (q) c->q = q;
     float *p = realloc(c->p, (size_t)nc * sizeof *p);
@@ -51,19 +53,21 @@ static int cols_reserve(Cols *c, int64_t more) {
     if (po) c->pos = po;
     int32_t *pr = realloc(c->prompt, (size_t)nc * sizeof *pr);
     if (pr) c->prompt = pr;
-    if (!h || !q || !p || !l || !t || !po || !pr) return -1;
+    if (!h || !hp || !q || !p || !l || !t || !po || !pr) return -1;
     c->cap = nc;
     return 0;
 }
 
 static void cols_free(Cols *c) {
-    free(c->hidden), free(c->q), free(c->p), free(c->label), free(c->token), free(c->pos), free(c->prompt);
+    free(c->hidden), free(c->hidden_prefix), free(c->q), free(c->p), free(c->label), free(c->token), free(c->pos), free(c->prompt);
 }
 
 static int write_collect(const char *out, const CollectSpec *s, const Cols *c, const char *dsha, const char *tsha,
                          const char *datasha, int n_prompts, SpErr *err) {
     const H5ColSpec cols[] = {
         {"hidden", H5C_F32, c->d, NULL, "draft last-layer hidden state (after the final norm) of the drafted token"},
+        {"hidden_prefix", H5C_F32, c->d, NULL,
+         "version 2: the same at the position before the drafted token (the state whose logits gave q)"},
         {"q", H5C_F32, 1, "probability", "draft probability of the drafted token"},
         {"p", H5C_F32, 1, "probability", "target probability of the drafted token"},
         {"label", H5C_I8, 1, NULL, "1 if q/p <= lambda (acceptable), else 0"},
@@ -72,10 +76,10 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
         {"prompt_index", H5C_I32, 1, NULL, "index of the prompt in the dataset"},
     };
     H5Table t;
-    if (h5t_create(&t, out, cols, 7, 1024, err)) return -1;
-    const void *data[] = {c->hidden, c->q, c->p, c->label, c->token, c->pos, c->prompt};
+    if (h5t_create(&t, out, cols, (int)(sizeof cols / sizeof *cols), 1024, err)) return -1;
+    const void *data[] = {c->hidden, c->hidden_prefix, c->q, c->p, c->label, c->token, c->pos, c->prompt};
     int rc = h5t_append(&t, c->n, data, err) || h5t_attr_str(&t, "format", "sprinter-collect", err) ||
-             h5t_attr_i64(&t, "version", 1, err) || h5t_attr_f64(&t, "lambda", s->lambda, err) ||
+             h5t_attr_i64(&t, "version", 2, err) || h5t_attr_f64(&t, "lambda", s->lambda, err) ||
              h5t_attr_str(&t, "draft", s->draft_dir, err) || h5t_attr_str(&t, "target", s->target_dir, err) ||
              h5t_attr_str(&t, "draft_sha256", dsha, err) || h5t_attr_str(&t, "target_sha256", tsha, err) ||
              h5t_attr_str(&t, "data", s->data_path, err) || h5t_attr_str(&t, "data_sha256", datasha, err) ||
@@ -155,6 +159,8 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
             if (e->draft_token < 0) continue;
             int64_t r = c.n++;
             memcpy(c.hidden + (size_t)r * c.d, o.hidden + (size_t)k * c.d, (size_t)c.d * sizeof *c.hidden);
+            memcpy(c.hidden_prefix + (size_t)r * c.d, o.hidden_prefix + (size_t)k * c.d,
+                   (size_t)c.d * sizeof *c.hidden_prefix);
             c.q[r] = e->q, c.p[r] = e->p, c.label[r] = e->label;
             c.token[r] = e->draft_token, c.pos[r] = e->pos, c.prompt[r] = i;
             sum->n_acceptable += e->label == 1;
@@ -185,6 +191,7 @@ void train_spec_default(TrainSpec *t) {
     t->val_fraction = 0.2;
     t->tau = SP_DEFAULT_TAU;
     t->seed = 0;
+    t->feature = VF_TOKEN;
 }
 
 /* Logistic regression on standardised features x[i] = (h[i] - mu) / sd over rows idx[0..n).
@@ -398,7 +405,8 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     }
     if (h5_read_attr_f64(f, path, "lambda", &lambda, err) ||
         h5_read_attr_str(f, path, "draft_sha256", draft_sha, sizeof draft_sha, err) ||
-        h5_read_column(f, path, "hidden", H5C_F32, (void **)&h, &n, &d, err) ||
+        h5_read_column(f, path, t->feature == VF_PREFIX ? "hidden_prefix" : "hidden", H5C_F32, (void **)&h, &n, &d,
+                       err) ||
         h5_read_column(f, path, "label", H5C_I8, (void **)&y, &ny, &w1, err) ||
         h5_read_column(f, path, "prompt_index", H5C_I32, (void **)&prompt, &np, &w2, err))
         goto done;
@@ -451,6 +459,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     }
     v.b = (float)b;
     v.lambda = lambda;
+    v.feature = t->feature;
     m->d = d;
     m->n_train = ntr;
     m->n_val = nva;
@@ -496,13 +505,13 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
         sha256_file(c->data_path, datasha, err))
         return -1;
     char desc[1024];
-    int k = snprintf(desc, sizeof desc, "collect-v1 %s %s %s %s %d %d %.17g %.9g %d %.9g %llu", dsha, tsha, datasha,
+    int k = snprintf(desc, sizeof desc, "collect-v2 %s %s %s %s %d %d %.17g %.9g %d %.9g %llu", dsha, tsha, datasha,
                      c->data_format ? c->data_format : "auto", c->n_prompts, c->max_new, c->lambda,
                      (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
                      (unsigned long long)c->seed);
     sha256_str(desc, (size_t)k, ckey);
-    k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu", t->l2, t->val_fraction, t->tau,
-                  (unsigned long long)t->seed);
+    k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s", t->l2, t->val_fraction, t->tau,
+                  (unsigned long long)t->seed, t->feature == VF_PREFIX ? " feature=prefix" : "");
     sha256_str(desc, strlen(desc), vkey);
     if (sp_mkdir_p(cache_dir, err)) return -1;
     char collect_path[4096];

@@ -4,8 +4,9 @@
  * of that token, q(x), p(x) and the label q(x)/p(x) <= lambda. As in the paper, the context then
  * continues with the draft token if the SD rule accepts it, else with the target's replacement
  * (this is the `collect` decoding method: SD with gamma 1, the draft run on every proposal).
- * HDF5 layout (collect file, format "sprinter-collect" version 1):
- *   /hidden [N, d] f32, /q [N] f32, /p [N] f32, /label [N] i8, /token [N] i32, /pos [N] i32,
+ * HDF5 layout (collect file, format "sprinter-collect" version 2):
+ *   /hidden [N, d] f32 (the draft's state at the drafted token), /hidden_prefix [N, d] f32 (version 2:
+ *   at the position before it, whose logits gave q), /q [N] f32, /p [N] f32, /label [N] i8, /token [N] i32, /pos [N] i32,
  *   /prompt_index [N] i32; root attributes: format, version, lambda, draft, target, draft_sha256,
  *   target_sha256, data, data_sha256, n_prompts, max_new, temperature, top_k, top_p, seed.
  *
@@ -21,6 +22,7 @@
 
 #include "error.h"
 #include "sampling.h"
+#include "verifier.h"
 
 typedef struct CollectSpec {
     const char *draft_dir, *target_dir;
@@ -45,6 +47,7 @@ typedef struct TrainSpec {
     double val_fraction; /* share of prompts held out, default 0.2 */
     double tau;          /* threshold for the reported eta_FP / eta_TP, default 0.5 */
     uint64_t seed;
+    VerifierFeature feature; /* which hidden state: token (default, /hidden) or prefix (/hidden_prefix) */
 } TrainSpec;
 
 typedef struct VerifierMetrics {

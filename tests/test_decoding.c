@@ -309,6 +309,49 @@ static void test_bookkeeping(Fixture *f) {
     gsl_rng_free(rng);
 }
 
+/* The verifier's two features as the decoder captures them (collect, SD with gamma 1): for every drafted
+ * token k, hidden[k] is the draft's last-layer state at the drafted token and hidden_prefix[k] the state
+ * at the position before it, recomputed here by a fresh forward of the committed sequence (+ the draft
+ * token); both within 1e-5 of the decoder's (batched vs incremental sums differ in the last bits). */
+static void test_features(Fixture *f) {
+    SpErr err = {{0}};
+    gsl_rng *rng = sampler_rng_new(11);
+    DecodeConfig cfg;
+    decode_config_default(&cfg);
+    cfg.method = DM_COLLECT;
+    cfg.max_new = 24;
+    cfg.capture_hidden = 1;
+    DecodeOutput o;
+    int rc = decoder_run(f->dec, &cfg, f->prefix, f->n_prefix, rng, &o, &err);
+    gsl_rng_free(rng);
+    if (!check(rc == 0 && o.hidden && o.hidden_prefix, "collect run with captured features: %s", err.msg)) return;
+    const int d = o.d_hidden;
+    Session *s = session_new(f->draft, 64, 64, &err);
+    int32_t seq[64];
+    memcpy(seq, f->prefix, (size_t)f->n_prefix * sizeof *seq);
+    double err_token = 0, err_prefix = 0;
+    int rows = 0, resampled = 0;
+    for (int k = 0; k < o.n_events && s; k++) {
+        int n = f->n_prefix + k; /* committed length before event k */
+        const float *H;
+        session_truncate(s, 0, &err);
+        seq[n] = o.events[k].draft_token;
+        session_forward(s, seq, n + 1, NULL, &H, &err); /* rows n - 1 (prefix state) and n (token state) */
+        for (int j = 0; j < d; j++) {
+            err_prefix = fmax(err_prefix, fabs(H[(size_t)(n - 1) * d + j] - o.hidden_prefix[(size_t)k * d + j]));
+            err_token = fmax(err_token, fabs(H[(size_t)n * d + j] - o.hidden[(size_t)k * d + j]));
+        }
+        resampled += o.events[k].kind == EV_SD_RESAMPLE;
+        seq[n] = o.tokens[k];
+        rows++;
+    }
+    check(rows == o.n_events && resampled > 0 && err_prefix < 1e-5 && err_token < 1e-5,
+          "captured features == recomputed states at %d drafted tokens (%d after a resample): max |diff| prefix %.2g, "
+          "token %.2g", rows, resampled, err_prefix, err_token);
+    session_free(s);
+    decode_output_free(&o);
+}
+
 /* decoder_run's return values: DECODE_ERR_NONFINITE for non-finite logits (fault_nan_logits stands in
  * for a NaN weight; it reads the first forward's logit 0 as NaN), -1 for any other error; after either,
  * the same decoder decodes normally again. */
@@ -446,7 +489,7 @@ int main(int argc, char **argv) {
     f.draft = model_load(dd, &err);
     f.target = model_load(td, &err);
     /* the decoder reads the verifier through this pointer: learned below, before any sprinter run */
-    Verifier ver = {32, NULL, 0.0f, 1.0};
+    Verifier ver = {.d = 32, .w = NULL, .b = 0.0f, .lambda = 1.0, .feature = VF_TOKEN};
     f.dec = f.draft && f.target ? decoder_new(f.draft, f.target, &ver, 64, &err) : NULL;
     if (!f.dec) {
         fprintf(stderr, "setup: %s\n", err.msg);
@@ -464,6 +507,7 @@ int main(int argc, char **argv) {
     test_laws(&f, &ver, 0);
     test_greedy(&f);
     test_bookkeeping(&f);
+    test_features(&f);
     test_nonfinite(&f);
     test_markov(&f);
     decoder_free(f.dec);

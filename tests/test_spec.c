@@ -112,6 +112,16 @@ static void test_expand(T *t) {
     check(a && b && !strcmp(a->hash, b->hash), "gamma does not change sprinter's run hash");
     free(r2);
 
+    /* [verifier] feature = prefix changes sprinter's hashes only; the token default leaves them as before */
+    variant(txt, sizeof txt, "n_prompts = 10\n", "n_prompts = 10\nfeature = prefix\n");
+    check(load(t, "feature", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "feature variant");
+    a = find(r, n, DM_SPRINTER, 2, 1.2, 0.5, 0), b = find(r2, n2, DM_SPRINTER, 2, 1.2, 0.5, 0);
+    const RunConfig *sd_a = find(r, n, DM_SD, 1, NAN, NAN, 3), *sd_b = find(r2, n2, DM_SD, 1, NAN, NAN, 3);
+    check(a && b && strcmp(a->hash, b->hash) && strstr(b->canon, "verifier_feature prefix") &&
+              !strstr(a->canon, "verifier_feature") && sd_a && sd_b && !strcmp(sd_a->hash, sd_b->hash),
+          "the prefix feature changes sprinter's run hash (and canonical text), not sd's");
+    free(r2);
+
     /* duplicates in lists do not duplicate runs */
     variant(txt, sizeof txt, "tau = 0.3 0.5", "tau = 0.5, 0.5, 0.3");
     check(load(t, "dup", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == 14,
@@ -170,6 +180,9 @@ static void test_bad(T *t) {
         {"[decode]\n", "[decode]\naudit = maybe\n", "[decode] audit: \"maybe\" is not a boolean"},
         {"[decode]\n", "[decode]\nthis line has no equals sign\n", "syntax error"},
         {"[data]\n", "[data]\nformat = xml\n", "[data] format: \"xml\" is not one of"},
+        {"n_prompts = 10\n", "n_prompts = 10\nfeature = middle\n", "[verifier] feature: \"middle\" is not token or prefix"},
+        {"methods = ar, sd, sprinter", "methods = ar, specdecpp\n[verifier]\nfeature = prefix",
+         "[verifier] feature: prefix does not apply to specdecpp"},
     };
     SweepSpec *s = calloc(1, sizeof *s);
     SpErr err;

@@ -65,7 +65,7 @@ expect "unwritable --out: non-zero exit, one line naming --out (got: $err)" \
 # A good sweep: table at the end, summary from the database, dry run, resume skips everything.
 out=$("$S" sweep "$GOOD" --out "$W/res" --verifier-cache "$W/vcache" 2>"$W/sweep.err"); rc=$?
 expect "good sweep exits 0 ($(tail -1 "$W/sweep.err"))" '[[ $rc -eq 0 ]]'
-expect "sweep prints the summary table" '[[ $out == *tok/s* && $out == *calls/tok* && $out == *eta_FP* && $out == *sprinter* ]]'
+expect "sweep prints the summary table" '[[ $out == *tok/s* && $out == *tok/call* && $out == *accept* && $out == *eta_FP* && $out == *sprinter* ]]'
 expect "progress lines go to stderr" 'grep -q "sweep: 12/12 runs" "$W/sweep.err"'
 s=$("$S" summary "$W/res"); rc=$?
 expect "summary prints the same table" '[[ $rc -eq 0 && $s == "$out" ]]'
