@@ -105,7 +105,7 @@ def ensure_model(a, name, arch, preset, dtype, log):
 def settings_for(a, model_dir, large):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     max_pos = cfg.get("n_positions") or cfg.get("max_position_embeddings") or 2048
-    s = {"prompt": a.prompt, "warmup": 8, "steps": a.steps, "reps": a.reps, "max_gamma": 8,
+    s = {"prompt": a.prompt, "warmup": 8, "steps": a.steps, "reps": a.reps, "max_gamma": 9,
          "verify_reps": a.verify_reps, "prefill": a.prefill, "prefill_reps": 2}
     if large:
         s.update(warmup=4, steps=max(4, a.steps // 2), reps=min(a.reps, 2), verify_reps=min(a.verify_reps, 3),
@@ -207,9 +207,9 @@ def write_md(path, doc):
          "fit in cache can beat it). verify gK = time of one pass over K tokens / one token. "
          "Peak RSS = ru_maxrss of the C process (mmap'd weight pages that were touched count).", "",
          "| model | dtype | params | weights MB | decode tok/s | roofline tok/s | of roofline | PyTorch tok/s "
-         "(compute dtype, mode) | speedup | verify g2 | g4 | g5 | g8 | prefill tok/s C / PyTorch | peak RSS MB "
-         "C / PyTorch | bandwidth GB/s |",
-         "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|"]
+         "(compute dtype, mode) | speedup | verify g2 | g3 | g4 | g5 | g6 | g7 | g8 | g9 | prefill tok/s C / PyTorch "
+         "| peak RSS MB C / PyTorch | bandwidth GB/s |",
+         "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for r in doc["models"]:
         pt = "–"
         if r.get("pytorch_tokens_per_s") is not None:
@@ -218,8 +218,7 @@ def write_md(path, doc):
             f"| {r['model']} | {r['dtype']} | {r['params'] / 1e6:.1f}M | {r['weight_bytes'] / 2**20:.0f} | "
             f"{fmt(r['tokens_per_s'])} | {fmt(r['roofline_tokens_per_s'])} | {fmt(r['roofline_fraction'], '{:.2f}')} "
             f"| {pt} | {fmt(r.get('speedup_vs_pytorch'), '{:.2f}x')} | "
-            f"{fmt(r['verify_cost_ratio_g2'], '{:.2f}')} | {fmt(r['verify_cost_ratio_g4'], '{:.2f}')} | "
-            f"{fmt(r['verify_cost_ratio_g5'], '{:.2f}')} | {fmt(r['verify_cost_ratio_g8'], '{:.2f}')} | "
+            + "".join(f"{fmt(r.get(f'verify_cost_ratio_g{g}'), '{:.2f}')} | " for g in range(2, 10)) +
             f"{fmt(r['prefill_tokens_per_s'], '{:.0f}')} / {fmt(r.get('pytorch_prefill_tokens_per_s'), '{:.0f}')} | "
             f"{fmt(r['peak_rss_mb'], '{:.0f}')} / {fmt(r.get('pytorch_peak_rss_mb'), '{:.0f}')} | "
             f"{fmt(r['bandwidth_gbs'])} |")
@@ -257,7 +256,9 @@ def main():
             continue
         todo.append((name, lambda n=name, ar=arch, p=preset, d=dtype: ensure_model(a, n, ar, p, d, log), tdt, large,
                      f"init-random --arch {arch} --preset {preset} --dtype {dtype} --seed {SEED}"))
-    for name, d in (("pair-draft", a.draft), ("pair-target", a.target)):
+    regime = os.path.join(ROOT, "data", "models", "regime")
+    for name, d in (("pair-draft", a.draft), ("pair-target", a.target), ("regime-draft", os.path.join(regime, "draft")),
+                    ("regime-target", os.path.join(regime, "target"))):
         if only and name not in only:
             continue
         if not all(os.path.exists(os.path.join(d, f)) for f in ("config.json", "model.safetensors")):
