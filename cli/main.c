@@ -1,4 +1,5 @@
 /* sprinter - a harness for checking speculative-decoding claims. git-style subcommands. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,17 +35,30 @@ static void usage(FILE *f) {
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-12s %s\n", kCommands[i].name, kCommands[i].summary);
 }
 
+/* Everything a command printed must have reached its destination: a full disk or a closed pipe on
+ * standard output is an error (exit 1, one line), never a silent exit 0 with the output lost. */
+static int finish_stdout(const char *name, int rc) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    fprintf(stderr, "sprinter%s%s: standard output: write failed: %s\n", name ? " " : "", name ? name : "",
+            strerror(errno ? errno : EIO));
+    return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return 0;
+        if (argc > 2 && !strcmp(argv[2], "--commands")) /* one name per line, for scripts and tests */
+            for (int i = 0; i < N_COMMANDS; i++) printf("%s\n", kCommands[i].name);
+        else
+            usage(stdout);
+        return finish_stdout(NULL, 0);
     }
     for (int i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(argv[1], kCommands[i].name)) return kCommands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], kCommands[i].name)) return finish_stdout(kCommands[i].name, kCommands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "sprinter: unknown command \"%s\" (try sprinter --help)\n", argv[1]);
     return 2;
 }

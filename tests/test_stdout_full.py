@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Every subcommand's standard output is checked (issue 18, "writes to stdout are not checked"): each
+subcommand the CLI lists (`sprinter help --commands`, so a new one is covered automatically and fails
+here until it has typical arguments below) is run twice with its typical arguments: normally (exit 0,
+and what it prints), then with standard output on /dev/full. A command that printed something must
+then exit non-zero with one line on stderr naming standard output; one that prints nothing on success
+has nothing to lose and must still exit 0. Deterministic; no false-failure rate.
+
+usage: test_stdout_full.py --sprinter BIN --work DIR
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_fixture as fx  # noqa: E402
+
+
+def typical(w):
+    """Typical arguments per subcommand; {n} is replaced by the pass number (fresh output paths)."""
+    d, t, data = os.path.join(w, "draft"), os.path.join(w, "target"), os.path.join(w, "data.jsonl")
+    return {
+        "generate": ["--model", t, "--prompt-ids", "1,2,3", "--max-new", "4"],
+        "decode": ["--draft", d, "--target", t, "--prompt-ids", "1,2,3", "--max-new", "4", "--method", "ar,sd"],
+        "collect": ["--lambda", "1", "--draft", d, "--target", t, "--data", data, "--n-prompts", "3", "--max-new", "4",
+                    "--out", os.path.join(w, "c{n}.h5")],
+        "train-verifier": ["--data", os.path.join(w, "c.h5"), "--out", os.path.join(w, "v{n}.safetensors")],
+        "tokenize": ["--model", t, "--text", "hello world"],
+        "logits": ["--model", t, "--ids", "1,2"],
+        "init-random": ["--arch", "gpt2", "--preset", "tiny", "--seed", "1", "--out", os.path.join(w, "ir{n}")],
+        "info": ["--model", t],
+        "sweep": [os.path.join(w, "s.ini"), "--out", os.path.join(w, "sw{n}")],
+        "merge": ["--out", os.path.join(w, "merged{n}"), os.path.join(w, "res")],
+        "summary": [os.path.join(w, "res")],
+        "score": [os.path.join(w, "res{n}")],
+        "dtv": ["--draft", d, "--target", t, "--verifier", os.path.join(w, "v.safetensors"), "--data", data,
+                "--n-prefixes", "2", "--out", os.path.join(w, "d{n}.h5")],
+        "analyze": [os.path.join(w, "res"), "--no-plots", "--bootstrap", "10"],
+        "perplexity": ["--model", t, "--data", os.path.join(w, "text.txt")],
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sprinter", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    S, w = a.sprinter, a.work
+    shutil.rmtree(w, ignore_errors=True)
+    fx.make_models(S, w)
+    t = fx.Checks("stdout_full")
+    spec = fx.write_spec(w, name="s", methods="ar, sd", n_prompts=2, max_new=4)
+    with open(os.path.join(w, "text.txt"), "w") as f:
+        f.write("hello world the test\nall well\n")
+    setup = [[S, "sweep", spec, "--out", os.path.join(w, "res"), "--quiet"],
+             [S, "collect", "--lambda", "1", "--draft", os.path.join(w, "draft"), "--target", os.path.join(w, "target"), "--data",
+              os.path.join(w, "data.jsonl"), "--n-prompts", "6", "--max-new", "6", "--out", os.path.join(w, "c.h5")],
+             [S, "train-verifier", "--data", os.path.join(w, "c.h5"), "--out", os.path.join(w, "v.safetensors")]]
+    for cmd in setup:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if not t.check(p.returncode == 0, "setup %s: %s" % (cmd[1], p.stderr.strip()[-300:])):
+            t.finish()
+    for n in (1, 2):  # score writes into its results directory: one copy per pass
+        shutil.copytree(os.path.join(w, "res"), os.path.join(w, "res%d" % n))
+    commands = subprocess.run([S, "help", "--commands"], capture_output=True, text=True).stdout.split()
+    t.check(len(commands) >= 15, "the CLI lists its subcommands (%d)" % len(commands))
+    args = typical(w)
+    for c in commands:
+        if not t.check(c in args, "%s: no typical arguments in tests/test_stdout_full.py (add them)" % c):
+            continue
+        normal = [x.replace("{n}", "1") for x in args[c]]
+        p = subprocess.run([S, c] + normal, capture_output=True, text=True)
+        if not t.check(p.returncode == 0, "%s with typical arguments exits 0: %s" % (c, p.stderr.strip()[-300:])):
+            continue
+        printed = len(p.stdout)
+        full = [x.replace("{n}", "2") for x in args[c]]
+        with open("/dev/full", "w") as devfull:
+            q = subprocess.run([S, c] + full, stdout=devfull, stderr=subprocess.PIPE, text=True)
+        lines = q.stderr.strip().splitlines()
+        if printed:
+            t.check(q.returncode != 0 and lines and "standard output" in lines[-1],
+                    "%s (prints %d bytes) with stdout on /dev/full exits non-zero naming standard output: exit %d, %r"
+                    % (c, printed, q.returncode, lines[-1:]))
+        else:
+            t.check(q.returncode == 0, "%s prints nothing, so stdout on /dev/full loses nothing: exit %d %r"
+                    % (c, q.returncode, lines[-1:]))
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()
