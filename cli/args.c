@@ -1,6 +1,8 @@
 #include "args.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <string.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,4 +89,13 @@ int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32
     *ids = v;
     *n = k;
     return 0;
+}
+
+int arg_bad_option(const char *cmd, char **argv) {
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    if (optopt != 0 && arg[0] == '-' && arg[1] == '-' && !strchr(arg, '=')) /* a known option without its value */
+        fprintf(stderr, "sprinter %s: %s: needs a value (see sprinter %s --help)\n", cmd, arg, cmd);
+    else
+        fprintf(stderr, "sprinter %s: %s: unknown option (see sprinter %s --help)\n", cmd, arg, cmd);
+    return 2;
 }

@@ -12,4 +12,9 @@ int arg_float(const char *cmd, const char *opt, const char *s, double lo, double
 /* "1,2,3" -> malloc'd int32 array (at most max_n ids, each >= 0). */
 int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32_t **ids, size_t *n);
 
+/* getopt_long returned '?' (opterr is 0: getopt prints nothing): prints one line naming the argument,
+ * "sprinter CMD: --foo: unknown option (see sprinter CMD --help)" or "... --max-new: needs a value",
+ * and returns 2 (usage error). */
+int arg_bad_option(const char *cmd, char **argv);
+
 #endif

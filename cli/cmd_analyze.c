@@ -112,7 +112,7 @@ static int parse(int argc, char **argv, ReportOpts *o, int *quiet) {
         case 'q': *quiet = 1; break;
         case 'X': if (arg_float(cmd, "test-shift", optarg, -1e6, 1e6, &o->shift)) return 2; break;
         case 'h': fputs(kHelp, stdout); return 1;
-        default: fprintf(stderr, "sprinter analyze: unknown or incomplete option (see sprinter analyze --help)\n"); return 2;
+        default: return arg_bad_option("analyze", argv);
         }
     }
     if (optind != argc - 1) {

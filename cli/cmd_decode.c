@@ -93,7 +93,7 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'x': o->print_text = 1; break;
         case 'J': o->json = 1; break;
         case 'h': fputs(kDecodeHelp, stdout); return 1;
-        default: fprintf(stderr, "sprinter decode: unknown or incomplete option (see sprinter decode --help)\n"); return 2;
+        default: return arg_bad_option("decode", argv);
         }
     }
     if ((!o->draft && !o->target) || (!o->prompt == !o->prompt_ids)) {

@@ -79,7 +79,7 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 'q': s->progress = 0; break;
         case 'o': *out = optarg; break;
         case 'h': fputs(kDtvHelp, stdout); return 1;
-        default: fprintf(stderr, "sprinter dtv: unknown or incomplete option (see sprinter dtv --help)\n"); return 2;
+        default: return arg_bad_option("dtv", argv);
         }
     }
     if (optind != argc) {

@@ -26,10 +26,6 @@ static int fail(const char *cmd, const SpErr *e) {
     return 1;
 }
 
-static int unknown_opt(const char *cmd) {
-    fprintf(stderr, "sprinter %s: unknown or incomplete option (see sprinter %s --help)\n", cmd, cmd);
-    return 2;
-}
 
 /* Writes n floats to path atomically (raw little-endian float32). */
 static int write_f32(const char *path, const float *v, size_t n, SpErr *err) {
@@ -92,7 +88,7 @@ int cmd_generate(int argc, char **argv) {
         case 'e': ignore_eos = 1; break;
         case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, &threads)) return 2; break;
         case 'h': fputs(kGenerateHelp, stdout); return 0;
-        default: return unknown_opt(cmd);
+        default: return arg_bad_option(cmd, argv);
         }
     }
     if (!model_dir || (!prompt == !prompt_ids)) {
@@ -216,7 +212,7 @@ int cmd_tokenize(int argc, char **argv) {
         case 'd': decode = optarg; break;
         case 'b': bos = 1; break;
         case 'h': fputs(kTokenizeHelp, stdout); return 0;
-        default: return unknown_opt(cmd);
+        default: return arg_bad_option(cmd, argv);
         }
     }
     if (!dir || (!text == !decode)) {
@@ -281,7 +277,7 @@ int cmd_logits(int argc, char **argv) {
         case 'o': out = optarg; break;
         case 'H': hout = optarg; break;
         case 'h': fputs(kLogitsHelp, stdout); return 0;
-        default: return unknown_opt(cmd);
+        default: return arg_bad_option(cmd, argv);
         }
     }
     if (!dir || !ids_s) {
@@ -378,7 +374,7 @@ int cmd_init_random(int argc, char **argv) {
         case 's': if (arg_u64(cmd, "seed", optarg, &seed)) return 2; break;
         case 'd': dt = optarg; break;
         case 'h': fputs(kInitHelp, stdout); return 0;
-        default: return unknown_opt(cmd);
+        default: return arg_bad_option(cmd, argv);
         }
     }
     if (!arch || !out || (!preset == !cfg_path)) {
@@ -423,7 +419,7 @@ int cmd_info(int argc, char **argv) {
         switch (c) {
         case 'm': dir = optarg; break;
         case 'h': printf("usage: sprinter info --model DIR\n"); return 0;
-        default: return unknown_opt("info");
+        default: return arg_bad_option("info", argv);
         }
     }
     if (!dir) {
@@ -528,7 +524,7 @@ int cmd_perplexity(int argc, char **argv) {
         case 'c': if (arg_long(cmd, "ctx", optarg, 2, 1 << 20, &ctx)) return 2; break;
         case 'n': if (arg_long(cmd, "max-tokens", optarg, 2, 1L << 40, &max_tokens)) return 2; break;
         case 'h': fputs(kPerplexityHelp, stdout); return 0;
-        default: return unknown_opt(cmd);
+        default: return arg_bad_option(cmd, argv);
         }
     }
     if (!dir || !data) {

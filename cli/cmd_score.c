@@ -38,7 +38,7 @@ int cmd_score(int argc, char **argv) {
         case 'T': if (arg_long(cmd, "threads", optarg, 1, 1024, &threads)) return 2; break;
         case 'q': quiet = 1; break;
         case 'h': fputs(kScoreHelp, stdout); return 0;
-        default: fprintf(stderr, "sprinter score: unknown or incomplete option (see sprinter score --help)\n"); return 2;
+        default: return arg_bad_option("score", argv);
         }
     }
     if (optind != argc - 1) {

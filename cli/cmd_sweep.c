@@ -99,7 +99,7 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
             break;
         }
         case 'h': fputs(kSweepHelp, stdout); return 1;
-        default: fprintf(stderr, "sprinter sweep: unknown or incomplete option (see sprinter sweep --help)\n"); return 2;
+        default: return arg_bad_option("sweep", argv);
         }
     }
     if (optind != argc - 1) {
@@ -217,7 +217,7 @@ int cmd_merge(int argc, char **argv) {
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': fputs(kMergeHelp, stdout); return 0;
-        default: fprintf(stderr, "sprinter merge: unknown or incomplete option (see sprinter merge --help)\n"); return 2;
+        default: return arg_bad_option("merge", argv);
         }
     }
     if (optind >= argc) {
@@ -285,7 +285,7 @@ int cmd_summary(int argc, char **argv) {
             break;
         case 't': tsv = 1; break;
         case 'h': fputs(kSummaryHelp, stdout); return 0;
-        default: fprintf(stderr, "sprinter summary: unknown or incomplete option (see sprinter summary --help)\n"); return 2;
+        default: return arg_bad_option("summary", argv);
         }
     }
     if (optind != argc - 1) {

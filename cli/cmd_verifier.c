@@ -52,7 +52,7 @@ int cmd_collect(int argc, char **argv) {
         case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s.sampling.top_p = (float)f; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s.seed)) return 2; break;
         case 'h': fputs(kCollectHelp, stdout); return 0;
-        default: fprintf(stderr, "sprinter collect: unknown or incomplete option (see --help)\n"); return 2;
+        default: return arg_bad_option("collect", argv);
         }
     }
     if (!s.draft_dir || !s.target_dir || !s.data_path || !out || s.lambda < 0) {
@@ -106,7 +106,7 @@ int cmd_train_verifier(int argc, char **argv) {
         case 't': if (arg_float(cmd, "tau", optarg, 0, 1, &t.tau)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &t.seed)) return 2; break;
         case 'h': fputs(kTrainHelp, stdout); return 0;
-        default: fprintf(stderr, "sprinter train-verifier: unknown or incomplete option (see --help)\n"); return 2;
+        default: return arg_bad_option("train-verifier", argv);
         }
     }
     if (!data || !out) {

@@ -1,5 +1,6 @@
 /* sprinter - a harness for checking speculative-decoding claims. git-style subcommands. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,7 @@ int main(int argc, char **argv) {
             usage(stdout);
         return finish_stdout(NULL, 0);
     }
+    opterr = 0; /* the commands report bad options themselves, in one line (arg_bad_option) */
     for (int i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], kCommands[i].name)) return finish_stdout(kCommands[i].name, kCommands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "sprinter: unknown command \"%s\" (try sprinter --help)\n", argv[1]);

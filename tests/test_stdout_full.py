@@ -4,7 +4,9 @@ subcommand the CLI lists (`sprinter help --commands`, so a new one is covered au
 here until it has typical arguments below) is run twice with its typical arguments: normally (exit 0,
 and what it prints), then with standard output on /dev/full. A command that printed something must
 then exit non-zero with one line on stderr naming standard output; one that prints nothing on success
-has nothing to lose and must still exit 0. Deterministic; no false-failure rate.
+has nothing to lose and must still exit 0. Also, for every listed subcommand, an unknown option and a
+known option without its value are refused with exit 2 and exactly one stderr line naming the option
+(issue 18: getopt's own line used to precede ours). Deterministic; no false-failure rate.
 
 usage: test_stdout_full.py --sprinter BIN --work DIR
 """
@@ -67,6 +69,17 @@ def main():
     commands = subprocess.run([S, "help", "--commands"], capture_output=True, text=True).stdout.split()
     t.check(len(commands) >= 15, "the CLI lists its subcommands (%d)" % len(commands))
     args = typical(w)
+    for c in commands:
+        p = subprocess.run([S, c, "--no-such-option"], capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        t.check(p.returncode == 2 and len(lines) == 1 and "--no-such-option: unknown option" in lines[0],
+                "%s --no-such-option: exit 2, one line naming it: exit %d %r" % (c, p.returncode, lines))
+        valued = [x for x in args.get(c, []) if x.startswith("--") and x not in ("--no-plots",)]
+        if valued:  # a known option given last without its value
+            p = subprocess.run([S, c, valued[0]], capture_output=True, text=True)
+            lines = p.stderr.strip().splitlines()
+            t.check(p.returncode == 2 and len(lines) == 1 and ("%s: needs a value" % valued[0]) in lines[0],
+                    "%s %s (no value): exit 2, one line: exit %d %r" % (c, valued[0], p.returncode, lines))
     for c in commands:
         if not t.check(c in args, "%s: no typical arguments in tests/test_stdout_full.py (add them)" % c):
             continue
