@@ -150,6 +150,33 @@ int cmd_decode(int argc, char **argv) {
     decode_config_default(&base);
     int prc = parse(argc, argv, &o, &base);
     if (prc) return prc == 1 ? 0 : prc;
+    /* every method named and runnable with the given models before any work (no partial table) */
+    DecodeMethod methods[64];
+    int n_methods = 0;
+    {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", o.methods);
+        for (char *save = NULL, *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+            DecodeMethod dm_id;
+            if (decode_method_parse(m, &dm_id) || dm_id == DM_COLLECT || n_methods == 64) {
+                fprintf(stderr, "sprinter decode: --method: unknown method \"%s\"\n", m);
+                return 2;
+            }
+            const char *missing = method_is(dm_id, MC_USES_DRAFT) && !o.draft     ? "--draft"
+                                  : method_is(dm_id, MC_USES_TARGET) && !o.target ? "--target"
+                                  : method_is(dm_id, MC_NEEDS_VERIFIER) && !o.verifier ? "--verifier"
+                                                                                      : NULL;
+            if (missing) {
+                fprintf(stderr, "sprinter decode: --method %s needs %s\n", m, missing);
+                return 2;
+            }
+            methods[n_methods++] = dm_id;
+        }
+        if (n_methods == 0) {
+            fprintf(stderr, "sprinter decode: --method: empty list (e.g. --method ar,sd,sprinter)\n");
+            return 2;
+        }
+    }
     SpErr err = {{0}};
     int rc = 1;
     Model *dm = NULL, *tm = NULL;
@@ -200,23 +227,15 @@ int cmd_decode(int argc, char **argv) {
     if (!(dec = decoder_new(dm, tm, have_ver ? &ver : NULL, max_ctx, &err))) goto done;
     printf("%-11s %6s %9s %8s %9s %19s %8s\n", "method", "tokens", "tok/s", "t_calls", "tok/call", "accept [95% CI]",
            "acc/dft");
-    for (char *list = strdup(o.methods), *save = NULL, *m = strtok_r(list, ",", &save); list; m = strtok_r(NULL, ",", &save)) {
-        if (!m) {
-            free(list);
-            break;
-        }
+    for (int mi = 0; mi < n_methods; mi++) {
         DecodeConfig c = base;
-        if (decode_method_parse(m, &c.method)) {
-            sp_fail(&err, "--method: unknown method \"%s\"", m);
-            free(list);
-            goto done;
-        }
+        c.method = methods[mi];
+        const char *m = decode_method_name(c.method);
         if (rng) gsl_rng_free(rng);
         rng = sampler_rng_new(o.seed);
         DecodeOutput out;
         if (decoder_run(dec, &c, ids, (int)n, rng, &out, &err)) {
             sp_err_prefix(&err, "%s", m);
-            free(list);
             goto done;
         }
         report(&c, &out);

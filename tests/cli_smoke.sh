@@ -54,6 +54,13 @@ stio.write('$W/v16.safetensors', {'weight': np.zeros(16, np.float32), 'bias': np
 "
 err=$("$S" decode --draft "$G" --target "$L" --prompt-ids 1,2 --method sd 2>&1); rc=$?
 expect "decode: vocab mismatch refused" '[[ $rc -ne 0 && $err == *vocab_size* ]]'
+# every method is checked before any work: no partial table (issue 18)
+out=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 --method sd,bogus 2>"$W/err"); rc=$?
+expect "decode --method sd,bogus: exit 2, nothing printed, one line" '[[ $rc -eq 2 && -z $out && $(wc -l < "$W/err") -eq 1 && $(cat "$W/err") == *bogus* ]]'
+out=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 --method "" 2>"$W/err"); rc=$?
+expect "decode --method '': exit 2, nothing printed" '[[ $rc -eq 2 && -z $out && $(cat "$W/err") == *empty* ]]'
+out=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 --method ar,sprinter 2>"$W/err"); rc=$?
+expect "decode --method ar,sprinter without --verifier: exit 2 before ar runs" '[[ $rc -eq 2 && -z $out && $(cat "$W/err") == *--verifier* ]]'
 err=$("$S" decode --draft "$G" --target "$G" --verifier "$W/v16.safetensors" --prompt-ids 1,2 --method sprinter 2>&1); rc=$?
 expect "decode: verifier dimension != draft hidden size refused" '[[ $rc -ne 0 && $err == *"d = 16"* && $err == *32* ]]'
 for bad in "--lambda 0" "--lambda -1" "--tau 1.5" "--tau -0.1" "--gamma 0"; do
