@@ -99,6 +99,21 @@ def main():
         else:
             t.check(q.returncode == 0, "%s prints nothing, so stdout on /dev/full loses nothing: exit %d %r"
                     % (c, q.returncode, lines[-1:]))
+    # dataset lines hold exactly one JSON value (as Python's json.loads) and no \u0000 (issue 18, inputs)
+    good = '{"id": "a", "prompt": "hello world", "reference": " x"}'
+    for name, line, want in (("two objects", good + " " + good, "unexpected content after the JSON object"),
+                             ("trailing text", good + " trailing text", "unexpected content after the JSON object"),
+                             ("NUL", '{"id": "a", "prompt": "hello\\u0000world"}', "\\u0000 (NUL)")):
+        path = os.path.join(w, "bad_%s.jsonl" % name.replace(" ", "_"))
+        with open(path, "w") as f:
+            f.write(good + "\n" + line + "\n" + good + "\n")
+        p = subprocess.run([S, "collect", "--lambda", "1", "--draft", os.path.join(w, "draft"), "--target",
+                            os.path.join(w, "target"), "--data", path, "--n-prompts", "3", "--max-new", "2", "--out",
+                            os.path.join(w, "bad.h5")], capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        t.check(p.returncode == 1 and len(lines) == 1 and want in lines[0] and "line 2" in lines[0] and
+                not os.path.exists(os.path.join(w, "bad.h5")),
+                "dataset with %s on line 2 refused in one line naming the line: exit %d %r" % (name, p.returncode, lines))
     t.finish()
 
 

@@ -73,6 +73,22 @@ static const char *text_key(const cJSON *o) {
     return NULL;
 }
 
+/* 1 if a JSON string in line holds the escape \u0000: cJSON (and C strings) would cut the text there. */
+static int has_nul_escape(const char *line) {
+    int in_string = 0;
+    for (const char *p = line; *p; p++) {
+        if (!in_string) {
+            in_string = *p == '"';
+        } else if (*p == '"') {
+            in_string = 0;
+        } else if (*p == '\\' && p[1]) {
+            p++; /* the escaped character */
+            if (*p == 'u' && !strncmp(p + 1, "0000", 4)) return 1;
+        }
+    }
+    return 0;
+}
+
 static int load_jsonl(const char *path, char *text, const char *fmt, int max_n, Dataset *d, SpErr *err) {
     int cap = 0, line_no = 0;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && (max_n <= 0 || d->n < max_n);
@@ -80,10 +96,25 @@ static int load_jsonl(const char *path, char *text, const char *fmt, int max_n, 
         line_no++;
         while (*line && isspace((unsigned char)*line)) line++;
         if (!*line) continue;
-        cJSON *o = cJSON_Parse(line);
+        /* exactly one JSON value per line, as Python's json.loads: trailing content (a second object,
+         * stray text) is an error, not silently dropped (it would shift every later prompt index) */
+        const char *end = NULL;
+        cJSON *o = cJSON_ParseWithOpts(line, &end, 0);
+        if (o && end) {
+            while (*end && isspace((unsigned char)*end)) end++;
+            if (*end) {
+                cJSON_Delete(o);
+                return sp_fail(err, "%s: line %d: unexpected content after the JSON object at column %d", path, line_no,
+                               (int)(end - line) + 1);
+            }
+        }
         if (!cJSON_IsObject(o)) {
             cJSON_Delete(o);
             return sp_fail(err, "%s: line %d is not a JSON object", path, line_no);
+        }
+        if (has_nul_escape(line)) {
+            cJSON_Delete(o);
+            return sp_fail(err, "%s: line %d: a string holds \\u0000 (NUL), which a prompt cannot hold", path, line_no);
         }
         char idbuf[32];
         snprintf(idbuf, sizeof idbuf, "%d", d->n);
