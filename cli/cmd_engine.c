@@ -155,7 +155,10 @@ int cmd_generate(int argc, char **argv) {
     double t1 = sp_now_s();
     size_t n = n_prompt;
     while (n < total) {
-        if (sampler_probs(&sp, logits, c->vocab_size, probs, work, &err)) goto done;
+        if (sampler_probs(&sp, logits, c->vocab_size, probs, work, &err)) { /* as decode: model and position */
+            sp_err_prefix(&err, "%s: logits at position %zu", model_dir, n - 1);
+            goto done;
+        }
         int32_t next = sampler_draw(probs, c->vocab_size, rng);
         ids[n++] = next;
         if (!ignore_eos && next == c->eos_id) break;

@@ -81,6 +81,8 @@ def main():
                             "--seed", "1"])
         msg = clean_failure(ck, what, rc, err, "sprinter generate: ", reason=NONFINITE)
         ck.check(out.strip() == "", "%s: printed tokens: %r" % (what, out[:200]))
+        ck.check(model in msg and "logits at position 2" in msg,  # as decode: the model and the position
+                 "%s: the message names the model and the position: %r" % (what, msg[:300]))
         print("  %-28s exit %d: %s" % (what, rc, msg[:150]), flush=True)
 
     for method in ("ar", "sd"):
