@@ -2,8 +2,10 @@
 #include "fsutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int sp_mkdir_p(const char *path, SpErr *err) {
     char buf[4096];
@@ -20,4 +22,46 @@ int sp_mkdir_p(const char *path, SpErr *err) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", path);
     return 0;
+}
+
+static const char *kind_of(mode_t m) {
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a file";
+}
+
+int sp_open_input(const char *path, SpErr *err) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return sp_fail(err, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return sp_fail(err, "%s: not a regular file (%s)", path, kind_of(st.st_mode));
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        int e = errno;
+        close(fd);
+        return sp_fail(err, "%s: cannot set blocking reads: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+FILE *sp_fopen_input(const char *path, SpErr *err) {
+    int fd = sp_open_input(path, err);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }

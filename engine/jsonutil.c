@@ -8,11 +8,8 @@
 #include <sys/stat.h>
 
 char *sp_read_file(const char *path, size_t max_bytes, size_t *len, SpErr *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = sp_fopen_input(path, err);
+    if (!f) return NULL;
     char *buf = NULL;
     size_t cap = 0, n = 0;
     for (;;) {
@@ -39,7 +36,7 @@ char *sp_read_file(const char *path, size_t max_bytes, size_t *len, SpErr *err) 
         }
     }
     if (ferror(f)) {
-        sp_fail(err, "%s: read error", path);
+        sp_fail(err, "%s: read error: %s", path, strerror(errno ? errno : EIO));
         goto fail;
     }
     fclose(f);

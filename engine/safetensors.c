@@ -1,5 +1,7 @@
 #include "safetensors.h"
 
+#include "fsutil.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -106,12 +108,12 @@ static int parse_entry(const cJSON *item, const char *fname, size_t data_size, S
 
 int st_open_file(StArchive *a, const char *path, SpErr *err) {
     const char *fname = base_name(path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    int fd = sp_open_input(path, err);
+    if (fd < 0) return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         close(fd);
-        return sp_fail(err, "%s: not a regular file", path);
+        return sp_fail(err, "%s: cannot stat: %s", path, strerror(errno));
     }
     size_t size = (size_t)st.st_size;
     if (size < 8) {

@@ -25,6 +25,8 @@
 
 #include "tokenizer.h"
 
+#include "fsutil.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <pcre2.h>
@@ -832,8 +834,8 @@ static int file_exists(const char *path) {
 static int read_file(const char *path, char **data, size_t *len, SpErr *err) {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = sp_fopen_input(path, err);
+    if (!f) return -1;
     Buf b = {0};
     for (;;) {
         if (buf_reserve(&b, 1 << 16) < 0) {

@@ -1,5 +1,7 @@
 #include "hashutil.h"
 
+#include "fsutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <nettle/sha2.h>
@@ -13,8 +15,8 @@ static void to_hex(const uint8_t *d, char out[SP_SHA256_HEX]) {
 }
 
 static int hash_into(struct sha256_ctx *c, const char *path, SpErr *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = sp_fopen_input(path, err);
+    if (!f) return -1;
     static const size_t kBuf = 1 << 20;
     uint8_t *buf = malloc(kBuf);
     if (!buf) {
@@ -26,7 +28,7 @@ static int hash_into(struct sha256_ctx *c, const char *path, SpErr *err) {
     int bad = ferror(f);
     free(buf);
     fclose(f);
-    return bad ? sp_fail(err, "%s: read error", path) : 0;
+    return bad ? sp_fail(err, "%s: read error: %s", path, strerror(errno ? errno : EIO)) : 0;
 }
 
 int sha256_file(const char *path, char out[SP_SHA256_HEX], SpErr *err) {

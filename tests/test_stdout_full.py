@@ -99,6 +99,26 @@ def main():
         else:
             t.check(q.returncode == 0, "%s prints nothing, so stdout on /dev/full loses nothing: exit %d %r"
                     % (c, q.returncode, lines[-1:]))
+    # inputs that are not regular files are refused at once, never read or waited on (issue 18, inputs)
+    for kind in ("FIFO", "directory"):
+        mdir = os.path.join(w, "m_" + kind)
+        shutil.copytree(os.path.join(w, "target"), mdir)
+        cfg = os.path.join(mdir, "config.json")
+        os.unlink(cfg)
+        os.mkfifo(cfg) if kind == "FIFO" else os.mkdir(cfg)
+        data = os.path.join(w, "data_" + kind)
+        os.mkfifo(data) if kind == "FIFO" else os.mkdir(data)
+        for what, cmd in (("config.json", [S, "info", "--model", mdir]),
+                          ("dataset", [S, "collect", "--lambda", "1", "--draft", os.path.join(w, "draft"), "--target",
+                                       os.path.join(w, "target"), "--data", data, "--out", os.path.join(w, "x.h5")])):
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+                lines = p.stderr.strip().splitlines()
+                t.check(p.returncode == 1 and len(lines) == 1 and ("not a regular file (a %s)" % kind) in lines[0],
+                        "%s as a %s: exit 1, one line: exit %d %r" % (what, kind, p.returncode, lines))
+            except subprocess.TimeoutExpired:
+                t.check(False, "%s as a %s: the command blocked (60 s)" % (what, kind))
+
     # dataset lines hold exactly one JSON value (as Python's json.loads) and no \u0000 (issue 18, inputs)
     good = '{"id": "a", "prompt": "hello world", "reference": " x"}'
     for name, line, want in (("two objects", good + " " + good, "unexpected content after the JSON object"),
