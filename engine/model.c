@@ -347,10 +347,11 @@ static int kernel_matrices(Model *m, LinearW **out) {
 #define PANEL_MIN_BYTES ((size_t)256 << 10)
 
 /* The packed layout a matrix gets: panels for f32 on an AVX-512 CPU (the broadcast kernel, any row
- * count) when it is not L2-sized, except the tied LM head, whose bytes are also the embedding table
- * the lookup reads. */
+ * count) when it is not L2-sized. A tied LM head is packed too; the embedding lookup then keeps
+ * reading its rows from the file map (a few rows per token). */
 static int packs_to_panels(const Model *m, const LinearW *L) {
-    return L->dtype == DT_F32 && kernel_panel_supported() && !(L == &m->lm_head && m->wte.data == L->w) &&
+    (void)m;
+    return L->dtype == DT_F32 && kernel_panel_supported() &&
            (size_t)L->in * (size_t)L->out * sizeof(float) >= PANEL_MIN_BYTES;
 }
 
@@ -397,7 +398,7 @@ static int relayout_weights(Model *m, SpErr *err) {
         else
             transpose_elems(L->w, L->in, L->out, dtype_bytes(L->dtype), dst); /* [in, out] -> [out, in] */
         if (st_is_mapped(&m->st, L->w)) drop_pages(L->w, bytes);
-        if (L == &m->lm_head && m->wte.data == L->w) m->wte.data = dst; /* tied: same [V, d] bytes */
+        if (L == &m->lm_head && m->wte.data == L->w && !panels) m->wte.data = dst; /* tied: same [V, d] bytes */
         L->w = dst;
         L->out_major = 1;
         L->panels = panels;
