@@ -93,9 +93,11 @@ static int parse_entry(const cJSON *item, const char *fname, size_t data_size, S
         return sp_fail(err, "%s: tensor %s: data_offsets must be two integers", fname, name);
     double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
     /* range first: casting a double beyond int64_t (1e300) to an integer is undefined */
-    if (!(b >= 0 && en >= b && en <= (double)data_size) || b != (double)(int64_t)b || en != (double)(int64_t)en)
+    if (!(b >= 0 && en >= b && en <= (double)data_size))
         return sp_fail(err, "%s: tensor %s: data_offsets [%.0f, %.0f] outside the data buffer of %zu bytes",
                        fname, name, b, en, data_size);
+    if (b != (double)(int64_t)b || en != (double)(int64_t)en)
+        return sp_fail(err, "%s: tensor %s: data_offsets [%.17g, %.17g] are not integers", fname, name, b, en);
     size_t begin = (size_t)b, end = (size_t)en;
     size_t want = (size_t)numel * st_dtype_size(e->dtype);
     if (end - begin != want)
@@ -103,6 +105,37 @@ static int parse_entry(const cJSON *item, const char *fname, size_t data_size, S
                        fname, name, end - begin, want);
     e->nbytes = want;
     e->data = (const void *)(uintptr_t)begin; /* made absolute by the caller */
+    return 0;
+}
+
+/* A tensor's byte range in the data buffer, for the tiling check. */
+typedef struct Span {
+    size_t begin, end;
+    const char *name;
+} Span;
+
+static int span_cmp(const void *x, const void *y) {
+    const Span *a = x, *b = y;
+    return a->begin < b->begin ? -1 : a->begin > b->begin ? 1 : a->end < b->end ? -1 : a->end > b->end;
+}
+
+/* The tensors must tile the data buffer exactly, as the format's reference loader requires: no two
+ * overlap, no gap between them, no unused bytes before the first or after the last. Sorts spans. */
+static int check_tiling(Span *spans, int n, size_t data_size, const char *fname, SpErr *err) {
+    qsort(spans, (size_t)n, sizeof *spans, span_cmp);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (spans[i].begin < at)
+            return sp_fail(err, "%s: tensors %s and %s overlap in the data buffer (bytes %zu..%zu)", fname,
+                           spans[i - 1].name, spans[i].name, spans[i].begin, at);
+        if (spans[i].begin > at)
+            return sp_fail(err, "%s: %zu unused bytes in the data buffer before tensor %s (offset %zu)", fname,
+                           spans[i].begin - at, spans[i].name, at);
+        at = spans[i].end;
+    }
+    if (at != data_size)
+        return sp_fail(err, "%s: %zu unused bytes at the end of the data buffer (tensors end at %zu of %zu)", fname,
+                       data_size - at, at, data_size);
     return 0;
 }
 
@@ -128,6 +161,7 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | p[i];
     cJSON *hdr = NULL;
     StEntry *fresh = NULL;
+    Span *spans = NULL; /* [count] byte ranges, for check_tiling */
     int n_fresh = 0;
     if (hlen > ST_MAX_HEADER || hlen > size - 8) {
         sp_fail(err, "%s: header length %llu exceeds the file size of %zu bytes", fname,
@@ -152,7 +186,8 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
         goto fail;
     }
     fresh = calloc((size_t)count + 1, sizeof *fresh);
-    if (!fresh) {
+    spans = calloc((size_t)count + 1, sizeof *spans);
+    if (!fresh || !spans) {
         sp_fail(err, "%s: out of memory", fname);
         goto fail;
     }
@@ -168,6 +203,7 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
         }
         n_fresh++;
         size_t begin = (size_t)(uintptr_t)e->data;
+        spans[n_fresh - 1] = (Span){begin, begin + e->nbytes, e->name};
         const unsigned char *src = p + data_off + begin;
         size_t align = st_dtype_size(e->dtype);
         if (((uintptr_t)src % align) != 0) {
@@ -183,6 +219,9 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
         e->data = src;
         e->file_index = a->n_files;
     }
+    if (check_tiling(spans, n_fresh, data_size, fname, err)) goto fail;
+    free(spans);
+    spans = NULL;
     cJSON_Delete(hdr);
     hdr = NULL;
 
@@ -212,6 +251,7 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
             return sp_fail(err, "%s: tensor %s is defined twice", fname, a->entries[i].name);
     return 0;
 fail:
+    free(spans);
     cJSON_Delete(hdr);
     for (int i = 0; i < n_fresh; i++) {
         free(fresh[i].name);

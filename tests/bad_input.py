@@ -268,6 +268,34 @@ def main():
     R.case("st/offsets-wrap-2^64", "gpt2",
            offs(lambda o, h: [2 ** 64 - 16, 2 ** 64 - 16 + (o[1] - o[0])]), F, TF)
 
+    # the tensors must tile the data buffer exactly, as the format's reference loader requires (issue 18)
+    TILE = ["overlap", "unused bytes"]
+    R.case("st/offsets-fractional", "gpt2", offs(lambda o, h: [o[0] + 0.5, o[1] + 0.5]), F, ["not integers"])
+
+    def same_bytes(d):  # a second tensor of the same size on the first one's bytes: overlap + a gap
+        def e(h):
+            ts = sorted((k for k in h if k != "__metadata__"), key=lambda k: h[k]["data_offsets"][0])
+            size = {k: h[k]["data_offsets"][1] - h[k]["data_offsets"][0] for k in ts}
+            a, b = next((x, y) for x in ts for y in ts if x != y and size[x] == size[y])
+            h[b]["data_offsets"] = list(h[a]["data_offsets"])
+        edit_header(d, e)
+    R.case("st/two-tensors-same-bytes", "gpt2", same_bytes, F, TILE)
+
+    def tail_bytes(d):
+        path = os.path.join(d, ST)
+        h, data = split_file(path)
+        join_file(path, h, data + b"\0" * 64)
+    R.case("st/unused-bytes-after-data", "gpt2", tail_bytes, F, TILE)
+
+    def head_gap(d):  # every tensor moved 64 bytes on: unused bytes before the first
+        path = os.path.join(d, ST)
+        h, data = split_file(path)
+        for k in h:
+            if k != "__metadata__":
+                h[k]["data_offsets"] = [h[k]["data_offsets"][0] + 64, h[k]["data_offsets"][1] + 64]
+        join_file(path, h, b"\0" * 64 + data)
+    R.case("st/unused-bytes-before-data", "gpt2", head_gap, F, TILE)
+
     R.case("st/missing-tensor", "gpt2", lambda d: drop_tensor(d, fc), F, TF)
     wte = find_tensor(g, "wte.weight")
     R.case("st/missing-wte", "gpt2", lambda d: drop_tensor(d, wte), F, ["wte.weight"])
