@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "rules.h"
 #include "dtv.h"
+#include "fsutil.h"
 
 static const char kDtvHelp[] =
     "usage: sprinter dtv --draft DIR --target DIR --verifier FILE --data FILE --n-prefixes N --out FILE.h5\n"
@@ -133,6 +134,10 @@ int cmd_dtv(int argc, char **argv) {
     openblas_set_num_threads((int)threads);
     SpErr err = {{0}};
     DtvSummary m;
+    if (sp_output_check(out, &err)) { /* before any work: the output must be new or a regular file */
+        fprintf(stderr, "sprinter dtv: %s\n", err.msg);
+        return 1;
+    }
     if (dtv_run(&s, out, &m, &err)) {
         fprintf(stderr, "sprinter dtv: %s\n", err.msg);
         return 1;

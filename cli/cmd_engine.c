@@ -13,6 +13,7 @@
 #include "args.h"
 #include "clock.h"
 #include "commands.h"
+#include "fsutil.h"
 #include "jsonutil.h"
 #include "model.h"
 #include "presets.h"
@@ -27,19 +28,18 @@ static int fail(const char *cmd, const SpErr *e) {
 }
 
 
-/* Writes n floats to path atomically (raw little-endian float32). */
+/* Writes n floats to path atomically (raw little-endian float32; fsutil's output rules). */
 static int write_f32(const char *path, const float *v, size_t n, SpErr *err) {
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    FILE *f = sp_output_fopen_tmp(path, tmp, sizeof tmp, err);
+    if (!f) return -1;
     int bad = fwrite(v, sizeof(float), n, f) != n;
     bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
+    if (bad) {
         unlink(tmp);
-        return sp_fail(err, "%s: write failed", path);
+        return sp_fail(err, "%s: write failed: %s", tmp, strerror(errno ? errno : EIO));
     }
-    return 0;
+    return sp_output_commit(tmp, path, err);
 }
 
 /* ------------------------------------------------------------------ generate */

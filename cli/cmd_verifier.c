@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "fsutil.h"
 #include "rules.h"
 #include "verifier_train.h"
 
@@ -61,7 +62,7 @@ int cmd_collect(int argc, char **argv) {
     }
     SpErr err = {{0}};
     CollectSummary sum;
-    if (collect_run(&s, out, &sum, &err)) {
+    if (sp_output_check(out, &err) || collect_run(&s, out, &sum, &err)) {
         fprintf(stderr, "sprinter collect: %s\n", err.msg);
         return 1;
     }
@@ -115,7 +116,7 @@ int cmd_train_verifier(int argc, char **argv) {
     }
     SpErr err = {{0}};
     VerifierMetrics m;
-    if (verifier_train(data, &t, out, &m, &err)) {
+    if (sp_output_check(out, &err) || verifier_train(data, &t, out, &m, &err)) {
         fprintf(stderr, "sprinter train-verifier: %s\n", err.msg);
         return 1;
     }

@@ -65,3 +65,54 @@ FILE *sp_fopen_input(const char *path, SpErr *err) {
     }
     return f;
 }
+
+int sp_output_check(const char *path, SpErr *err) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        return sp_fail(err, "%s: cannot check the output path: %s", path, strerror(errno));
+    }
+    if (S_ISREG(st.st_mode)) return 0;
+    return sp_fail(err, "%s: output exists and is %s, not a regular file; give another path",
+                   path, S_ISLNK(st.st_mode) ? "a symbolic link" : kind_of(st.st_mode));
+}
+
+int sp_output_create_tmp(const char *path, char *tmp, size_t cap, SpErr *err) {
+    if (sp_output_check(path, err)) return -1;
+    int n = snprintf(tmp, cap, "%s.tmp", path);
+    if (n < 0 || (size_t)n >= cap) return sp_fail(err, "%s: path too long", path);
+    struct stat st;
+    if (lstat(tmp, &st) == 0) {
+        if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+            return sp_fail(err, "%s: exists and is %s; remove it or give another output path", tmp, kind_of(st.st_mode));
+        if (unlink(tmp) != 0) return sp_fail(err, "%s: cannot remove the stale file: %s", tmp, strerror(errno));
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    return fd;
+}
+
+FILE *sp_output_fopen_tmp(const char *path, char *tmp, size_t cap, SpErr *err) {
+    int fd = sp_output_create_tmp(path, tmp, cap, err);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        sp_fail(err, "%s: cannot open: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+    }
+    return f;
+}
+
+int sp_output_commit(const char *tmp, const char *path, SpErr *err) {
+    if (sp_output_check(path, err)) {
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return sp_fail(err, "%s: rename from %s failed: %s", path, tmp, strerror(e));
+    }
+    return 0;
+}

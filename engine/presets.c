@@ -1,5 +1,7 @@
 #include "presets.h"
 
+#include "fsutil.h"
+
 #include <errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -186,16 +188,15 @@ static int fill_tensor(void *vctx, int i, void *buf, size_t nbytes, SpErr *err) 
 
 static int write_text_atomic(const char *path, const char *text, SpErr *err) {
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    FILE *f = sp_output_fopen_tmp(path, tmp, sizeof tmp, err);
+    if (!f) return -1;
     int bad = fputs(text, f) == EOF || fputc('\n', f) == EOF;
     bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
+    if (bad) {
         unlink(tmp);
-        return sp_fail(err, "%s: write failed: %s", path, strerror(errno));
+        return sp_fail(err, "%s: write failed: %s", tmp, strerror(errno ? errno : EIO));
     }
-    return 0;
+    return sp_output_commit(tmp, path, err);
 }
 
 int init_random_model(const cJSON *config, DType dtype, uint64_t seed, const char *out_dir, SpErr *err) {

@@ -406,12 +406,11 @@ int st_write_file(const char *path, const StWriteSpec *specs, int n, const char 
     size_t padded = (hlen + 7) / 8 * 8; /* keeps every tensor 8-byte aligned in an mmap */
 
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
+    FILE *f = sp_output_fopen_tmp(path, tmp, sizeof tmp, err);
     void *buf = NULL;
     int rc = -1;
     if (!f) {
-        sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+        tmp[0] = '\0'; /* nothing created: nothing to remove */
         goto done;
     }
     unsigned char le[8];
@@ -442,10 +441,7 @@ int st_write_file(const char *path, const StWriteSpec *specs, int n, const char 
         goto done;
     }
     f = NULL;
-    if (rename(tmp, path) != 0) {
-        sp_fail(err, "%s: rename failed: %s", path, strerror(errno));
-        goto done;
-    }
+    if (sp_output_commit(tmp, path, err)) goto done;
     rc = 0;
 done:
     if (f) fclose(f);

@@ -1,5 +1,7 @@
 #include "h5util.h"
 
+#include "fsutil.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +59,13 @@ int h5t_create(H5Table *t, const char *path, const H5ColSpec *cols, int n_cols, 
     memset(t, 0, sizeof *t);
     t->file = -1;
     snprintf(t->path, sizeof t->path, "%s", path);
-    snprintf(t->tmp, sizeof t->tmp, "%s.tmp", path);
+    /* the output rules (fsutil.h): PATH absent or a regular file; PATH.tmp created fresh, no link followed */
+    int fd = sp_output_create_tmp(path, t->tmp, sizeof t->tmp, err);
+    if (fd < 0) {
+        t->tmp[0] = '\0';
+        return -1;
+    }
+    close(fd);
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_obj_track_times(fcpl, 0); /* the root group too */
     errno = 0;
@@ -158,8 +166,8 @@ int h5t_commit(H5Table *t, SpErr *err) {
     close_all(t);
     if (H5Fclose(t->file) < 0 && rc == 0) rc = sp_fail(err, "%s: close failed (disk full?)", t->tmp);
     t->file = -1;
-    if (rc == 0 && rename(t->tmp, t->path) != 0) rc = sp_fail(err, "%s: rename to %s failed", t->tmp, t->path);
-    if (rc) unlink(t->tmp);
+    if (rc == 0) rc = sp_output_commit(t->tmp, t->path, err); /* removes tmp on failure */
+    else unlink(t->tmp);
     return rc;
 }
 

@@ -99,6 +99,71 @@ def main():
         else:
             t.check(q.returncode == 0, "%s prints nothing, so stdout on /dev/full loses nothing: exit %d %r"
                     % (c, q.returncode, lines[-1:]))
+    # outputs never clobber what they should not (issue 18, outputs): every file-output option a subcommand's
+    # --help lists ("--out FILE", "--hidden-out FILE", ...; directory outputs "--out DIR" are left to their
+    # own tests) is pointed at a symbolic link to a file of ours, a character device (a copy of /dev/null
+    # made with mknod here, never the machine's own), a directory, a FIFO, and a file in a read-only
+    # directory: each run fails with one line, and the thing named is left exactly as it was
+    import re
+    import stat
+    victims = os.path.join(w, "victims")
+    os.makedirs(victims)
+    precious = os.path.join(victims, "precious.txt")
+    with open(precious, "w") as f:
+        f.write("keep me\n")
+    can_mknod = True
+    for c in commands:
+        helptext = subprocess.run([S, c, "--help"], capture_output=True, text=True).stdout
+        for opt in sorted(set(re.findall(r"(--[a-z-]*out[a-z-]*) ([A-Z][A-Za-z0-9._]*)", helptext))):
+            name, meta = opt
+            if "DIR" in meta or c not in args:
+                continue
+            for kind in ("symlink", "chardev", "directory", "fifo", "readonly"):
+                target = os.path.join(victims, "%s_%s_%s" % (c, name.strip("-"), kind))
+                if kind == "symlink":
+                    os.symlink(precious, target)
+                elif kind == "chardev":
+                    try:
+                        os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+                    except PermissionError:
+                        can_mknod = False
+                        continue
+                elif kind == "directory":
+                    os.mkdir(target)
+                elif kind == "fifo":
+                    os.mkfifo(target)
+                else:
+                    ro = target + "_dir"
+                    os.mkdir(ro)
+                    os.chmod(ro, 0o555)
+                    target = os.path.join(ro, "out")
+                before = os.lstat(target) if kind != "readonly" else None
+                argv = [x.replace("{n}", "3") for x in args[c]]
+                if name in argv:
+                    argv[argv.index(name) + 1] = target
+                else:
+                    argv += [name, target]
+                try:
+                    p = subprocess.run([S, c] + argv, capture_output=True, text=True, timeout=120)
+                except subprocess.TimeoutExpired:
+                    t.check(False, "%s %s on a %s: blocked (120 s)" % (c, name, kind))
+                    continue
+                lines = p.stderr.strip().splitlines()
+                if kind == "readonly":
+                    untouched = not os.path.exists(target) and os.listdir(os.path.dirname(target)) == []
+                else:
+                    after = os.lstat(target)
+                    untouched = stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and \
+                        (kind != "symlink" or (os.readlink(target) == precious and open(precious).read() == "keep me\n"))
+                if os.geteuid() == 0 and kind == "readonly":  # root writes anywhere: the check does not apply
+                    t.check(untouched or p.returncode == 0, "%s %s in a read-only dir (root)" % (c, name))
+                    continue
+                t.check(p.returncode != 0 and len(lines) == 1 and untouched,
+                        "%s %s on a %s: exit %d, one line, left as it was (%s): %r" %
+                        (c, name, kind, p.returncode, untouched, lines[-1:]))
+    if not can_mknod:
+        print("note: mknod not permitted here; the character-device case was skipped", flush=True)
+
     # inputs that are not regular files are refused at once, never read or waited on (issue 18, inputs)
     for kind in ("FIFO", "directory"):
         mdir = os.path.join(w, "m_" + kind)
