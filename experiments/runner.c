@@ -518,16 +518,17 @@ static void ctx_free(Ctx *c) {
     free(c->runs);
 }
 
-/* One sweep per results directory at a time: an flock on OUT/.sweep.lock, released by the kernel
- * when the process (and the workers sharing the descriptor) ends, however it ends. */
-static int lock_dir(Ctx *c, SpErr *err) {
+/* One writer per results directory at a time (a sweep with its workers, or a merge): an flock on
+ * DIR/.sweep.lock, released by the kernel when the process (and the workers sharing the descriptor)
+ * ends, however it ends. *fd receives the descriptor (the caller closes it). */
+static int lock_results_dir(const char *dir, int *fd, SpErr *err) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/.sweep.lock", c->o->out_dir);
-    if ((c->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+    snprintf(path, sizeof path, "%s/.sweep.lock", dir);
+    if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
         return sp_fail(err, "--out: %s: cannot create: %s", path, strerror(errno));
-    if (flock(c->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        return sp_fail(err, "--out: %s: another sweep is writing this directory (use --jobs, or --shard with its own "
-                            "directory)", c->o->out_dir);
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0)
+        return sp_fail(err, "--out: %s: another sweep or merge is writing this directory (use --jobs, or --shard with "
+                            "its own directory)", dir);
     return 0;
 }
 
@@ -540,7 +541,7 @@ static int prepare(Ctx *c, SpErr *err) {
     snprintf(tokens, sizeof tokens, "%s/tokens", o->out_dir);
     snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", o->out_dir);
     if (mkdirs(o->out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
-    if (lock_dir(c, err) || !(c->db = db_open(c->db_path, err))) return -1;
+    if (lock_results_dir(o->out_dir, &c->lock_fd, err) || !(c->db = db_open(c->db_path, err))) return -1;
     return 0;
 }
 
@@ -762,13 +763,18 @@ int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCount
         if (stat(shard_dirs[i], &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", shard_dirs[i]);
     }
     if (mkdirs(out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
-    Db *db = db_open(db_path, err);
-    if (!db) return -1;
+    int lock_fd = -1; /* a sweep writing out_dir uses the same lock and the same HASH.h5.tmp names */
+    Db *db = NULL;
+    if (lock_results_dir(out_dir, &lock_fd, err) || !(db = db_open(db_path, err))) {
+        if (lock_fd >= 0) close(lock_fd);
+        return -1;
+    }
     int rc = 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         if (same_dir(shard_dirs[i], out_dir)) continue;
         rc = merge_one(db, out_dir, shard_dirs[i], mc, err);
     }
     db_close(db);
+    close(lock_fd);
     return rc;
 }

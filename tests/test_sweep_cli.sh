@@ -87,6 +87,10 @@ first=$!
 for _ in $(seq 50); do [[ -f $W/locked/runs.sqlite ]] && break; sleep 0.1; done
 err=$("$S" sweep "$GOOD" --out "$W/locked" --verifier-cache "$W/vcache" --quiet 2>&1 >/dev/null); rc=$?
 expect "a second sweep into a busy directory is refused (got: $err)" '[[ $rc -ne 0 && $err == *"another sweep"* ]]'
+# a merge into it too (it used the same HASH.h5.tmp names and killed the sweep: issue 18)
+err=$("$S" merge --quiet --out "$W/locked" "$W/res" 2>&1 >/dev/null); rc=$?
+alive=0; kill -0 "$first" 2>/dev/null && alive=1
+expect "a merge into a busy directory is refused, the sweep goes on (got: $err)" '[[ $rc -ne 0 && $err == *"another sweep or merge"* && $alive -eq 1 ]]'
 kill -KILL "$first" 2>/dev/null; wait "$first" 2>/dev/null
 "$S" sweep "$GOOD" --out "$W/locked" --verifier-cache "$W/vcache" --quiet >/dev/null 2>&1; rc=$?
 expect "after the first is killed the directory is free again" '[[ $rc -eq 0 ]]'
