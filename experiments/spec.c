@@ -1,6 +1,8 @@
 /* spec.c - parse, check, resolve and expand sweep specifications (see spec.h). */
 #include "spec.h"
 
+#include "fsutil.h"
+
 #include "verifier_train.h"
 
 #include <errno.h>
@@ -80,12 +82,15 @@ static int fail(Parse *P, const char *sec, const char *key, const char *fmt, con
     return 0; /* inih: error on this line */
 }
 
+/* 0 and *out set; -1: not a number; -2: a number outside double precision (overflow, or below
+ * the smallest normal double, as 1e-320) */
 static int parse_double(const char *v, double *out) {
     char *end;
     errno = 0;
     double d = strtod(v, &end);
     while (*end == ' ' || *end == '\t') end++;
-    if (end == v || *end || errno || !isfinite(d)) return -1;
+    if (end == v || *end) return -1;
+    if (errno == ERANGE || !isfinite(d)) return -2;
     *out = d;
     return 0;
 }
@@ -132,7 +137,9 @@ static int item_param(Parse *P, const char *sec, const char *key, const char *to
     const ParamInfo *pi = run_param_info(p);
     SpecList *L = &P->s->grid[p];
     double d;
-    if (parse_double(tok, &d)) return fail(P, sec, key, "\"%s\" is not a number", tok), -1;
+    int prc = parse_double(tok, &d);
+    if (prc == -2) return fail(P, sec, key, "%s is outside the range of a double", tok), -1;
+    if (prc) return fail(P, sec, key, "\"%s\" is not a number", tok), -1;
     if (d < pi->lo || d > pi->hi || (pi->lo_open && d == pi->lo) || (pi->hi_open && d == pi->hi)) {
         char msg[160];
         snprintf(msg, sizeof msg, "%%s is out of range %c%g, %g%c", pi->lo_open ? '(' : '[', pi->lo, pi->hi,
@@ -358,8 +365,8 @@ static int check_line_lengths(FILE *f, const char *path, SpErr *err) {
 int spec_load(const char *path, SweepSpec *s, SpErr *err) {
     spec_default(s);
     if (copy_str(s->path, sizeof s->path, path)) return sp_fail(err, "spec path empty or too long");
-    FILE *f = fopen(path, "r");
-    if (!f) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = sp_fopen_input(path, err); /* a directory or a FIFO is named as such, never read or waited on */
+    if (!f) return -1;
     if (check_line_lengths(f, path, err)) {
         fclose(f);
         return -1;

@@ -162,6 +162,7 @@ static void test_bad(T *t) {
         {"tau = 0.3 0.5", "tau = 0.3, 1.5", "[grid] tau: 1.5 is out of range [0, 1]"},
         {"tau = 0.3 0.5", "tau = -0.1", "tau: -0.1 is out of range"},
         {"lambda = 1.0, 1.2", "lambda = 0", "lambda: 0 is out of range (0,"},
+        {"lambda = 1.0, 1.2", "lambda = 1e-320", "lambda: 1e-320 is outside the range of a double"},
         {"gamma = 3, 5", "gamma = 2.5", "gamma: 2.5 must be a whole number"},
         {"gamma = 3, 5", "gamma = 0", "gamma: 0 is out of range [1, 64]"},
         {"gamma = 3, 5", "gamma = x", "gamma: \"x\" is not a number"},
@@ -206,6 +207,12 @@ static void test_bad(T *t) {
     char txt[2048];
     variant(txt, sizeof txt, "tau = 0.3 0.5", "tau = 7");
     check(load(t, "line", txt, s, &err) != 0 && strstr(err.msg, "line.ini:15:"), "error names the line");
+    /* a spec path that is a directory is named as such (it read as an empty spec: "[sweep] methods: missing") */
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/a_directory.ini", t->dir);
+    mkdir(dir, 0755);
+    check(spec_load(dir, s, &err) != 0 && strstr(err.msg, "not a regular file (a directory)"),
+          "a directory as the spec: %s", err.msg);
     /* spec_resolve: missing model directory */
     check(load(t, "resolve", kBase, s, &err) == 0, "load for resolve");
     memset(&err, 0, sizeof err);
