@@ -54,16 +54,46 @@ fail:
     return NULL;
 }
 
+/* The deepest nesting of arrays and objects in text[0..n) (strings skipped). */
+static int json_depth(const char *text, size_t n) {
+    int depth = 0, deepest = 0, in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > deepest) deepest = depth;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
+cJSON *sp_json_parse(const char *path, const char *text, size_t n, SpErr *err) {
+    const char *end = NULL;
+    /* n + 1 includes the NUL, so content after the value is rejected */
+    cJSON *j = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);
+    if (j) return j;
+    int depth = json_depth(text, n);
+    if (depth > CJSON_NESTING_LIMIT) {
+        sp_fail(err, "%s: JSON nested %d levels deep; the parser's limit is %d", path, depth, CJSON_NESTING_LIMIT);
+        return NULL;
+    }
+    size_t at = end && end >= text && end <= text + n ? (size_t)(end - text) : n, line = 1;
+    for (size_t i = 0; i < at; i++) line += text[i] == '\n';
+    sp_fail(err, "%s: malformed JSON at line %zu (byte %zu)", path, line, at);
+    return NULL;
+}
+
 cJSON *sp_json_load(const char *path, size_t max_bytes, SpErr *err) {
     size_t n = 0;
     char *text = sp_read_file(path, max_bytes, &n, err);
     if (!text) return NULL;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, n, &end, 0);
-    if (!j) {
-        size_t off = end ? (size_t)(end - text) : 0;
-        sp_fail(err, "%s: malformed JSON near byte %zu", path, off);
-    }
+    cJSON *j = sp_json_parse(path, text, n, err);
     free(text);
     return j;
 }

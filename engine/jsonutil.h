@@ -26,6 +26,10 @@ int sp_json_bool(const cJSON *obj, const char *file, const char *key, int def_ok
 int sp_json_str(const cJSON *obj, const char *file, const char *key, int def_ok, const char **out,
                 SpErr *err);
 
+/* Parses text[0..n) (NUL at text[n]) as exactly one JSON value; errors name path and the line and
+ * byte, or the nesting depth when it exceeds cJSON's limit. */
+cJSON *sp_json_parse(const char *path, const char *text, size_t n, SpErr *err);
+
 /* path = dir + "/" + name into buf; error if too long. */
 int sp_path_join(char *buf, size_t cap, const char *dir, const char *name, SpErr *err);
 

@@ -25,6 +25,8 @@
 
 #include "tokenizer.h"
 
+#include "jsonutil.h"
+
 #include "fsutil.h"
 
 #include <cjson/cJSON.h>
@@ -868,15 +870,7 @@ static cJSON *parse_json_file(const char *path, SpErr *err) {
     char *data;
     size_t len;
     if (read_file(path, &data, &len, err) < 0) return NULL;
-    const char *end = NULL;
-    /* len + 1 includes the NUL so that trailing garbage is rejected */
-    cJSON *root = cJSON_ParseWithLengthOpts(data, len + 1, &end, 1);
-    if (!root) {
-        size_t at = end && end >= data && end <= data + len ? (size_t)(end - data) : len;
-        size_t line = 1;
-        for (size_t i = 0; i < at; i++) line += data[i] == '\n';
-        sp_fail(err, "%s: malformed JSON at line %zu (byte %zu)", path, line, at);
-    }
+    cJSON *root = sp_json_parse(path, data, len, err);
     free(data);
     return root;
 }

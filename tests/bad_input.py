@@ -384,6 +384,10 @@ def main():
         return b
     R.case("cfg/malformed-json", "gpt2", cfg_text('{"model_type": "gpt2", "n_embd": 64,'), C)
     R.case("cfg/not-an-object", "gpt2", cfg_text('[1, 2, 3]'), C)
+    # issue 18: a depth limit is named as such (was "malformed JSON"); text after the object is an error
+    R.case("cfg/nested-2000-deep", "gpt2", cfg_text('{"a": ' + "[" * 2000 + "]" * 2000 + "}"), C,
+           ["nested 2001 levels deep"])
+    R.case("cfg/trailing-text", "gpt2", cfg_text('{"model_type": "gpt2"} trailing'), C, ["malformed JSON at line 1"])
     R.case("cfg/empty-file", "gpt2", cfg_text(''), C)
     R.case("cfg/missing-n_embd", "gpt2", cfg_edit(lambda c: c.pop("n_embd")), C, ["n_embd"])
     R.case("cfg/missing-n_layer", "gpt2", cfg_edit(lambda c: c.pop("n_layer")), C, ["n_layer"])
