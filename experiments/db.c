@@ -97,6 +97,17 @@ int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr
     return status;
 }
 
+int64_t db_run_tokens(Db *db, const char *run_hash, SpErr *err) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "SELECT COALESCE(SUM(tokens), 0) FROM prompts WHERE run_hash = ?", -1, &st, NULL) !=
+        SQLITE_OK)
+        return fail_sql(db, err, "query prompts");
+    sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
+    int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n < 0 ? fail_sql(db, err, "query prompts") : n;
+}
+
 static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "prepare");

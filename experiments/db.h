@@ -56,6 +56,8 @@ typedef struct PromptRow {
 enum { DB_RUN_NONE = 0, DB_RUN_RUNNING = 1, DB_RUN_DONE = 2, DB_RUN_FAILED = 3 };
 /* The run's DB_RUN_* status, -1 on error; a failed run's reason goes to failure[cap] (if non-NULL). */
 int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr *err);
+/* The tokens a done run's prompt rows say it emitted (what its token log must hold), -1 on error. */
+int64_t db_run_tokens(Db *db, const char *run_hash, SpErr *err);
 /* Deletes the run's row and its prompt (and outputs) rows (an unfinished run about to be redone, or a
  * failed one retried). */
 int db_run_reset(Db *db, const char *run_hash, SpErr *err);

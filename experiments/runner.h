@@ -53,7 +53,8 @@ typedef struct SweepFailure {
 typedef struct SweepCounts {
     int total;   /* runs in the grid */
     int mine;    /* runs in this shard */
-    int skipped; /* already done */
+    int skipped; /* already done (and their token logs whole) */
+    int redone;  /* marked done, but the token log was missing or corrupt: run again */
     int ran;     /* finished (done) now */
     int failed_now;  /* run now and failed */
     int failed_kept; /* failed in an earlier sweep, not retried (no retry_failed) */

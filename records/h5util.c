@@ -180,8 +180,12 @@ void h5t_abort(H5Table *t) {
 
 hid_t h5_open_read(const char *path, SpErr *err) {
     silence();
+    /* "missing" is not "corrupt": only an existing regular file is handed to HDF5 (never a FIFO) */
+    int fd = sp_open_input(path, err);
+    if (fd < 0) return -1;
+    close(fd);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) sp_fail(err, "%s: cannot open as HDF5", path);
+    if (f < 0) sp_fail(err, "%s: cannot open as HDF5 (corrupt or not an HDF5 file)", path);
     return f;
 }
 

@@ -2,6 +2,7 @@
 #include "tokenlog.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "methods.h"
@@ -158,4 +159,33 @@ void tokrows_free(TokenRows *t) {
     TOKENLOG_EVENT_COLUMNS(TOKENLOG_FREE)
 #undef TOKENLOG_FREE
     memset(t, 0, sizeof *t);
+}
+
+int tokenlog_row_count(const char *path, int64_t *rows, SpErr *err) {
+    *rows = -1;
+    if (access(path, F_OK) != 0) return sp_fail(err, "%s: missing", path);
+    hid_t f = h5_open_read(path, err);
+    if (f < 0) return -1;
+    char fmt[64] = "";
+    double version = 0;
+    int rc = 0;
+    if (h5_read_attr_str(f, path, "format", fmt, sizeof fmt, NULL) || strcmp(fmt, TOKENLOG_FORMAT) ||
+        h5_read_attr_f64(f, path, "version", &version, NULL) || (version != 1 && version != TOKENLOG_VERSION))
+        rc = sp_fail(err, "%s: not a %s file of version 1 to %d", path, TOKENLOG_FORMAT, TOKENLOG_VERSION);
+    for (int c = TOKENLOG_COL_PROMPT_INDEX; rc == 0 && c < tokenlog_n_cols((int)version); c++) {
+        hid_t d = H5Dopen2(f, kCols[c].name, H5P_DEFAULT);
+        hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+        hsize_t dims[2] = {0, 0};
+        int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+        if (nd == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
+        if (sp >= 0) H5Sclose(sp);
+        if (d >= 0) H5Dclose(d);
+        if (nd != 1) rc = sp_fail(err, "%s: dataset /%s missing or not a column", path, kCols[c].name);
+        else if (*rows >= 0 && (int64_t)dims[0] != *rows)
+            rc = sp_fail(err, "%s: dataset /%s has %llu rows, /prompt_index has %lld", path, kCols[c].name,
+                         (unsigned long long)dims[0], (long long)*rows);
+        else *rows = (int64_t)dims[0];
+    }
+    H5Fclose(f);
+    return rc;
 }

@@ -103,4 +103,9 @@ typedef struct TokenRows {
 int tokrows_read(const char *path, TokenRows *t, SpErr *err);
 void tokrows_free(TokenRows *t);
 
+/* Checks a log without reading its rows: it opens as a sprinter-tokens file of a known version
+ * whose columns all have the same length, returned in *rows. Errors say "missing" (no file) or
+ * name what is wrong. */
+int tokenlog_row_count(const char *path, int64_t *rows, SpErr *err);
+
 #endif
