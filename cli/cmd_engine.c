@@ -117,8 +117,8 @@ int cmd_generate(int argc, char **argv) {
         tok = tokenizer_load_dir(tok_dir ? tok_dir : model_dir, &err);
         if (!tok) goto done;
         if (tokenizer_vocab_size(tok) > c->vocab_size) {
-            sp_fail(&err, "tokenizer has %d tokens but the model's vocab_size is %d", tokenizer_vocab_size(tok),
-                    c->vocab_size);
+            sp_fail(&err, "%s: the tokenizer has %d tokens but %s/config.json: vocab_size is %d", tokenizer_source(tok),
+                    tokenizer_vocab_size(tok), model_dir, c->vocab_size);
             goto done;
         }
     }

@@ -366,6 +366,7 @@ static int merge_put(MergeMap *m, int32_t a, int32_t b, int32_t rank, int32_t id
 
 struct Tokenizer {
     TokKind kind;
+    char source[4096]; /* the file it was loaded from (tokenizer.json or vocab.json), for messages */
     Vocab v;
     MergeMap merges;
     Buf dec;           /* decoded bytes of each token, NUL after each */
@@ -736,8 +737,9 @@ int tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int skip_
         int32_t id = ids[i];
         if (id < 0 || id >= t->v.n_ids || !t->v.flags[id]) {
             free(out.p);
-            return sp_fail(err, "tokenizer: token id %d at position %zu is not in the vocabulary "
-                                "(size %d)", (int)id, i, t->v.n_ids);
+            return sp_fail(err, "%s: token id %d at position %zu is not in this tokenizer's vocabulary (%s)",
+                           t->source[0] ? t->source : "tokenizer", (int)id, i,
+                           id < 0 || id >= t->v.n_ids ? "ids beyond its size" : "an unused id");
         }
         if (skip_special && (t->v.flags[id] & TF_SPECIAL)) continue;
         Span d = t->dec_span[id];
@@ -1331,15 +1333,29 @@ static int join_path(char *out, size_t cap, const char *dir, const char *name, S
 
 Tokenizer *tokenizer_load_dir(const char *dir, SpErr *err) {
     char a[4096], b[4096];
+    Tokenizer *t = NULL;
     if (join_path(a, sizeof a, dir, "tokenizer.json", err) < 0) return NULL;
-    if (file_exists(a)) return load_tokenizer_json(a, err);
-    static const char *const pairs[][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
-    for (int i = 0; i < 2; i++) {
-        if (join_path(a, sizeof a, dir, pairs[i][0], err) < 0) return NULL;
-        if (join_path(b, sizeof b, dir, pairs[i][1], err) < 0) return NULL;
-        if (file_exists(a) && file_exists(b)) return tokenizer_load_gpt2_files(a, b, err);
+    if (file_exists(a)) {
+        t = load_tokenizer_json(a, err);
+    } else {
+        static const char *const pairs[][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
+        int found = 0;
+        for (int i = 0; i < 2 && !found; i++) {
+            if (join_path(a, sizeof a, dir, pairs[i][0], err) < 0 || join_path(b, sizeof b, dir, pairs[i][1], err) < 0)
+                return NULL;
+            if (file_exists(a) && file_exists(b)) {
+                found = 1;
+                t = tokenizer_load_gpt2_files(a, b, err);
+            }
+        }
+        if (!found) {
+            sp_fail(err, "%s: no tokenizer found (tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe)",
+                    dir);
+            return NULL;
+        }
     }
-    sp_fail(err, "%s: no tokenizer found (tokenizer.json, vocab.json + merges.txt, or "
-                 "encoder.json + vocab.bpe)", dir);
-    return NULL;
+    if (t) snprintf(t->source, sizeof t->source, "%s", a); /* the file messages name */
+    return t;
 }
+
+const char *tokenizer_source(const Tokenizer *t) { return t->source[0] ? t->source : "tokenizer"; }

@@ -26,6 +26,8 @@ typedef struct Tokenizer Tokenizer;
  * vocab.json + merges.txt, then encoder.json + vocab.bpe). Returns NULL and fills err on failure;
  * the message names the file and the field. */
 Tokenizer *tokenizer_load_dir(const char *dir, SpErr *err);
+/* The file a tokenizer was loaded from (tokenizer.json or vocab.json), for messages. */
+const char *tokenizer_source(const Tokenizer *t);
 
 /* Loads GPT-2 BPE from an explicit vocab (vocab.json / encoder.json) and merges (merges.txt /
  * vocab.bpe) file pair. */

@@ -176,8 +176,8 @@ static int load_models(Ctx *c, SpErr *err) {
     const char *tdir = c->target ? s->target_dir : s->draft_dir;
     if (!(c->tok = tokenizer_load_dir(tdir, err))) return sp_err_prefix(err, "%s: [models] %s: tokenizer", s->path, tdir);
     if (tokenizer_vocab_size(c->tok) > model_config(any_model(c))->vocab_size)
-        return sp_fail(err, "%s: tokenizer of %s has %d tokens, the model's vocab_size is %d", s->path, tdir,
-                       tokenizer_vocab_size(c->tok), model_config(any_model(c))->vocab_size);
+        return sp_fail(err, "%s: %s: the tokenizer has %d tokens, the model's vocab_size is %d", s->path,
+                       tokenizer_source(c->tok), tokenizer_vocab_size(c->tok), model_config(any_model(c))->vocab_size);
     return 0;
 }
 

@@ -184,6 +184,26 @@ def main():
             except subprocess.TimeoutExpired:
                 t.check(False, "%s as a %s: the command blocked (60 s)" % (what, kind))
 
+    # a tokenizer that does not fit the model is named (issue 18, messages): larger than vocab_size, and
+    # smaller (the model then emits an id the tokenizer lacks)
+    import json
+    for vocab, want in ((200, "the tokenizer has 269 tokens but"), (4000, "is not in this tokenizer's vocabulary")):
+        mdir = os.path.join(w, "v%d" % vocab)
+        cfg = {"model_type": "gpt2", "vocab_size": vocab, "n_embd": 16, "n_layer": 1, "n_head": 2, "n_positions": 64,
+               "initializer_range": 2.0, "bos_token_id": 0, "eos_token_id": 0}
+        with open(mdir + ".json", "w") as f:
+            json.dump(cfg, f)
+        subprocess.run([S, "init-random", "--arch", "gpt2", "--config", mdir + ".json", "--seed", "5", "--out", mdir],
+                       check=True, capture_output=True)
+        for fn in ("vocab.json", "merges.txt"):
+            shutil.copy(os.path.join(w, "target", fn), mdir)
+        p = subprocess.run([S, "generate", "--model", mdir, "--prompt", "hello", "--max-new", "40", "--seed", "1",
+                            "--ignore-eos"], capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        t.check(p.returncode == 1 and len(lines) == 1 and want in lines[0] and
+                os.path.join(mdir, "vocab.json") in lines[0],
+                "vocab_size %d vs a 269-token tokenizer: one line naming the tokenizer file: %r" % (vocab, lines))
+
     # dataset lines hold exactly one JSON value (as Python's json.loads) and no \u0000 (issue 18, inputs)
     good = '{"id": "a", "prompt": "hello world", "reference": " x"}'
     for name, line, want in (("two objects", good + " " + good, "unexpected content after the JSON object"),
