@@ -476,6 +476,9 @@ static int run_workers(Ctx *c, int jobs, int *ran, int *n_failed, SpErr *err) {
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p > 0) {
             alive--;
+            if (WIFSIGNALED(st) && !g_stop_signal && !err->msg[0]) /* it could not say so itself */
+                sp_fail(err, "worker process %d was killed by signal %d (%s); its run in progress is redone by the next "
+                             "sweep", (int)p, WTERMSIG(st), strsignal(WTERMSIG(st)));
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed = 1;
             continue;
         }

@@ -92,6 +92,24 @@ err=$("$S" merge --quiet --out "$W/locked" "$W/res" 2>&1 >/dev/null); rc=$?
 alive=0; kill -0 "$first" 2>/dev/null && alive=1
 expect "a merge into a busy directory is refused, the sweep goes on (got: $err)" '[[ $rc -ne 0 && $err == *"another sweep or merge"* && $alive -eq 1 ]]'
 kill -KILL "$first" 2>/dev/null; wait "$first" 2>/dev/null
+# a --jobs worker killed by a signal is named as such (it could not say so itself: issue 18)
+"$S" sweep "$GOOD" --out "$W/killed" --verifier-cache "$W/vcache" --quiet --jobs 2 --test-delay-ms 300 >/dev/null 2>"$W/killed.err" &
+parent=$!
+worker=""
+for _ in $(seq 100); do
+  worker=$(/usr/bin/python3 -c "
+import os
+for p in os.listdir('/proc'):
+    if p.isdigit():
+        try: f = open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()
+        except OSError: continue
+        if f[1] == '$parent': print(p); break")
+  [[ -n $worker ]] && break; sleep 0.1
+done
+sleep 0.5; [[ -n $worker ]] && kill -KILL "$worker"
+wait "$parent"; rc=$?
+last=$(tail -1 "$W/killed.err")
+expect "a killed worker is named (got: $last)" '[[ -n $worker && $rc -ne 0 && $last == *"killed by signal 9"* ]]'
 "$S" sweep "$GOOD" --out "$W/locked" --verifier-cache "$W/vcache" --quiet >/dev/null 2>&1; rc=$?
 expect "after the first is killed the directory is free again" '[[ $rc -eq 0 ]]'
 err=$("$S" merge "$W/a-file" 2>&1); rc=$?
