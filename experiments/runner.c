@@ -125,6 +125,16 @@ typedef struct VerEntry {
     Verifier v;
 } VerEntry;
 
+/* What identifies a file's content cheaply: a file replaced or rewritten in place (cp, safetensors'
+ * save_file) changes its size, mtime or inode. */
+typedef struct FileStamp {
+    char path[4400];
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} FileStamp;
+
 typedef struct Ctx {
     SweepSpec *s;
     const RunnerOpts *o;
@@ -141,6 +151,8 @@ typedef struct Ctx {
     int lock_fd; /* -1 or the locked OUT/.sweep.lock */
     Progress prog;
     int checkpoints;
+    FileStamp *stamps; /* every file of the model directories as loaded (changed_input checks them) */
+    int n_stamps;
 } Ctx;
 
 /* SIGINT / SIGTERM: the handler only records the signal (the one piece of process-global state
@@ -160,6 +172,37 @@ static void checkpoint(Ctx *c) {
 
 static const Model *any_model(const Ctx *c) { return c->target ? c->target : c->draft; }
 
+/* Stamps every regular file of dir (a model directory) into c->stamps. */
+static int stamp_dir(Ctx *c, const char *dir, SpErr *err) {
+    DIR *d = opendir(dir);
+    if (!d) return sp_fail(err, "%s: cannot list: %s", dir, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        FileStamp f = {0};
+        struct stat st;
+        snprintf(f.path, sizeof f.path, "%s/%s", dir, e->d_name);
+        if (stat(f.path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        f.dev = st.st_dev, f.ino = st.st_ino, f.size = st.st_size, f.mtime = st.st_mtim;
+        FileStamp *grown = realloc(c->stamps, (size_t)(c->n_stamps + 1) * sizeof *grown);
+        if (!grown) rc = sp_fail(err, "out of memory");
+        else (c->stamps = grown)[c->n_stamps++] = f;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The first model file whose stamp changed since the models were loaded, or NULL. */
+static const char *changed_input(const Ctx *c) {
+    for (int i = 0; i < c->n_stamps; i++) {
+        const FileStamp *f = &c->stamps[i];
+        struct stat st;
+        if (stat(f->path, &st) != 0 || st.st_dev != f->dev || st.st_ino != f->ino || st.st_size != f->size ||
+            st.st_mtim.tv_sec != f->mtime.tv_sec || st.st_mtim.tv_nsec != f->mtime.tv_nsec)
+            return f->path;
+    }
+    return NULL;
+}
+
 static int load_models(Ctx *c, SpErr *err) {
     SweepSpec *s = c->s;
     int need_draft = 0, need_target = 0;
@@ -173,6 +216,7 @@ static int load_models(Ctx *c, SpErr *err) {
     if (c->draft && c->target && model_config(c->draft)->vocab_size != model_config(c->target)->vocab_size)
         return sp_fail(err, "%s: [models]: draft vocab_size %d differs from target vocab_size %d", s->path,
                        model_config(c->draft)->vocab_size, model_config(c->target)->vocab_size);
+    if ((c->draft && stamp_dir(c, s->draft_dir, err)) || (c->target && stamp_dir(c, s->target_dir, err))) return -1;
     const char *tdir = c->target ? s->target_dir : s->draft_dir;
     if (!(c->tok = tokenizer_load_dir(tdir, err))) return sp_err_prefix(err, "%s: [models] %s: tokenizer", s->path, tdir);
     if (tokenizer_vocab_size(c->tok) > model_config(any_model(c))->vocab_size)
@@ -389,6 +433,13 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
         rc = RUN_FAILED;
         goto done;
     }
+    /* the results stand for the content hashes the run is named by only if no model file changed */
+    const char *changed = drc ? NULL : changed_input(c);
+    if (changed) {
+        sp_fail(err, "%s changed during the sweep (size, mtime or inode): run %.12s discarded; rerun the sweep (the "
+                     "new content gets new run hashes)", changed, r->hash);
+        goto done;
+    }
     if (drc || tokenlog_commit(&log, err)) goto done;
     checkpoint(c);
     db_now_iso(finished, sizeof finished);
@@ -519,6 +570,7 @@ static void ctx_free(Ctx *c) {
     if (c->lock_fd >= 0) close(c->lock_fd);
     free(c->pending);
     free(c->runs);
+    free(c->stamps);
 }
 
 /* One writer per results directory at a time (a sweep with its workers, or a merge): an flock on

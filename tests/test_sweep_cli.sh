@@ -92,6 +92,16 @@ err=$("$S" merge --quiet --out "$W/locked" "$W/res" 2>&1 >/dev/null); rc=$?
 alive=0; kill -0 "$first" 2>/dev/null && alive=1
 expect "a merge into a busy directory is refused, the sweep goes on (got: $err)" '[[ $rc -ne 0 && $err == *"another sweep or merge"* && $alive -eq 1 ]]'
 kill -KILL "$first" 2>/dev/null; wait "$first" 2>/dev/null
+# a model file rewritten during a sweep: the run in progress is discarded and the sweep stops, naming
+# the file; nothing is recorded under a hash it was not computed with (issue 18, inputs)
+"$S" sweep "$GOOD" --out "$W/changed" --verifier-cache "$W/vcache" --quiet --test-delay-ms 300 >/dev/null 2>"$W/changed.err" &
+sweeper=$!
+for _ in $(seq 100); do [[ -f $W/changed/runs.sqlite ]] && break; sleep 0.1; done
+sleep 0.3; touch "$W/target/model.safetensors"
+wait "$sweeper"; rc=$?
+last=$(tail -1 "$W/changed.err")
+expect "a model file changed during the sweep stops it, naming the file (got: $last)" '[[ $rc -eq 1 && $last == *"target/model.safetensors changed during the sweep"* ]]'
+
 # a --jobs worker killed by a signal is named as such (it could not say so itself: issue 18)
 "$S" sweep "$GOOD" --out "$W/killed" --verifier-cache "$W/vcache" --quiet --jobs 2 --test-delay-ms 300 >/dev/null 2>"$W/killed.err" &
 parent=$!
