@@ -9,6 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
+
 #include "report_int.h"
 #include "report_util.h"
 #include "stats.h"
@@ -380,6 +383,7 @@ static int render(const Report *R, const char *name, SpErr *err) {
     pid_t pid = fork();
     if (pid < 0) return sp_fail(err, "fork: %s", strerror(errno));
     if (pid == 0) {
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL); /* gnuplot ends with sprinter, however sprinter ends */
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
         if (chdir(R->dir) != 0) _exit(126);

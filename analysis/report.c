@@ -1,5 +1,7 @@
 /* report.c - `sprinter analyze`: per-run analysis, cross-run comparisons, the checks; the files
  * are written by report_md.c, tables.c and plots.c (see report.h), which share report_util.c. */
+#include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -479,6 +481,38 @@ static void summarise(const Report *R, ReportSummary *s) {
     snprintf(s->index_path, sizeof s->index_path, "%s/index.md", R->dir);
 }
 
+/* Removes the staging and retired report directories of analyze processes that no longer run (one
+ * killed midway leaves its .report.tmp-PID behind). */
+static void remove_stale_staging(const char *results_dir) {
+    DIR *d = opendir(results_dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        long pid = 0;
+        if (sscanf(e->d_name, ".report.tmp-%ld", &pid) != 1 && sscanf(e->d_name, ".report.old-%ld", &pid) != 1) continue;
+        if (pid <= 0 || pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) {
+            char path[4600];
+            snprintf(path, sizeof path, "%s/%s", results_dir, e->d_name);
+            sp_remove_flat_dir(path, NULL);
+        }
+    }
+    closedir(d);
+}
+
+/* staging -> final: the old final is moved aside first, then removed (a report directory holds only
+ * files). A directory `final` that is not a report (anything but a directory) is refused. */
+static int swap_in(const char *staging, const char *final, const char *retired, SpErr *err) {
+    struct stat st;
+    int had = lstat(final, &st) == 0;
+    if (had && !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: exists and is not a directory; remove it", final);
+    if (had && rename(final, retired) != 0) return sp_fail(err, "%s: cannot move aside: %s", final, strerror(errno));
+    if (rename(staging, final) != 0) {
+        int e = errno;
+        if (had) (void)rename(retired, final); /* put the old report back */
+        return sp_fail(err, "%s: cannot rename to %s: %s", staging, final, strerror(e));
+    }
+    return had ? sp_remove_flat_dir(retired, err) : 0;
+}
+
 int report_write(const ReportOpts *o, ReportSummary *s, SpErr *err) {
     Report R = {.o = o};
     memset(s, 0, sizeof *s);
@@ -487,7 +521,13 @@ int report_write(const ReportOpts *o, ReportSummary *s, SpErr *err) {
     if (o->plots && !gnuplot_present(o->gnuplot))
         return sp_fail(err, "%s: not found in PATH; the plots need gnuplot (Debian package gnuplot-nox, see "
                             "scripts/install-deps.sh), or pass --no-plots", o->gnuplot);
-    snprintf(R.dir, sizeof R.dir, "%s/report", o->results_dir);
+    /* the report is built in a staging directory and swapped in as a whole: killed or out of space
+     * midway, it leaves the previous report as it was (and no mix of old and new files) */
+    char final[4200], retired[4300];
+    snprintf(final, sizeof final, "%s/report", o->results_dir);
+    snprintf(R.dir, sizeof R.dir, "%s/.report.tmp-%ld", o->results_dir, (long)getpid());
+    snprintf(retired, sizeof retired, "%s/.report.old-%ld", o->results_dir, (long)getpid());
+    remove_stale_staging(o->results_dir);
     int rc = load(&R, err);
     if (rc == 0) rc = sp_mkdir_p(R.dir, err);
     if (rc == 0) rc = analyze_all(&R, err);
@@ -496,7 +536,13 @@ int report_write(const ReportOpts *o, ReportSummary *s, SpErr *err) {
     if (rc == 0) rc = write_tables(&R, err);
     if (rc == 0) rc = write_plots(&R, err);
     if (rc == 0) rc = write_index(&R, err);
-    if (rc == 0) summarise(&R, s);
+    if (rc == 0) rc = swap_in(R.dir, final, retired, err);
+    if (rc == 0) {
+        snprintf(R.dir, sizeof R.dir, "%s", final);
+        summarise(&R, s);
+    } else {
+        sp_remove_flat_dir(R.dir, NULL);
+    }
     report_free(&R);
     return rc;
 }

@@ -1,8 +1,10 @@
 /* fsutil.c - file-system helpers (see fsutil.h). */
 #include "fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -115,4 +117,19 @@ int sp_output_commit(const char *tmp, const char *path, SpErr *err) {
         return sp_fail(err, "%s: rename from %s failed: %s", path, tmp, strerror(e));
     }
     return 0;
+}
+
+int sp_remove_flat_dir(const char *path, SpErr *err) {
+    DIR *d = opendir(path);
+    if (!d) return errno == ENOENT ? 0 : sp_fail(err, "%s: cannot open directory: %s", path, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char f[4600];
+        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+        if (unlink(f) != 0 && rc == 0) rc = sp_fail(err, "%s: cannot remove: %s", f, strerror(errno));
+    }
+    closedir(d);
+    if (rc == 0 && rmdir(path) != 0) rc = sp_fail(err, "%s: cannot remove: %s", path, strerror(errno));
+    return rc;
 }

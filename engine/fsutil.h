@@ -18,6 +18,10 @@ int sp_open_input(const char *path, SpErr *err);
 /* The same as a stdio stream ("rb"); NULL with err set. */
 FILE *sp_fopen_input(const char *path, SpErr *err);
 
+/* Removes a directory that holds only files (a staging or retired report directory); a missing one is
+ * fine. */
+int sp_remove_flat_dir(const char *path, SpErr *err);
+
 /* ---- outputs: every file a command writes goes through these (write to PATH.tmp, rename) ----
  * An output path may name nothing yet or a regular file (replaced as a whole at the rename); anything
  * else (a symbolic link, a directory, a device, a FIFO, a socket) is refused with one line before

@@ -161,6 +161,31 @@ def check_errors(t, sprinter, work, out):
                 "analyze %s fails with one line naming %r: %r" % (args[0], want, p.stderr.strip()[:300]))
 
 
+def check_killed(t, sprinter, out):
+    """analyze killed midway (SIGKILL, at several moments) leaves the previous report exactly as it was,
+    no gnuplot child behind, and the next analyze clears the dead run's staging directory (issue 18)."""
+    import signal
+    import time
+    rep = os.path.join(out, "report")
+    before = {f: open(os.path.join(rep, f), "rb").read() for f in sorted(os.listdir(rep))}
+    for delay in (0.2, 0.8, 1.5):
+        p = subprocess.Popen([sprinter, "analyze", out, "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        time.sleep(0.3)
+        now = {f: open(os.path.join(rep, f), "rb").read() for f in sorted(os.listdir(rep))}
+        children = [d for d in os.listdir("/proc") if d.isdigit() and
+                    open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1] == str(p.pid)] \
+            if os.path.exists("/proc") else []
+        t.check(now == before and not children, "analyze killed after %.1f s: report/ unchanged (%d files), %d "
+                "children left" % (delay, len(now), len(children)))
+    q = run([sprinter, "analyze", out, "--quiet", "--no-plots", "--bootstrap", "20"])
+    stale = [d for d in os.listdir(out) if d.startswith(".report.")]
+    t.check(q.returncode == 0 and not stale, "the next analyze succeeds and clears the staging dirs: %r %s" %
+            (stale, q.stderr[-300:]))
+
+
 def check_old_schema(t, sprinter, work, out):
     """A schema-version-1 database (no outputs table, no runs.oracle_stay) is still read."""
     old = os.path.join(work, "old")
@@ -214,6 +239,7 @@ def main():
     check_theory(t, rep)
     check_oracle_stay(t, a.sprinter, a.work, spec, out)
     check_errors(t, a.sprinter, a.work, out)
+    check_killed(t, a.sprinter, out)
     check_old_schema(t, a.sprinter, a.work, out)
     check_shift(t, a.sprinter, out)
     t.finish()
