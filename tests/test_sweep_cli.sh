@@ -106,14 +106,19 @@ expect "a model file changed during the sweep stops it, naming the file (got: $l
 "$S" sweep "$GOOD" --out "$W/killed" --verifier-cache "$W/vcache" --quiet --jobs 2 --test-delay-ms 300 >/dev/null 2>"$W/killed.err" &
 parent=$!
 worker=""
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   worker=$(/usr/bin/python3 -c "
 import os
+# a worker is a fork of the sweep: a child with the parent's own command line (not a git or popen child)
+me = open('/proc/$parent/cmdline', 'rb').read()
 for p in os.listdir('/proc'):
     if p.isdigit():
-        try: f = open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()
-        except OSError: continue
-        if f[1] == '$parent': print(p); break")
+        try:
+            f = open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()
+            same = open('/proc/%s/cmdline' % p, 'rb').read() == me
+        except OSError:
+            continue
+        if f[1] == '$parent' and same: print(p); break" 2>/dev/null)
   [[ -n $worker ]] && break; sleep 0.1
 done
 sleep 0.5; [[ -n $worker ]] && kill -KILL "$worker"
