@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch perplexity of a GPT-2 model directory on a text file.
+"""PyTorch perplexity of a GPT-2 or Llama model directory on a text file.
 
   /usr/bin/python3 data/train/perplexity.py --model DIR --data FILE [--max-tokens M] [--threads 1]
 
@@ -9,8 +9,9 @@ Convention (shared with `sprinter perplexity --model DIR --data FILE`):
   - Each document is encoded separately with the model directory's GPT-2 tokenizer and followed by
     the eos id; all are concatenated into one token stream.
   - --max-tokens M truncates the stream to its first M tokens.
-  - The stream is cut into consecutive non-overlapping windows of ctx = n_positions tokens (the
-    last window may be shorter; a window of length 1 is dropped). Within each window, tokens
+  - The stream is cut into consecutive non-overlapping windows of ctx = n_positions tokens
+    (max_position_embeddings for Llama; the last window may be shorter; a window of length 1
+    is dropped). Within each window, tokens
     1..len-1 are predicted from the preceding tokens of that window only.
   - perplexity = exp(total NLL / number of predicted tokens), natural log.
 Prints one JSON object: {"tokens": predicted tokens, "nll": total NLL, "ppl": perplexity}.
@@ -29,7 +30,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tokenizer"))
 import gpt2  # noqa: E402
+import llama  # noqa: E402
 import bpe  # noqa: E402
+
+
+def load_model_dir(d):
+    """GPT-2 (gpt2.py) or Llama (llama.py) directory, by config.json's model_type."""
+    with open(os.path.join(d, "config.json")) as f:
+        mt = json.load(f).get("model_type")
+    return llama.load_hf_dir(d) if mt == "llama" else gpt2.load_model_dir(d)
+
+
+def context_of(model):
+    return model.cfg.get("n_positions") or model.cfg["max_position_embeddings"]
 
 
 def read_stream(enc, path, max_tokens=None):
@@ -80,7 +93,7 @@ def main():
     if a.max_tokens is not None and a.max_tokens < 0:
         sys.exit("perplexity: --max-tokens must be >= 0")
     try:
-        model = gpt2.load_model_dir(a.model)
+        model = load_model_dir(a.model)
         enc = bpe.Encoder.load(a.model)
     except (OSError, ValueError, KeyError) as e:
         sys.exit(f"perplexity: {a.model}: {e}")
@@ -90,7 +103,7 @@ def main():
         stream = read_stream(enc, a.data, a.max_tokens)
     except (OSError, UnicodeDecodeError) as e:
         sys.exit(f"perplexity: {a.data}: {e}")
-    ctx = model.cfg["n_positions"]
+    ctx = context_of(model)
     total, count = perplexity(model, stream, ctx)
     if count == 0:
         sys.exit(f"perplexity: {a.data}: no tokens to predict")
