@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # C perplexity (`sprinter perplexity`) vs the PyTorch implementation (data/train/perplexity.py,
-# its own GPT-2 and its own Python BPE encoder) on the committed models, with text built from the
-# committed evaluation sets (prompt + reference = one document per line). Required agreement:
+# its own GPT-2 / Llama and its own Python BPE encoder) on the committed models (the default pair,
+# and the regime pair of issue 13 when data/models/regime/MANIFEST.json exists), with text built
+# from the committed evaluation sets (prompt + reference = one document per line). Required agreement:
 # relative difference of perplexity <= 0.5% (issue 3's bar); the measured difference is printed.
 # usage: perplexity_oracle.sh SPRINTER SRCDIR WORKDIR
 set -uo pipefail
@@ -17,7 +18,10 @@ with open('$W/docs.txt', 'w') as out:
             out.write((o['prompt'] + o['reference']).replace('\n', ' ') + '\n')
 "
 pass=0; fail=0
-for m in draft target; do
+declare -A ppl
+models="draft target"
+[[ -f $SRC/data/models/regime/MANIFEST.json ]] && models="$models regime/draft regime/target"
+for m in $models; do
   M=$SRC/data/models/$m
   if [[ ! -f $M/model.safetensors ]]; then echo "FAIL: $M missing"; fail=$((fail+1)); continue; fi
   c=$("$S" perplexity --model "$M" --data "$W/docs.txt") || { echo "FAIL: sprinter perplexity $m"; fail=$((fail+1)); continue; }
@@ -29,6 +33,18 @@ ok = c['tokens']==t['tokens'] and rel <= 0.005
 print(('ok' if ok else 'FAIL'), 'C ppl %.6f, PyTorch ppl %.6f, tokens %d/%d, relative diff %.2e' % (c['ppl'], t['ppl'], c['tokens'], t['tokens'], rel))")
   echo "$m: $verdict"
   [[ $verdict == ok* ]] && pass=$((pass+1)) || fail=$((fail+1))
+  ppl[$m]=$(/usr/bin/python3 -c "import json; print(json.loads('$c')['ppl'])")
+done
+# each pair's target must model the text better than its draft (the point of a target)
+for pair in "" regime/; do
+  d=${ppl[${pair}draft]:-}; t=${ppl[${pair}target]:-}
+  [[ -z $d || -z $t ]] && continue
+  name=${pair%/}; name=${name:-default}
+  if /usr/bin/python3 -c "import sys; sys.exit(0 if $t < $d else 1)"; then
+    echo "ok: $name pair: target ppl $t < draft ppl $d"; pass=$((pass+1))
+  else
+    echo "FAIL: $name pair: target ppl $t is not below draft ppl $d"; fail=$((fail+1))
+  fi
 done
 echo "perplexity_oracle: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
