@@ -49,6 +49,8 @@ static double *param_slot(RunInfo *r, RunParam p) {
     case RP_ETA_FP: return &r->eta_fp;
     case RP_ETA_TP: return &r->eta_tp;
     case RP_ORACLE_STAY: return &r->oracle_stay;
+    case RP_BONUS: return &r->bonus;
+    case RP_FINISH_ROUND: return &r->finish_round;
     default: return NULL;
     }
 }

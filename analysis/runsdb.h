@@ -26,7 +26,7 @@ typedef struct RunInfo {
     int64_t seed;
     int max_new, n_prompts, prompt_offset, stop_at_eos, audit;
     double temperature;
-    double gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp, oracle_stay;
+    double gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp, oracle_stay, bonus, finish_round;
     /* sums over the run's prompts */
     int64_t tokens, target_calls, target_tokens, draft_calls, draft_tokens, verifier_evals, drafted, accepted;
     int64_t verifier_accepts, rejected; /* rejected: summed over the prompts that have it (schema 5 on) */

@@ -216,7 +216,7 @@ int cmd_decode(int argc, char **argv) {
         sp_fail(&err, "--prompt encodes to no tokens");
         goto done;
     }
-    int max_ctx = (int)n + base.max_new + base.gamma + 1;
+    int max_ctx = (int)n + decode_max_tokens(&base) + base.gamma + 1;
     int ctx_cap = mc->max_pos;
     if (dm && model_config(dm)->max_pos < ctx_cap) ctx_cap = model_config(dm)->max_pos;
     if (max_ctx > ctx_cap) {

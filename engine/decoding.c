@@ -64,6 +64,8 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
     if (!(c->alpha >= 0 && c->alpha <= 1)) return sp_fail(err, "alpha = %g must be in [0, 1]", c->alpha);
     if (!(c->p_min >= 0 && c->p_min <= 1)) return sp_fail(err, "p_min = %g must be in [0, 1]", c->p_min);
     if (c->max_run < 0) return sp_fail(err, "max_run = %d must be >= 0", c->max_run);
+    if (c->finish_round && c->max_run < 1)
+        return sp_fail(err, "finish_round needs max_run >= 1 (a round must end; the authors' code caps it at 20 drafts)");
     if (!(c->oracle_stay >= 0 && c->oracle_stay < 1))
         return sp_fail(err, "oracle_stay = %g must be in [0, 1)", c->oracle_stay);
     return 0;
@@ -165,7 +167,9 @@ typedef struct RunState {
     gsl_rng *rng;
     DecodeOutput *out;
     int n_committed; /* committed length of decoder->seq (prompt + emitted) */
-    int done;        /* max_new reached or eos emitted */
+    int done;        /* max_new reached (at a round's end under finish_round) or eos emitted */
+    int round_kept;  /* sprinter-type: drafts emitted since the last round ended */
+    int decisions;   /* tests only: scripted decisions used so far (indexes cfg->test_decisions) */
     int nonfinite;   /* the error in err is non-finite logits (decoder_run returns DECODE_ERR_NONFINITE) */
     int forwards;    /* forward passes so far (fault_nan_logits poisons the first) */
     const float *prefix_hidden; /* the drafted token's prefix state (sprinter-type methods), else NULL */
@@ -290,9 +294,21 @@ static void emit(RunState *state, int32_t token, TokenEvent event, const float *
     out->events[out->n_events++] = event;
     out->stats.tokens++;
     if (event.kind == EV_VERIFIER_ACCEPT || event.kind == EV_SD_ACCEPT) out->stats.accepted++;
+    if (event.kind == EV_VERIFIER_ACCEPT || event.kind == EV_SD_ACCEPT) state->round_kept++;
     if (event.kind == EV_SD_RESAMPLE) out->stats.rejected++;
     int eos = model_config(decoder->target.model ? decoder->target.model : decoder->draft.model)->eos_id;
-    if (out->n_tokens >= state->cfg->max_new || (state->cfg->stop_at_eos && token == eos)) state->done = 1;
+    if ((out->n_tokens >= state->cfg->max_new && !state->cfg->finish_round) ||
+        (state->cfg->stop_at_eos && token == eos))
+        state->done = 1;
+}
+
+/* A sprinter-type round ends with the target's decision (and the bonus token, if any). */
+static void end_round(RunState *state) {
+    DecodeStats *stats = &state->out->stats;
+    stats->rounds++;
+    stats->round_kept += state->round_kept;
+    state->round_kept = 0;
+    if (state->out->n_tokens >= state->cfg->max_new) state->done = 1;
 }
 
 /* Residual norm(max(p - q, 0)) into decoder->residual and a draw from it; falls back to p if p == q. */
@@ -426,6 +442,7 @@ static int sd_block(RunState *state) {
         } else {
             event.kind = EV_SD_RESAMPLE;
             emit(state, draw_residual(state, target_row, draft_row), event, NULL);
+            end_round(state);
             truncate_lanes(state);
             return 0;
         }
@@ -436,6 +453,7 @@ static int sd_block(RunState *state) {
         event.target_called = 1;
         emit(state, sampler_draw(decoder->target_probs + (size_t)n_drafted * V, V, state->rng), event, NULL);
     }
+    end_round(state);
     truncate_lanes(state);
     return 0;
 }
@@ -491,7 +509,10 @@ static int run_sprinter(RunState *state) {
             event.label = true_label(state, event.q, event.p);
         }
         int capped = cfg->max_run > 0 && accept_streak >= cfg->max_run;
-        if (cfg->method == DM_SPRINTER) {
+        if (cfg->test_decisions) { /* tests only */
+            int k = state->decisions++;
+            event.decision = k < cfg->n_test_decisions ? cfg->test_decisions[k] : 0;
+        } else if (cfg->method == DM_SPRINTER) {
             event.score = verifier_eval(state, decoder->verifier->feature == VF_PREFIX ? decoder->prefix_hidden
                                                                                     : decoder->draft_hidden);
             event.decision = (int8_t)verifier_accepts(event.score, cfg->tau);
@@ -511,10 +532,14 @@ static int run_sprinter(RunState *state) {
             emit(state, x, event, decoder->draft_hidden);
             accept_streak++;
         } else {
-            /* target over everything since its last call; row for position n */
-            if (target_advance(state, n, 1, &logits) ||
-                sampler_probs(&cfg->sampling, logits, V, decoder->target_probs, decoder->sampler_work, state->err))
-                return -1;
+            /* target over everything since its last call: the row for position n, and with a bonus
+             * also the row after x (the target then runs over x too) */
+            int rows = cfg->bonus ? 2 : 1;
+            if (target_advance(state, n + rows - 1, rows, &logits)) return -1;
+            for (int i = 0; i < rows; i++)
+                if (sampler_probs(&cfg->sampling, logits + (size_t)i * V, V, decoder->target_probs + (size_t)i * V,
+                                  decoder->sampler_work, state->err))
+                    return -1;
             event.p = decoder->target_probs[x];
             event.label = true_label(state, event.q, event.p);
             event.target_called = 1;
@@ -523,9 +548,23 @@ static int run_sprinter(RunState *state) {
             if (sd_accept(state, event.p, event.q)) {
                 event.kind = EV_SD_ACCEPT;
                 emit(state, x, event, decoder->draft_hidden);
+                if (cfg->bonus) {
+                    TokenEvent bonus = blank_event();
+                    bonus.kind = EV_BONUS;
+                    bonus.target_called = 1;
+                    state->prefix_hidden = NULL;
+                    emit(state, sampler_draw(decoder->target_probs + V, V, state->rng), bonus, NULL);
+                }
+                end_round(state);
+                if (cfg->bonus) { /* the draft has not seen the bonus token: q comes from a fresh step */
+                    truncate_lanes(state);
+                    have_draft_probs = 0;
+                    continue;
+                }
             } else {
                 event.kind = EV_SD_RESAMPLE;
                 emit(state, draw_residual(state, decoder->target_probs, draft_probs), event, decoder->draft_hidden);
+                end_round(state);
                 truncate_lanes(state);
                 have_draft_probs = 0;
                 continue;
@@ -538,6 +577,10 @@ static int run_sprinter(RunState *state) {
 }
 
 /* ------------------------------------------------------------------ entry */
+
+int decode_max_tokens(const DecodeConfig *cfg) {
+    return cfg->max_new + (cfg->finish_round ? cfg->max_run + 1 : 0);
+}
 
 int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
                 DecodeOutput *out, SpErr *err) {
@@ -554,18 +597,19 @@ int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt
     if (method == DM_SPECDECPP && decoder->verifier->feature != VF_TOKEN)
         return sp_fail(err, "method specdecpp needs a verifier of the token feature (this one scores the prefix)");
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
-    if (n_prompt + cfg->max_new + cfg->gamma + 1 > decoder->max_ctx)
-        return sp_fail(err, "prompt (%d tokens) + max_new %d + gamma %d exceeds the decoder's context of %d", n_prompt,
-                       cfg->max_new, cfg->gamma, decoder->max_ctx);
+    int max_out = decode_max_tokens(cfg);
+    if (n_prompt + max_out + cfg->gamma + 1 > decoder->max_ctx)
+        return sp_fail(err, "prompt (%d tokens) + at most %d new tokens + gamma %d exceeds the decoder's context of %d",
+                       n_prompt, max_out, cfg->gamma, decoder->max_ctx);
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= decoder->vocab_size)
             return sp_fail(err, "prompt token %d = %d out of range", i, prompt[i]);
-    out->tokens = malloc((size_t)cfg->max_new * sizeof *out->tokens);
-    out->events = malloc((size_t)cfg->max_new * sizeof *out->events);
+    out->tokens = malloc((size_t)max_out * sizeof *out->tokens);
+    out->events = malloc((size_t)max_out * sizeof *out->events);
     if (cfg->capture_hidden && decoder->draft.session) {
         out->d_hidden = model_config(decoder->draft.model)->d_model;
-        out->hidden = malloc((size_t)cfg->max_new * out->d_hidden * sizeof *out->hidden);
-        out->hidden_prefix = malloc((size_t)cfg->max_new * out->d_hidden * sizeof *out->hidden_prefix);
+        out->hidden = malloc((size_t)max_out * out->d_hidden * sizeof *out->hidden);
+        out->hidden_prefix = malloc((size_t)max_out * out->d_hidden * sizeof *out->hidden_prefix);
     }
     if (!out->tokens || !out->events ||
         (cfg->capture_hidden && decoder->draft.session && (!out->hidden || !out->hidden_prefix))) {

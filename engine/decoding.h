@@ -51,6 +51,14 @@ typedef struct DecodeConfig {
     int gamma;              /* sd / pmin / specdecpp: max draft tokens per target call */
     double tau;             /* sprinter / specdecpp: verifier threshold */
     int max_run;            /* sprinter / oracle-iid: cap on consecutive verifier accepts, 0 = none */
+    /* Round structure of the sprinter-type methods (a round = the drafts up to and including the one
+     * the target decides). Both 0 is the harness's reading of Algorithm 2; both 1 with max_run 19 is
+     * what the authors' code runs (sprinter.py: at most 20 drafts a round, bonus, ">= 20 tokens"). */
+    int bonus;              /* after the target SD-accepts the token it decides, also emit a bonus token
+                             * from the same target pass (over the drafts and that token) */
+    int finish_round;       /* max_new is checked only when a round ends: a round that starts below
+                             * max_new runs to its end, so up to max_run + 1 tokens more are emitted
+                             * (needs max_run >= 1); eos still stops at once */
     double lambda;          /* label threshold for oracle-iid and the audit: acceptable iff q/p <= lambda */
     double eta_fp, eta_tp;  /* oracle-iid / oracle-markov rates */
     double oracle_stay;     /* oracle-markov: probability of repeating the class's last decision */
@@ -60,6 +68,9 @@ typedef struct DecodeConfig {
     int audit;              /* learn p(x) and the true label for every verifier decision */
     int capture_hidden;     /* store the draft hidden state of every drafted token (collect) */
     int fault_broken_residual; /* tests only: resample from p instead of norm(max(p - q, 0)) */
+    const int8_t *test_decisions; /* tests only: sprinter-type decisions in drafting order (1 accept, 0 reject)
+                                   * replace the verifier's / oracle's; past n_test_decisions: reject */
+    int n_test_decisions;
     int fault_nan_logits;      /* tests only: the first forward's logits read as NaN at index 0, as with a
                                 * NaN weight (decoder_run then fails with DECODE_ERR_NONFINITE) */
 } DecodeConfig;
@@ -67,6 +78,8 @@ typedef struct DecodeConfig {
 /* Fills defaults: greedy off (T = 1), gamma 5, tau 0.5, lambda 1, max_run 0, ... */
 void decode_config_default(DecodeConfig *c);
 int decode_config_check(const DecodeConfig *c, SpErr *err);
+/* The most tokens a run of c emits: max_new, plus max_run + 1 under finish_round. */
+int decode_max_tokens(const DecodeConfig *c);
 
 
 typedef struct DecodeStats {
@@ -77,6 +90,11 @@ typedef struct DecodeStats {
     int64_t verifier_evals;
     int64_t drafted;          /* draft tokens proposed */
     int64_t accepted;         /* draft tokens emitted (by verifier or SD rule) */
+    int64_t rounds;           /* target calls that decided drafted tokens (sd-type blocks, sprinter-type
+                               * rounds) */
+    int64_t round_kept;       /* drafts emitted in those rounds (verifier- and SD-accepted; not the
+                               * resampled or bonus token): round_kept / rounds is the authors' "avg
+                               * tokens" of one prompt */
     int64_t rejected;         /* draft tokens the target checked and rejected (SD resample events); with
                                * the SD-accepted ones (accepted - verifier accepts) they are the checked
                                * tokens: per-token acceptance alpha = SD-accepted / (SD-accepted + rejected) */

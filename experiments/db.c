@@ -257,6 +257,8 @@ static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const Promp
                   {AT(drafted), s->drafted},
                   {AT(accepted), s->accepted},
                   {AT(rejected), s->rejected},
+                  {AT(rounds), s->rounds},
+                  {AT(round_kept), s->round_kept},
                   {AT(verifier_accepts), p->verifier_accepts},
                   {AT(longest_run), p->longest_run}};
     for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) sqlite3_bind_int64(st, counts[j].col, counts[j].v);
@@ -491,6 +493,7 @@ typedef struct SumRow {
     int64_t runs, tokens, calls, accepted, neg, fp, pos, tp;
     int64_t drafted, verifier_accepts, rejected;
     int has_rejected; /* every prompt row has prompts.rejected (schema 5 on) */
+    double avg_tokens_paper; /* mean over prompt rows of round_kept / rounds (NaN: no such row) */
     double t_total, t_audit;
     double params[RP_COUNT]; /* NaN where the parameter does not apply (or differs: by_method) */
 } SumRow;
@@ -508,7 +511,7 @@ static void fmt_ratio(char *buf, size_t cap, double num, double den, const char 
 /* Result columns of the summary query; the parameters follow at SUM_PARAMS. */
 enum { SUM_METHOD, SUM_DATASET, SUM_RUNS, SUM_TOKENS, SUM_T_TOTAL, SUM_CALLS, SUM_ACCEPTED, SUM_NEG, SUM_FP, SUM_POS,
        SUM_TP, SUM_T_AUDIT, SUM_N_DATASETS, SUM_DRAFTED, SUM_VERIFIER_ACCEPTS, SUM_REJECTED, SUM_ALL_REJECTED,
-       SUM_PARAMS };
+       SUM_AVG_TOKENS_PAPER, SUM_PARAMS };
 
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
     char params[512], group[640], sql[4096];
@@ -518,7 +521,8 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
              "SELECT r.method, MIN(r.dataset), COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total),"
              " SUM(p.target_calls), SUM(p.accepted), SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp),"
              " SUM(p.t_audit), (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'),"
-             " SUM(p.drafted), SUM(p.verifier_accepts), SUM(p.rejected), COUNT(p.rejected) = COUNT(*), %s"
+             " SUM(p.drafted), SUM(p.verifier_accepts), SUM(p.rejected), COUNT(p.rejected) = COUNT(*),"
+             " AVG(CASE WHEN p.rounds > 0 THEN CAST(p.round_kept AS REAL) / p.rounds END), %s"
              " FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY %s ORDER BY MIN(r.run_index), %s",
              params, group, group);
@@ -565,6 +569,9 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
         r->verifier_accepts = sqlite3_column_int64(st, SUM_VERIFIER_ACCEPTS);
         r->rejected = sqlite3_column_int64(st, SUM_REJECTED);
         r->has_rejected = sqlite3_column_int(st, SUM_ALL_REJECTED);
+        r->avg_tokens_paper = sqlite3_column_type(st, SUM_AVG_TOKENS_PAPER) == SQLITE_NULL
+                                  ? NAN
+                                  : sqlite3_column_double(st, SUM_AVG_TOKENS_PAPER);
     }
     sqlite3_finalize(st);
     return rc;
@@ -629,7 +636,7 @@ static void summary_tsv(FILE *out, const SumRow *rows, int n, int show_ds) {
     for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%s", run_param_info((RunParam)p)->name);
     fprintf(out, "\truns\ttokens\tseconds\ttokens_per_s\tspeedup_vs_ar\ttarget_calls\ttokens_per_call\taccept_rate"
                  "\taccept_rate_lo\taccept_rate_hi\tchecked\taccepted\tdrafted\taccepted_per_drafted"
-                 "\taccept_rate_from_tpc\teta_fp\teta_tp\n");
+                 "\taccept_rate_from_tpc\teta_fp\teta_tp\tavg_tokens_paper\n");
     for (int i = 0; i < n; i++) {
         const SumRow *r = &rows[i];
         Acceptance acc = acceptance_of(r->accepted, r->verifier_accepts, r->rejected);
@@ -641,12 +648,14 @@ static void summary_tsv(FILE *out, const SumRow *rows, int n, int show_ds) {
                                                                                   : NAN;
         fprintf(out, "%s\t%s\t%s", r->method, r->dataset, r->label[0] ? r->label : "-");
         for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%.17g", r->params[p]);
-        fprintf(out, "\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n",
+        fprintf(out, "\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g"
+                     "\t%.9g\n",
                 (long long)r->runs, (long long)r->tokens, r->t_total, rate, metric_ratio(rate, ar), (long long)r->calls,
                 tpc, known ? acc.alpha : NAN, known ? acc.ci95.lo : NAN, known ? acc.ci95.hi : NAN,
                 (long long)acc.checked, (long long)r->accepted, (long long)r->drafted,
                 metric_ratio((double)r->accepted, (double)r->drafted), a_tpc,
-                metric_ratio((double)r->fp, (double)r->neg), metric_ratio((double)r->tp, (double)r->pos));
+                metric_ratio((double)r->fp, (double)r->neg), metric_ratio((double)r->tp, (double)r->pos),
+                r->avg_tokens_paper);
     }
 }
 

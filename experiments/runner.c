@@ -406,7 +406,7 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     remove_run_files(c, r);
     if (db_run_begin(c->db, s, r, &meta, err)) return -1;
     checkpoint(c);
-    int max_ctx = c->prompts[r->dataset].n_max + r->dc.max_new + r->dc.gamma + 1;
+    int max_ctx = c->prompts[r->dataset].n_max + decode_max_tokens(&r->dc) + r->dc.gamma + 1;
     Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->draft : NULL, method_is(r->dc.method, MC_USES_TARGET) ? c->target : NULL,
                                v ? &v->v : NULL, max_ctx, err);
     if (!dec) return -1;
@@ -647,13 +647,15 @@ static int find_pending(Ctx *c, SweepCounts *cnt, SpErr *err) {
 static int load_inputs(Ctx *c, SpErr *err) {
     SweepSpec *s = c->s;
     if (load_models(c, err)) return -1;
-    int max_gamma = 1;
-    for (int k = 0; k < c->n_runs; k++)
+    int max_gamma = 1, max_out = s->max_new; /* max_out: a round may run past max_new (finish_round) */
+    for (int k = 0; k < c->n_runs; k++) {
         if (c->runs[k].dc.gamma > max_gamma) max_gamma = c->runs[k].dc.gamma;
-    int max_prompt = context_cap(c) - s->max_new - max_gamma - 1;
+        if (decode_max_tokens(&c->runs[k].dc) > max_out) max_out = decode_max_tokens(&c->runs[k].dc);
+    }
+    int max_prompt = context_cap(c) - max_out - max_gamma - 1;
     if (max_prompt < 1)
-        return sp_fail(err, "%s: [decode] max_new_tokens: %d + gamma %d + 1 leaves no room for a prompt in a context of %d",
-                       s->path, s->max_new, max_gamma, context_cap(c));
+        return sp_fail(err, "%s: [decode] max_new_tokens: %d (at most %d with a finishing round) + gamma %d + 1 leaves no room "
+                       "for a prompt in a context of %d", s->path, s->max_new, max_out, max_gamma, context_cap(c));
     for (int d = 0; d < s->n_datasets; d++)
         if (load_prompts(c, d, max_prompt, err)) return -1;
     return 0;

@@ -34,6 +34,8 @@ static void param_set(DecodeConfig *c, RunParam p, double v) {
     case RP_ETA_FP: c->eta_fp = v; break;
     case RP_ETA_TP: c->eta_tp = v; break;
     case RP_ORACLE_STAY: c->oracle_stay = v; break;
+    case RP_BONUS: c->bonus = (int)v; break;
+    case RP_FINISH_ROUND: c->finish_round = (int)v; break;
     default: break;
     }
 }
@@ -49,6 +51,8 @@ double run_param_value(const DecodeConfig *c, RunParam p) {
     case RP_ETA_FP: return c->eta_fp;
     case RP_ETA_TP: return c->eta_tp;
     case RP_ORACLE_STAY: return c->oracle_stay;
+    case RP_BONUS: return c->bonus;
+    case RP_FINISH_ROUND: return c->finish_round;
     default: return 0;
     }
 }
@@ -233,6 +237,10 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     } else if (IS("decode", "stop_at_eos") || IS("decode", "audit")) {
         if (parse_bool(v, !strcmp(key, "audit") ? &s->audit : &s->stop_at_eos))
             return fail(P, sec, key, "\"%s\" is not a boolean (true/false)", v);
+    } else if (IS("decode", "protocol")) {
+        if (!strcmp(v, "sound")) s->protocol = PROTOCOL_SOUND;
+        else if (!strcmp(v, "paper-code")) s->protocol = PROTOCOL_PAPER_CODE;
+        else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("verifier", "data")) {
         if (copy_str(s->ver_data, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
     } else if (IS("verifier", "cache_dir")) {
@@ -347,6 +355,33 @@ static int section_seen(const Parse *P, const char *sec) {
     return 0;
 }
 
+static int key_seen(const Parse *P, const char *id) {
+    for (int i = 0; i < P->n_seen; i++)
+        if (!strcmp(P->seen[i], id)) return 1;
+    return 0;
+}
+
+const char *spec_protocol_name(SpecProtocol p) { return p == PROTOCOL_PAPER_CODE ? "paper-code" : "sound"; }
+
+/* The authors' code (github MeiyuZhong/SPRINTER, sprinter.py): top_k = 1 (greedy), a round drafts
+ * until the verifier rejects or 20 tokens were drafted, only the last is tested, a bonus token
+ * follows an accepted one, generation runs until >= max_new tokens; the verifier reads the prefix
+ * state. Every setting the spec gives itself stays as given. */
+static void apply_paper_code_defaults(Parse *P) {
+    SweepSpec *s = P->s;
+    if (!key_seen(P, "decode.temperature")) s->sampling.temperature = 0.0f;
+    static const struct {
+        RunParam p;
+        double v;
+    } kGrid[] = {{RP_BONUS, 1}, {RP_FINISH_ROUND, 1}, {RP_MAX_RUN, 19}};
+    for (size_t i = 0; i < sizeof kGrid / sizeof *kGrid; i++)
+        if (s->grid[kGrid[i].p].n == 0) {
+            s->grid[kGrid[i].p].v[0] = kGrid[i].v;
+            s->grid[kGrid[i].p].n = 1;
+        }
+    if (!key_seen(P, "verifier.feature")) s->ver_feature = VF_PREFIX;
+}
+
 /* inih reads at most INI_MAX_LINE - 3 characters a line and would call the rest a syntax error. */
 static int check_line_lengths(FILE *f, const char *path, SpErr *err) {
     int line = 1, len = 0;
@@ -380,6 +415,7 @@ int spec_load(const char *path, SweepSpec *s, SpErr *err) {
         return sp_fail(err, "%s: %s", path, P.first.msg);
     }
     s->has_verifier = section_seen(&P, "verifier");
+    if (s->protocol == PROTOCOL_PAPER_CODE) apply_paper_code_defaults(&P);
     if (!s->name[0]) {
         const char *b = strrchr(path, '/');
         b = b ? b + 1 : path;
@@ -447,7 +483,8 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
               c->max_new, (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
               c->stop_at_eos, c->audit, (unsigned long long)r->seed);
     for (int p = 0; p < RP_COUNT; p++)
-        if (r->applies & B(p)) canon_add(b, cap, &k, "%s %.17g\n", run_param_info((RunParam)p)->name, run_param_value(c, (RunParam)p));
+        if ((r->applies & B(p)) && run_param_named((RunParam)p, run_param_value(c, (RunParam)p)))
+            canon_add(b, cap, &k, "%s %.17g\n", run_param_info((RunParam)p)->name, run_param_value(c, (RunParam)p));
     if (method_is(c->method, MC_NEEDS_VERIFIER))
         canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
                   s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,

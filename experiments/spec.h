@@ -10,9 +10,17 @@
  *   [models]   draft, target (directories; required: target, and draft unless only ar is run)
  *   [data]     datasets (required; list of files, each a grid value), format (jsonl, specbench,
  *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index)
- *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit
+ *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit, protocol
+ *              (sound, the default, or paper-code: what the SPRINTER authors' code runs, issue 14;
+ *              it changes the defaults of the settings it differs in, each of which a spec may
+ *              still set: temperature 0 (top_k = 1 there), [grid] bonus 1, finish_round 1 and
+ *              max_run 19 (at most 20 drafts a round, only the last one tested, a bonus token after
+ *              it, generation until >= max_new_tokens), [verifier] feature prefix. Not yet
+ *              switched by it: the label rule on the draft's greedy token and the training recipe)
  *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp,
- *              oracle_stay (oracle-markov: lambda, max_run, eta_fp, eta_tp, oracle_stay in [0, 1))
+ *              oracle_stay (oracle-markov: lambda, max_run, eta_fp, eta_tp, oracle_stay in [0, 1)),
+ *              bonus, finish_round (0/1: the round structure of the sprinter-type methods, see
+ *              DecodeConfig; finish_round needs max_run >= 1)
  *   [verifier] needed by sprinter and specdecpp: data, format, n_prompts, max_new, seed, l2,
  *              val_fraction, tau (only for the reported training metrics), cache_dir, feature
  *              (token: the draft's state at the drafted token, default; prefix: the state before it)
@@ -48,6 +56,10 @@ typedef struct SpecList {
     int n; /* 0 = not given: the engine default is used */
 } SpecList;
 
+/* [decode] protocol: the defaults a spec starts from (see the layout above). */
+typedef enum { PROTOCOL_SOUND = 0, PROTOCOL_PAPER_CODE } SpecProtocol;
+const char *spec_protocol_name(SpecProtocol p);
+
 typedef struct SweepSpec {
     char path[SPEC_PATH];
     char sha256[SP_SHA256_HEX]; /* of the INI file's bytes */
@@ -72,6 +84,7 @@ typedef struct SweepSpec {
     uint64_t ver_seed;
     double ver_l2, ver_val_fraction, ver_tau;
     VerifierFeature ver_feature; /* token (default) or prefix: the hidden state the verifier scores */
+    SpecProtocol protocol;       /* [decode] protocol: which defaults the settings above started from */
     /* filled by spec_resolve() */
     char draft_sha256[SP_SHA256_HEX], target_sha256[SP_SHA256_HEX];
     char data_sha256[SPEC_MAX_DATASETS][SP_SHA256_HEX], ver_data_sha256[SP_SHA256_HEX];

@@ -15,6 +15,9 @@
  *                        with full blocks of gamma: solves (1 - a^(gamma+1)) / (1 - a) = tpc
  *                        (gamma-free summary of sd runs; biased where blocks end early: max_new,
  *                        pmin / specdecpp stopping)
+ *   avg_tokens_paper     the SPRINTER authors' "avg tokens": drafts kept per target call that decided
+ *                        drafts (prompts.round_kept / prompts.rounds, the resampled or bonus token
+ *                        excluded), averaged per prompt, then over prompts (a SQL AVG in the summary)
  * Needs GSL (normal quantile for the Wilson interval). No global state.
  */
 #ifndef SP_METRICS_H

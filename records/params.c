@@ -17,6 +17,8 @@ static const ParamInfo kRunParams[RP_COUNT] = {
     [RP_ETA_FP] = {"eta_fp", 0, 1, 0, 0, 0},
     [RP_ETA_TP] = {"eta_tp", 0, 1, 0, 0, 0},
     [RP_ORACLE_STAY] = {"oracle_stay", 0, 1, 0, 0, 1},
+    [RP_BONUS] = {"bonus", 0, 1, 1, 0, 0, 1},
+    [RP_FINISH_ROUND] = {"finish_round", 0, 1, 1, 0, 0, 1},
 };
 
 const ParamInfo *run_param_info(RunParam p) { return &kRunParams[(p >= 0 && p < RP_COUNT) ? p : 0]; }
@@ -32,21 +34,27 @@ int run_param_by_name(const char *name) {
 unsigned method_params(DecodeMethod m) {
     switch (m) {
     case DM_SD: return B(RP_GAMMA);
-    case DM_SPRINTER: return B(RP_LAMBDA) | B(RP_TAU) | B(RP_MAX_RUN);
+    case DM_SPRINTER: return B(RP_LAMBDA) | B(RP_TAU) | B(RP_MAX_RUN) | B(RP_BONUS) | B(RP_FINISH_ROUND);
     case DM_BILD: return B(RP_ALPHA);
     case DM_PMIN: return B(RP_GAMMA) | B(RP_P_MIN);
     case DM_SPECDECPP: return B(RP_GAMMA) | B(RP_LAMBDA) | B(RP_TAU);
-    case DM_ORACLE_IID: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP);
-    case DM_ORACLE_MARKOV: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP) | B(RP_ORACLE_STAY);
+    case DM_ORACLE_IID: return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP) | B(RP_BONUS) | B(RP_FINISH_ROUND);
+    case DM_ORACLE_MARKOV:
+        return B(RP_LAMBDA) | B(RP_MAX_RUN) | B(RP_ETA_FP) | B(RP_ETA_TP) | B(RP_ORACLE_STAY) | B(RP_BONUS) |
+               B(RP_FINISH_ROUND);
     default: return 0;
     }
+}
+
+int run_param_named(RunParam p, double v) {
+    return !isnan(v) && !(run_param_info(p)->zero_unnamed && v == 0);
 }
 
 void run_params_format(const double values[RP_COUNT], char *buf, int cap) {
     int k = 0;
     if (cap > 0) buf[0] = '\0';
     for (int p = 0; p < RP_COUNT && k < cap; p++) {
-        if (isnan(values[p])) continue;
+        if (!run_param_named((RunParam)p, values[p])) continue;
         int w = snprintf(buf + k, (size_t)(cap - k), "%s%s=%g", k ? " " : "", kRunParams[p].name, values[p]);
         if (w > 0) k += w;
     }

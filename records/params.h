@@ -15,6 +15,8 @@
 typedef enum {
     RP_LAMBDA = 0, RP_TAU, RP_GAMMA, RP_MAX_RUN, RP_ALPHA, RP_P_MIN, RP_ETA_FP, RP_ETA_TP,
     RP_ORACLE_STAY, /* oracle-markov only */
+    RP_BONUS,        /* sprinter-type: 0/1, DecodeConfig.bonus (the authors' round: 1) */
+    RP_FINISH_ROUND, /* sprinter-type: 0/1, DecodeConfig.finish_round (the authors' stopping rule: 1) */
     RP_COUNT
 } RunParam;
 
@@ -24,6 +26,8 @@ typedef struct ParamInfo {
     int integer;      /* values must be whole numbers (stored as INTEGER) */
     int lo_open;      /* lo itself is excluded */
     int hi_open;      /* hi itself is excluded */
+    int zero_unnamed; /* a value of 0 is left out of the run's canonical text and of labels: parameters
+                       * added later whose 0 is the behaviour before them, so runs keep their names */
 } ParamInfo;
 
 /* The row of parameter p (p in [0, RP_COUNT)). */
@@ -33,7 +37,11 @@ int run_param_by_name(const char *name);
 /* Bit mask (1u << RunParam) of the parameters method m uses. */
 unsigned method_params(DecodeMethod m);
 
-/* "lambda=1.2 tau=0.5" from values[RP_COUNT], leaving out NaN (parameters that do not apply), in
+/* Is value v of parameter p part of a run's name (canonical text, label)? No for NaN (does not apply)
+ * and for 0 of a zero_unnamed parameter. */
+int run_param_named(RunParam p, double v);
+
+/* "lambda=1.2 tau=0.5" from values[RP_COUNT], leaving out the values run_param_named() leaves out, in
  * RunParam order; buf of cap bytes. The one label every table uses. */
 void run_params_format(const double values[RP_COUNT], char *buf, int cap);
 

@@ -14,6 +14,9 @@
  *        quality figures live in outputs and in the report); + prompts.rejected (draft tokens the
  *        target checked and rejected: the per-token acceptance rate, records/metrics.h, needs it;
  *        NULL in rows of older files)
+ *   6  + runs.bonus, runs.finish_round (the round structure of sprinter-type runs, issue 14; NULL for
+ *        other methods and in rows of older files, where it was 0); + prompts.rounds and
+ *        prompts.round_kept (the authors' "avg tokens" per prompt = round_kept / rounds)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row.
@@ -27,7 +30,7 @@
 #include "error.h"
 #include "params.h"
 
-#define DB_SCHEMA_VERSION 5
+#define DB_SCHEMA_VERSION 6
 #define DB_SCHEMA_MIN 1
 #define DB_FORMAT "sprinter-runs"
 
@@ -89,7 +92,9 @@ typedef struct DbTable {
     X(started_at, "TEXT NOT NULL", 1, 0, NOPARAM)                                                             \
     X(finished_at, "TEXT", 1, 0, NOPARAM)                                                                     \
     X(oracle_stay, "REAL", 3, 0, RP_ORACLE_STAY)                                                              \
-    X(failure, "TEXT", 4, 0, NOPARAM)
+    X(failure, "TEXT", 4, 0, NOPARAM)                                                                    \
+    X(bonus, "INTEGER", 6, 0, RP_BONUS)                                                                       \
+    X(finish_round, "INTEGER", 6, 0, RP_FINISH_ROUND)
 
 #define PROMPTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 1, 0, NOPARAM)                                                               \
@@ -131,7 +136,9 @@ typedef struct DbTable {
     X(quality_rouge_l, "REAL", 1, 5, NOPARAM)                                                                 \
     X(quality_bleu, "REAL", 1, 5, NOPARAM)                                                                    \
     X(quality_json, "TEXT", 1, 5, NOPARAM)                                                                    \
-    X(rejected, "INTEGER", 5, 0, NOPARAM)
+    X(rejected, "INTEGER", 5, 0, NOPARAM)                                                                     \
+    X(rounds, "INTEGER", 6, 0, NOPARAM)                                                                       \
+    X(round_kept, "INTEGER", 6, 0, NOPARAM)
 
 #define OUTPUTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 2, 0, NOPARAM)                                                               \

@@ -15,7 +15,8 @@
  * seeds (union bound over the checks here: < 3%). Negative controls must be rejected: the SD
  * residual replaced by p (fault_broken_residual), and oracle-iid tested against p alone.
  * Also: greedy sd / pmin / specdecpp equal greedy ar token for token on 50 prompts; non-finite logits
- * return DECODE_ERR_NONFINITE, other errors -1.
+ * return DECODE_ERR_NONFINITE, other errors -1; the authors' round (paper-code protocol: bonus,
+ * finish_round, max_run 19, greedy) equals a step-by-step hand computation of their loop.
  * usage: test_decoding WORKDIR */
 #include <gsl/gsl_cdf.h>
 #include <math.h>
@@ -469,6 +470,135 @@ static void test_markov(Fixture *f) {
     gsl_rng_free(rng);
 }
 
+/* The greedy next token of model m after seq[0..n) by a fresh forward of the whole sequence. */
+static int32_t greedy_next(Model *m, const int32_t *seq, int n) {
+    SpErr err = {{0}};
+    const float *L;
+    Session *s = session_new(m, 64, 64, &err);
+    int32_t best = -1;
+    if (s && session_forward(s, seq, n, &L, NULL, &err) == 0) {
+        const float *row = L + (size_t)(n - 1) * V_TINY;
+        best = 0;
+        for (int v = 1; v < V_TINY; v++)
+            if (row[v] > row[best]) best = v;
+    }
+    session_free(s);
+    return best;
+}
+
+/* The authors' sprinter.py loop, written out step by step on full forwards: draft greedily until a
+ * decision is 0 or 20 tokens were drafted; the target's greedy token at the LAST draft's position
+ * decides it alone (earlier drafts are kept unchecked); equal -> keep all and add the target's next
+ * greedy token (bonus), else keep all but the last and add the target's token; repeat while fewer
+ * than max_new tokens were generated. Returns the token count; *rounds, *kept as in DecodeStats. */
+static int paper_code_by_hand(Fixture *f, Model *target, const int32_t *prompt, int n_prompt, int max_new,
+                              const int8_t *decisions, int n_decisions, int32_t *out, int64_t *rounds,
+                              int64_t *kept) {
+    int32_t seq[128];
+    memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
+    int n = n_prompt, k = 0;
+    *rounds = *kept = 0;
+    while (n - n_prompt < max_new) {
+        int drafted = 0;
+        for (;;) {
+            seq[n + drafted] = greedy_next(f->draft, seq, n + drafted);
+            drafted++;
+            int accept = k < n_decisions ? decisions[k] : 0;
+            k++;
+            if (!accept || drafted == 20) break;
+        }
+        int32_t last = seq[n + drafted - 1];
+        int32_t y = greedy_next(target, seq, n + drafted - 1);
+        (*rounds)++;
+        if (y == last) {
+            n += drafted;
+            seq[n] = greedy_next(target, seq, n);
+            n++;
+            *kept += drafted;
+        } else {
+            n += drafted - 1;
+            seq[n++] = y;
+            *kept += drafted - 1;
+        }
+    }
+    memcpy(out, seq + n_prompt, (size_t)(n - n_prompt) * sizeof *out);
+    return n - n_prompt;
+}
+
+/* The paper-code round (bonus, finish_round, max_run 19, greedy) against the hand computation above,
+ * with scripted verifier decisions: emitted tokens, target calls, rounds and kept drafts must agree
+ * exactly. Draft and target differ (the last draft mostly fails: resample branch) or are the same
+ * model (it always passes: bonus branch); the scripts include a run of 25 accepts (the 20-draft cap)
+ * and end rounds past max_new (overshoot). */
+static void test_paper_code_round(Fixture *f, const Verifier *ver) {
+    SpErr err = {{0}};
+    int8_t script[3][64];
+    for (int i = 0; i < 64; i++) {
+        script[0][i] = (int8_t)(i % 3 != 2);                 /* accept, accept, reject, ... */
+        script[1][i] = (int8_t)(i >= 4 && i < 29 ? 1 : i % 2); /* 25 accepts in a row: the cap */
+        script[2][i] = (int8_t)(i < 17 || (i >= 18 && i < 40)); /* a capped round crossing max_new */
+    }
+    int cases = 0, agree = 0, overshoot = 0, capped = 0, bonus = 0, resampled = 0;
+    Decoder *same = decoder_new(f->draft, f->draft, ver, 64, &err);
+    if (!same) fprintf(stderr, "paper-code decoder: %s\n", err.msg);
+    for (int pair = 0; pair < 2 && same; pair++) {
+        Decoder *dec = pair == 0 ? f->dec : same;
+        Model *target = pair == 0 ? f->target : f->draft;
+        for (int sc = 0; sc < 3; sc++)
+            for (int pr = 0; pr < 4; pr++) {
+                int32_t prompt[3] = {(int32_t)(5 + 11 * pr), 17, (int32_t)(42 + pr)};
+                DecodeConfig cfg;
+                decode_config_default(&cfg);
+                cfg.method = DM_SPRINTER;
+                cfg.sampling = (SamplerParams){0.0f, 0, 1.0f};
+                cfg.max_new = 20;
+                cfg.max_run = 19;
+                cfg.bonus = 1;
+                cfg.finish_round = 1;
+                cfg.test_decisions = script[sc];
+                cfg.n_test_decisions = 64;
+                int32_t want[128];
+                int64_t rounds, kept;
+                int n_want = paper_code_by_hand(f, target, prompt, 3, 20, script[sc], 64, want, &rounds, &kept);
+                gsl_rng *rng = sampler_rng_new(3);
+                DecodeOutput o;
+                int rc = decoder_run(dec, &cfg, prompt, 3, rng, &o, &err);
+                gsl_rng_free(rng);
+                cases++;
+                if (rc) {
+                    fprintf(stderr, "paper-code run: %s\n", err.msg);
+                    continue;
+                }
+                int ok = o.n_tokens == n_want && !memcmp(o.tokens, want, (size_t)n_want * sizeof *want) &&
+                         o.stats.target_forwards == rounds && o.stats.rounds == rounds && o.stats.round_kept == kept;
+                if (!ok)
+                    fprintf(stderr, "paper-code pair %d script %d prompt %d: tokens %d/%d, target calls %lld/%lld, "
+                            "kept %lld/%lld\n", pair, sc, pr, o.n_tokens, n_want, (long long)o.stats.target_forwards,
+                            (long long)rounds, (long long)o.stats.round_kept, (long long)kept);
+                agree += ok;
+                overshoot += o.n_tokens > 20;
+                for (int i = 0; i < o.n_events; i++) {
+                    capped += o.events[i].capped;
+                    bonus += o.events[i].kind == EV_BONUS;
+                    resampled += o.events[i].kind == EV_SD_RESAMPLE;
+                }
+                decode_output_free(&o);
+            }
+    }
+    decoder_free(same);
+    check(cases == 24 && agree == cases && overshoot > 0 && capped > 0 && bonus > 0 && resampled > 0,
+          "paper-code round == the authors' loop by hand in %d/%d cases (tokens, target calls, rounds, kept drafts); "
+          "covered: %d outputs past max_new, %d capped rounds, %d bonus and %d resampled tokens", agree, cases,
+          overshoot, capped, bonus, resampled);
+    /* the switch is checked: finish_round without a cap cannot end */
+    DecodeConfig bad;
+    decode_config_default(&bad);
+    bad.method = DM_SPRINTER;
+    bad.finish_round = 1;
+    check(decode_config_check(&bad, &err) != 0 && strstr(err.msg, "max_run"), "finish_round with max_run 0 refused: %s",
+          err.msg);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_decoding WORKDIR\n");
@@ -510,6 +640,7 @@ int main(int argc, char **argv) {
     test_features(&f);
     test_nonfinite(&f);
     test_markov(&f);
+    test_paper_code_round(&f, &ver);
     decoder_free(f.dec);
     model_free(f.draft);
     model_free(f.target);
