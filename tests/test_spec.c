@@ -122,6 +122,36 @@ static void test_expand(T *t) {
           "the prefix feature changes sprinter's run hash (and canonical text), not sd's");
     free(r2);
 
+    /* [decode] protocol = paper-code: the authors' defaults for what the spec leaves unset; explicit
+     * settings win; the sound default names no round setting (run hashes as before schema 6) */
+    check(sp && !strstr(sp->canon, "bonus") && !strstr(sp->canon, "finish_round"),
+          "sound protocol: bonus / finish_round 0 are not in the canonical text");
+    variant(txt, sizeof txt, "[decode]\n", "[decode]\nprotocol = paper-code\n");
+    check(load(t, "paper", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "paper-code (%s)",
+          err.msg);
+    a = find(r2, n2, DM_SPRINTER, 2, 1.2, 0.5, 0), b = find(r2, n2, DM_SD, 1, NAN, NAN, 3);
+    check(a && b && a->dc.sampling.temperature == 0 && b->dc.sampling.temperature == 0 && a->dc.bonus == 1 &&
+              a->dc.finish_round == 1 && a->dc.max_run == 19 && s2->ver_feature == VF_PREFIX &&
+              strstr(a->canon, "bonus 1\nfinish_round 1\n") && !strstr(b->canon, "bonus"),
+          "paper-code: greedy, bonus 1, finish_round 1, max_run 19, prefix feature (sprinter only gets the round)");
+    free(r2);
+    static const char kPaperOwn[] =
+        "[sweep]\nmethods = ar, sd, sprinter\n[models]\ndraft = d\ntarget = t\n"
+        "[data]\ndatasets = x.jsonl\nn_prompts = 4\noffset = 10\n"
+        "[decode]\nmax_new_tokens = 8\nprotocol = paper-code\ntemperature = 1\n"
+        "[grid]\nseeds = 1, 2\nlambda = 1.2\ntau = 0.5\nmax_run = 5\nbonus = 0\n"
+        "[verifier]\ndata = v.jsonl\nn_prompts = 10\nfeature = token\n";
+    check(load(t, "paper2", kPaperOwn, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0, "paper-code, overridden (%s)",
+          err.msg);
+    a = find(r2, n2, DM_SPRINTER, 2, 1.2, 0.5, 0);
+    check(a && a->dc.sampling.temperature == 1 && a->dc.bonus == 0 && a->dc.finish_round == 1 && a->dc.max_run == 5 &&
+              s2->ver_feature == VF_TOKEN,
+          "paper-code: the spec's own temperature, max_run, bonus and feature are kept");
+    free(r2);
+    variant(txt, sizeof txt, "gamma = 3, 5", "gamma = 3, 5\nfinish_round = 1");
+    check(load(t, "finish", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) != 0 && strstr(err.msg, "max_run"),
+          "finish_round without a cap is refused at expansion: %s", err.msg);
+
     /* duplicates in lists do not duplicate runs */
     variant(txt, sizeof txt, "tau = 0.3 0.5", "tau = 0.5, 0.5, 0.3");
     check(load(t, "dup", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == 14,
@@ -181,6 +211,8 @@ static void test_bad(T *t) {
         {"[decode]\n", "[decode]\naudit = maybe\n", "[decode] audit: \"maybe\" is not a boolean"},
         {"[decode]\n", "[decode]\nthis line has no equals sign\n", "syntax error"},
         {"[data]\n", "[data]\nformat = xml\n", "[data] format: \"xml\" is not one of"},
+        {"[decode]\n", "[decode]\nprotocol = paper\n", "[decode] protocol: \"paper\" is not sound or paper-code"},
+        {"gamma = 3, 5", "bonus = 2", "[grid] bonus: 2 is out of range [0, 1]"},
         {"n_prompts = 10\n", "n_prompts = 10\nfeature = middle\n", "[verifier] feature: \"middle\" is not token or prefix"},
         {"methods = ar, sd, sprinter", "methods = ar, specdecpp\n[verifier]\nfeature = prefix",
          "[verifier] feature: prefix does not apply to specdecpp"},
