@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "mapguard.h"
 
 typedef struct Command {
     const char *name;
@@ -60,7 +61,12 @@ int main(int argc, char **argv) {
     }
     opterr = 0; /* the commands report bad options themselves, in one line (arg_bad_option) */
     for (int i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(argv[1], kCommands[i].name)) return finish_stdout(kCommands[i].name, kCommands[i].run(argc - 1, argv + 1));
+        if (!strcmp(argv[1], kCommands[i].name)) {
+            char program[64];
+            snprintf(program, sizeof program, "sprinter %s", kCommands[i].name);
+            mapguard_set_program(program); /* names a model file truncated under a running command */
+            return finish_stdout(kCommands[i].name, kCommands[i].run(argc - 1, argv + 1));
+        }
     fprintf(stderr, "sprinter: unknown command \"%s\" (try sprinter --help)\n", argv[1]);
     return 2;
 }

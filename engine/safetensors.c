@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "jsonutil.h"
+#include "mapguard.h"
 
 /* A header larger than this is refused before allocating it (real ones are well under 10 MB). */
 #define ST_MAX_HEADER ((uint64_t)256 << 20)
@@ -156,6 +157,7 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) return sp_fail(err, "%s: mmap failed: %s", path, strerror(errno));
+    mapguard_add(map, size, path); /* a truncation from now on is reported, not a silent SIGBUS */
     const unsigned char *p = map;
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | p[i];
@@ -258,6 +260,7 @@ fail:
         free(fresh[i].owned);
     }
     free(fresh);
+    mapguard_remove(map);
     munmap(map, size);
     return -1;
 }
@@ -341,6 +344,7 @@ void st_close(StArchive *a) {
         free(a->entries[i].owned);
     }
     for (int i = 0; i < a->n_files; i++) {
+        mapguard_remove(a->files[i].map);
         munmap(a->files[i].map, a->files[i].size);
         free(a->files[i].path);
     }
