@@ -200,11 +200,7 @@ static int load_outputs(const Rdb *d, RunInfo *r, int *any, SpErr *err) {
 int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
     memset(rs, 0, sizeof *rs);
     Rdb d = {NULL, db_path};
-    if (sqlite3_open_v2(db_path, &d.h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        sp_fail(err, "%s: cannot open database: %s", db_path, d.h ? sqlite3_errmsg(d.h) : "out of memory");
-        sqlite3_close(d.h);
-        return -1;
-    }
+    if (!(d.h = sql_open_read(db_path, err))) return -1; /* works on read-only media */
     sqlite3_busy_timeout(d.h, 60000);
     int rc = 0;
     if (!sql_has_table(d.h, "main", "runs") || !sql_has_table(d.h, "main", "prompts")) {

@@ -113,7 +113,9 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
 static int print_summary(const char *dir, int by_method, int tsv, SpErr *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/runs.sqlite", dir);
-    Db *db = db_open(path, err);
+    int older; /* read-only unless the file needs db_open's upgrade first */
+    Db *db = db_open_read(path, &older, err);
+    if (!db && older) db = db_open(path, err);
     if (!db) return -1;
     int rc = db_summary(db, stdout, by_method, tsv, err);
     db_close(db);

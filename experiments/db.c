@@ -58,6 +58,32 @@ Db *db_open(const char *path, SpErr *err) {
     return db;
 }
 
+Db *db_open_read(const char *path, int *older, SpErr *err) {
+    *older = 0;
+    Db *db = calloc(1, sizeof *db);
+    if (!db) {
+        sp_fail(err, "out of memory");
+        return NULL;
+    }
+    snprintf(db->path, sizeof db->path, "%s", path);
+    if (!(db->h = sql_open_read(path, err))) {
+        db_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db->h, 120000);
+    int version = db_schema_version(db->h, path, err);
+    if (version == 0) sp_fail(err, "%s: not a sprinter results database (no meta table)", path);
+    else if (version > 0 && version < DB_SCHEMA_VERSION) *older = 1;
+    else if (version > DB_SCHEMA_VERSION)
+        sp_fail(err, "%s: meta.schema_version is %d, this sprinter reads versions %d to %d (written by a newer sprinter)",
+                path, version, DB_SCHEMA_MIN, DB_SCHEMA_VERSION);
+    if (version != DB_SCHEMA_VERSION) {
+        db_close(db);
+        return NULL;
+    }
+    return db;
+}
+
 struct sqlite3 *db_sqlite(Db *db) { return db->h; }
 
 void db_close(Db *db) {

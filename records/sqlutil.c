@@ -1,8 +1,10 @@
 /* sqlutil.c - SQLite errors and introspection (see sqlutil.h). */
 #include "sqlutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #if SQLITE_VERSION_NUMBER < 3035000
 #error "records/ needs SQLite >= 3.35 (sqlite3_system_errno, SQLITE_READONLY_DIRECTORY, ALTER TABLE DROP COLUMN)"
@@ -120,6 +122,50 @@ int sql_scalar_text(sqlite3 *h, const char *path, const char *sql, char *buf, si
     if (rc == SQLITE_ROW && sqlite3_column_text(st, 0)) snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : sql_fail(h, path, "query", err);
+}
+
+/* The directory part of path ("." for a bare name) is writable by this process. */
+static int dir_writable(const char *path) {
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
+    return access(dir, W_OK) == 0;
+}
+
+/* Opens path with flags and reads the schema once; NULL with err set ("what" names the attempt). */
+static sqlite3 *open_probe(const char *path, const char *uri, int flags, SpErr *err) {
+    sqlite3 *h = NULL;
+    int rc = sqlite3_open_v2(uri ? uri : path, &h, flags, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(h, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) return h;
+    char detail[160];
+    detail[0] = '\0';
+    if (h) sql_detail(h, detail, sizeof detail);
+    sp_fail(err, "%s: open for reading%s: %s%s", path, uri ? " (immutable)" : "",
+            h ? sqlite3_errmsg(h) : sqlite3_errstr(rc), detail);
+    sqlite3_close(h);
+    return NULL;
+}
+
+sqlite3 *sql_open_read(const char *path, SpErr *err) {
+    if (access(path, F_OK) != 0) {
+        sp_fail(err, "%s: cannot open for reading: %s", path, strerror(errno));
+        return NULL;
+    }
+    SpErr first = {{0}};
+    sqlite3 *h = open_probe(path, NULL, SQLITE_OPEN_READONLY, &first);
+    if (h || dir_writable(path)) {
+        if (!h && err) *err = first;
+        return h;
+    }
+    char uri[4300];
+    size_t k = (size_t)snprintf(uri, sizeof uri, "file:"); /* in a URI path '%', '?' and '#' are escaped */
+    for (const char *c = path; *c && k + 4 < sizeof uri; c++)
+        k += (size_t)(strchr("%?#", *c) ? snprintf(uri + k, sizeof uri - k, "%%%02X", (unsigned char)*c)
+                                         : snprintf(uri + k, sizeof uri - k, "%c", *c));
+    snprintf(uri + k, sizeof uri - k, "?immutable=1");
+    return open_probe(path, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err);
 }
 
 int sql_has_table(sqlite3 *h, const char *schema, const char *table) {

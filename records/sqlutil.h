@@ -19,6 +19,13 @@ int sql_fail(sqlite3 *h, const char *path, const char *what, SpErr *err);
 int sql_exec(sqlite3 *h, const char *path, const char *sql, const char *what, SpErr *err);
 /* The first column of the first row as text into buf ("" when there is no row). */
 int sql_scalar_text(sqlite3 *h, const char *path, const char *sql, char *buf, size_t cap, SpErr *err);
+/* Opens an existing database for reading only, so read-only commands work on read-only media: opened
+ * SQLITE_OPEN_READONLY and probed with a read of the schema; when the probe fails and the file's
+ * directory is not writable (a read-only mount, no permission: SQLite cannot create the WAL index
+ * there, and no writer can be at work in it), reopened immutable (file:PATH?immutable=1). Any other
+ * failure is reported as it is ("PATH: open for reading: MESSAGE (CODE, errno N: TEXT)"), never as
+ * a file of the wrong kind. Returns the connection (sqlite3_close it), or NULL with err set. */
+sqlite3 *sql_open_read(const char *path, SpErr *err);
 /* 1 if schema ("main", "src") has table `table` / table `table` has column `col`, else 0. */
 int sql_has_table(sqlite3 *h, const char *schema, const char *table);
 int sql_has_column(sqlite3 *h, const char *schema, const char *table, const char *col);

@@ -73,6 +73,26 @@ s=$("$S" summary "$W/res" --by method); rc=$?
 expect "summary --by method has one row per method" '[[ $rc -eq 0 && $(printf "%s\n" "$s" | grep -c "^sprinter") -eq 1 ]]'
 err=$("$S" summary "$W/nothing" 2>&1); rc=$?
 expect "summary of a missing directory fails in one line" '[[ $rc -ne 0 && $err == *runs.sqlite* ]]'
+
+# Read-only media (issue 18): summary opens the database read-only and prints the same table; analyze,
+# which must write its report, says that, not "not a sprinter results database". As root permissions
+# do not bind, so the commands run as nobody (setpriv) on a copy under /tmp (binary included: the
+# build directory may not be reachable by nobody).
+ro_run() { if [[ $(id -u) -eq 0 ]]; then setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; else "$@"; fi; }
+R=$(mktemp -d /tmp/sprinter-ro.XXXXXX)
+cp "$S" "$R/sprinter" && cp -r "$W/res" "$R/res" && rm -f "$R"/res/runs.sqlite-* && chmod 755 "$R" &&
+  chmod -R a-w "$R/res" && chmod -R a+rX "$R/res"
+if ro_run test -r "$R/res/runs.sqlite" && ! ro_run test -w "$R/res"; then
+  s=$(ro_run "$R/sprinter" summary "$R/res" 2>&1); rc=$?
+  expect "summary of a read-only results directory: exit $rc, the same table as the sweep's ($s)" \
+    '[[ $rc -eq 0 && $s == "$out" ]]'
+  err=$(ro_run "$R/sprinter" analyze "$R/res" --no-plots --quiet 2>&1); rc=$?
+  expect "analyze of a read-only results directory names what failed, in one line: exit $rc, $err" \
+    '[[ $rc -ne 0 && $err != *"not a sprinter results database"* && $err == *report*denied* && $(printf "%s\n" "$err" | grep -c .) -eq 1 ]]'
+else
+  bad "read-only check: $R/res is not readable-but-not-writable for $(ro_run id -un 2>&1)"
+fi
+chmod -R u+w "$R" && rm -rf "$R"
 "$S" sweep "$GOOD" --out "$W/res" --verifier-cache "$W/vcache" >/dev/null 2>"$W/again.err"; rc=$?
 expect "rerun skips the 12 finished runs" '[[ $rc -eq 0 ]] && grep -q "12 already done, 0 run now" "$W/again.err"'
 d=$("$S" sweep "$GOOD" --out "$W/res" --dry-run --shard 1/3); rc=$?
