@@ -161,6 +161,51 @@ def main():
                 t.check(p.returncode != 0 and len(lines) == 1 and untouched,
                         "%s %s on a %s: exit %d, one line, left as it was (%s): %r" %
                         (c, name, kind, p.returncode, untouched, lines[-1:]))
+    # directory outputs ("--out DIR": sweep, merge, init-random, ...; the list comes from --help as above)
+    # pointed at a regular file of ours, a symbolic link to it, a FIFO and a character device: each run
+    # fails with one line naming the path, and the thing named is left exactly as it was
+    n_dir_cases = 0
+    for c in commands:
+        helptext = subprocess.run([S, c, "--help"], capture_output=True, text=True).stdout
+        for name, meta in sorted(set(re.findall(r"(--[a-z-]*out[a-z-]*) ([A-Z][A-Za-z0-9._]*)", helptext))):
+            if "DIR" not in meta or c not in args:
+                continue
+            for kind in ("file", "symlink", "fifo", "chardev"):
+                target = os.path.join(victims, "dir_%s_%s_%s" % (c, name.strip("-"), kind))
+                if kind == "file":
+                    with open(target, "w") as f:
+                        f.write("keep me\n")
+                elif kind == "symlink":
+                    os.symlink(precious, target)
+                elif kind == "fifo":
+                    os.mkfifo(target)
+                else:
+                    try:
+                        os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+                    except PermissionError:
+                        continue
+                before = os.lstat(target)
+                argv = [x.replace("{n}", "4") for x in args[c]]
+                if name in argv:
+                    argv[argv.index(name) + 1] = target
+                else:
+                    argv += [name, target]
+                try:
+                    p = subprocess.run([S, c] + argv, capture_output=True, text=True, timeout=120)
+                except subprocess.TimeoutExpired:
+                    t.check(False, "%s %s on a %s: blocked (120 s)" % (c, name, kind))
+                    continue
+                lines = p.stderr.strip().splitlines()
+                after = os.lstat(target)
+                untouched = (stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_size == before.st_size
+                             and (kind != "file" or open(target).read() == "keep me\n")
+                             and (kind != "symlink" or (os.readlink(target) == precious and
+                                                        open(precious).read() == "keep me\n")))
+                n_dir_cases += 1
+                t.check(p.returncode != 0 and len(lines) == 1 and target in lines[0] and untouched,
+                        "%s %s DIR on a %s: exit %d, one line naming it, left as it was (%s): %r" %
+                        (c, name, kind, p.returncode, untouched, lines[-1:]))
+    t.check(n_dir_cases >= 9, "directory outputs tried: %d cases (sweep, merge, init-random x 3-4 kinds)" % n_dir_cases)
     if not can_mknod:
         print("note: mknod not permitted here; the character-device case was skipped", flush=True)
 
