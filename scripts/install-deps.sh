@@ -2,6 +2,7 @@
 # Installs the Debian packages sprinter needs, skipping those already installed.
 #   scripts/install-deps.sh          build + run dependencies
 #   scripts/install-deps.sh --test   also the test oracles (PyTorch, numpy, Node.js for npm tokenizers),
+#                                    pandas and h5py (the reader examples),
 #                                    the fuzzers' toolchain (clang, libFuzzer, llvm-symbolizer) and valgrind
 # Runs as root (or via sudo when available). Safe to rerun.
 set -euo pipefail
@@ -10,6 +11,8 @@ pkgs=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libgsl-dev l
       libhdf5-dev libsqlite3-dev libinih-dev sqlite3 nettle-dev hdf5-tools gnuplot-nox)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3 python3-torch python3-numpy)
+  # the reader examples of results/README.md (tests/test_readers.py)
+  pkgs+=(python3-pandas python3-h5py)
   # `make test` also runs the libFuzzer targets (fuzz/Makefile: clang; libclang-rt-14-dev holds
   # libFuzzer and the sanitizer runtimes; libomp-14-dev because clang's -fopenmp links LLVM's
   # libomp; llvm-14 for llvm-symbolizer, without which a sanitizer report names no function and
