@@ -19,7 +19,11 @@ static const char kCollectHelp[] =
     "  --n-prompts N     use the first N prompts (default all)\n"
     "  --max-new M       tokens generated per prompt (default 20)\n"
     "  --temperature T --top-k K --top-p P   sampling (defaults 1, 0, 1)\n"
-    "  --seed S          default 0\n";
+    "  --seed S          default 0\n"
+    "  --label-rule R    sound (default): the label compares q and p as sampled above; paper-code: the\n"
+    "                    plain softmax (temperature 1) of the raw logits, and the context continues\n"
+    "                    with the draft token when its label is 1, else with the target's greedy token\n"
+    "                    (the SPRINTER authors' dataset.py; with --temperature 0 for greedy drafts)\n";
 
 int cmd_collect(int argc, char **argv) {
     const char *cmd = "collect", *out = NULL;
@@ -34,7 +38,8 @@ int cmd_collect(int argc, char **argv) {
         {"n-prompts", required_argument, 0, 'n'}, {"max-new", required_argument, 0, 'm'},
         {"temperature", required_argument, 0, 'T'}, {"top-k", required_argument, 0, 'k'},
         {"top-p", required_argument, 0, 'p'},     {"seed", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+        {"label-rule", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     long l;
     double f;
     optind = 1;
@@ -52,6 +57,14 @@ int cmd_collect(int argc, char **argv) {
         case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; s.sampling.top_k = (int)l; break;
         case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s.sampling.top_p = (float)f; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s.seed)) return 2; break;
+        case 'L':
+            if (!strcmp(optarg, "sound")) s.label_rule = LABEL_SOUND;
+            else if (!strcmp(optarg, "paper-code")) s.label_rule = LABEL_PAPER_CODE;
+            else {
+                fprintf(stderr, "sprinter collect: --label-rule: \"%s\" is not sound or paper-code\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': fputs(kCollectHelp, stdout); return 0;
         default: return arg_bad_option("collect", argv);
         }

@@ -34,6 +34,10 @@ struct Decoder {
     int32_t *sampler_work;          /* [V] sampler scratch */
     float *draft_hidden;            /* [d_draft] copy of a draft hidden state */
     float *prefix_hidden;           /* [d_draft] the draft's state at the position before the drafted token */
+    /* LABEL_PAPER_CODE: the plain softmax (T = 1) of the same logits, for the label */
+    float *draft_raw[2];            /* [2][V] beside sprinter_draft_probs */
+    float *target_raw;              /* [V] of the target's row for the decided token */
+    float *audit_raw;               /* [V] beside audit_probs */
 };
 
 void decode_config_default(DecodeConfig *c) {
@@ -64,6 +68,7 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
     if (!(c->alpha >= 0 && c->alpha <= 1)) return sp_fail(err, "alpha = %g must be in [0, 1]", c->alpha);
     if (!(c->p_min >= 0 && c->p_min <= 1)) return sp_fail(err, "p_min = %g must be in [0, 1]", c->p_min);
     if (c->max_run < 0) return sp_fail(err, "max_run = %d must be >= 0", c->max_run);
+    if (c->label_rule != LABEL_SOUND && c->label_rule != LABEL_PAPER_CODE) return sp_fail(err, "label_rule: unknown");
     if (c->finish_round && c->max_run < 1)
         return sp_fail(err, "finish_round needs max_run >= 1 (a round must end; the authors' code caps it at 20 drafts)");
     if (!(c->oracle_stay >= 0 && c->oracle_stay < 1))
@@ -120,6 +125,14 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
     decoder->sampler_work = malloc(V * sizeof *decoder->sampler_work);
     decoder->draft_hidden = malloc((size_t)(draft_config ? draft_config->d_model : 1) * sizeof *decoder->draft_hidden);
     decoder->prefix_hidden = malloc((size_t)(draft_config ? draft_config->d_model : 1) * sizeof *decoder->prefix_hidden);
+    decoder->draft_raw[0] = malloc(V * sizeof *decoder->draft_raw[0]);
+    decoder->draft_raw[1] = malloc(V * sizeof *decoder->draft_raw[1]);
+    decoder->target_raw = malloc(V * sizeof *decoder->target_raw);
+    decoder->audit_raw = malloc(V * sizeof *decoder->audit_raw);
+    if (!decoder->draft_raw[0] || !decoder->draft_raw[1] || !decoder->target_raw || !decoder->audit_raw) {
+        sp_fail(err, "out of memory");
+        goto fail;
+    }
     if (!decoder->seq || !decoder->draft_probs || !decoder->target_probs || !decoder->sprinter_draft_probs[0] ||
         !decoder->sprinter_draft_probs[1] || !decoder->audit_probs || !decoder->residual || !decoder->sampler_work ||
         !decoder->draft_hidden || !decoder->prefix_hidden) {
@@ -147,6 +160,10 @@ void decoder_free(Decoder *decoder) {
     free(decoder->sampler_work);
     free(decoder->draft_hidden);
     free(decoder->prefix_hidden);
+    free(decoder->draft_raw[0]);
+    free(decoder->draft_raw[1]);
+    free(decoder->target_raw);
+    free(decoder->audit_raw);
     free(decoder);
 }
 
@@ -225,6 +242,14 @@ static int target_advance(RunState *state, int upto, int n_tail, const float **l
                         &stats->target_tokens, &stats->t_target, &stats->flops_target);
 }
 
+/* The plain softmax (temperature 1, no top-k / top-p) of logits [V] into out, for LABEL_PAPER_CODE
+ * labels; nothing to do under LABEL_SOUND. */
+static int raw_probs(RunState *state, const float *logits, float *out) {
+    if (state->cfg->label_rule != LABEL_PAPER_CODE) return 0;
+    const SamplerParams plain = {1.0f, 0, 1.0f};
+    return sampler_probs(&plain, logits, state->decoder->vocab_size, out, state->decoder->sampler_work, state->err);
+}
+
 /* p for the token at position pos (logits of position pos - 1) from the audit lane, into
  * decoder->audit_probs. */
 static int audit_p(RunState *state, int pos) {
@@ -236,7 +261,8 @@ static int audit_p(RunState *state, int pos) {
                      &stats->t_audit, &flops))
         return -1;
     return sampler_probs(&state->cfg->sampling, logits, decoder->vocab_size, decoder->audit_probs,
-                         decoder->sampler_work, state->err);
+                         decoder->sampler_work, state->err) ||
+           raw_probs(state, logits, decoder->audit_raw);
 }
 
 /* The verifier's score of a drafted token from the draft's hidden state [d_draft], rounded to float
@@ -271,6 +297,14 @@ static TokenEvent blank_event(void) {
 static int8_t true_label(const RunState *state, float q, float p) {
     if (isnan(p)) return -1;
     return (int8_t)label_acceptable(q, p, state->cfg->lambda);
+}
+
+/* The label of draft token x by cfg->label_rule: from the decoding distributions q, p ([V] each) or
+ * from their raw (T = 1) counterparts q_raw, p_raw. */
+static int8_t rule_label(const RunState *state, int32_t x, const float *q, const float *p, const float *q_raw,
+                         const float *p_raw) {
+    return state->cfg->label_rule == LABEL_PAPER_CODE ? true_label(state, q_raw[x], p_raw[x])
+                                                      : true_label(state, q[x], p[x]);
 }
 
 /* Appends the token and its event (and the draft hidden state when captured). */
@@ -479,10 +513,12 @@ static int run_sprinter(RunState *state) {
         int n = state->n_committed;
         float *draft_probs = decoder->sprinter_draft_probs[current];
         float *next_draft_probs = decoder->sprinter_draft_probs[1 - current];
+        float *draft_raw = decoder->draft_raw[current], *next_draft_raw = decoder->draft_raw[1 - current];
         size_t d_draft = (size_t)model_config(decoder->draft.model)->d_model;
         if (!have_draft_probs) {
             if (draft_advance(state, n, 1, &logits, &hidden) ||
-                sampler_probs(&cfg->sampling, logits, V, draft_probs, decoder->sampler_work, state->err))
+                sampler_probs(&cfg->sampling, logits, V, draft_probs, decoder->sampler_work, state->err) ||
+                raw_probs(state, logits, draft_raw))
                 return -1;
             memcpy(decoder->prefix_hidden, hidden, d_draft * sizeof *decoder->prefix_hidden);
         } else { /* q came from the previous drafted token's state */
@@ -496,7 +532,9 @@ static int run_sprinter(RunState *state) {
         state->out->stats.drafted++;
         if (draft_advance(state, n + 1, 1, &logits, &hidden)) return -1;
         memcpy(decoder->draft_hidden, hidden, d_draft * sizeof *decoder->draft_hidden);
-        if (sampler_probs(&cfg->sampling, logits, V, next_draft_probs, decoder->sampler_work, state->err)) return -1;
+        if (sampler_probs(&cfg->sampling, logits, V, next_draft_probs, decoder->sampler_work, state->err) ||
+            raw_probs(state, logits, next_draft_raw))
+            return -1;
 
         TokenEvent event = blank_event();
         event.draft_token = x;
@@ -506,7 +544,7 @@ static int run_sprinter(RunState *state) {
         if (need_p) {
             if (audit_p(state, n)) return -1;
             event.p = decoder->audit_probs[x];
-            event.label = true_label(state, event.q, event.p);
+            event.label = rule_label(state, x, draft_probs, decoder->audit_probs, draft_raw, decoder->audit_raw);
         }
         int capped = cfg->max_run > 0 && accept_streak >= cfg->max_run;
         if (cfg->test_decisions) { /* tests only */
@@ -540,12 +578,27 @@ static int run_sprinter(RunState *state) {
                 if (sampler_probs(&cfg->sampling, logits + (size_t)i * V, V, decoder->target_probs + (size_t)i * V,
                                   decoder->sampler_work, state->err))
                     return -1;
+            if (raw_probs(state, logits, decoder->target_raw)) return -1;
             event.p = decoder->target_probs[x];
-            event.label = true_label(state, event.q, event.p);
+            event.label = rule_label(state, x, draft_probs, decoder->target_probs, draft_raw, decoder->target_raw);
             event.target_called = 1;
             event.capped = (int8_t)(event.decision == 1 && capped);
             accept_streak = 0;
-            if (sd_accept(state, event.p, event.q)) {
+            /* collect under the authors' label rule: the context goes on with x when its label is 1, else
+             * with the target's greedy token (dataset.py); otherwise the SD test decides */
+            int follow_label = cfg->method == DM_COLLECT && cfg->label_rule == LABEL_PAPER_CODE;
+            if (follow_label && event.label != 1) {
+                int32_t greedy = 0;
+                for (int v = 1; v < V; v++)
+                    if (decoder->target_raw[v] > decoder->target_raw[greedy]) greedy = v;
+                event.kind = EV_SD_RESAMPLE;
+                emit(state, greedy, event, decoder->draft_hidden);
+                end_round(state);
+                truncate_lanes(state);
+                have_draft_probs = 0;
+                continue;
+            }
+            if (follow_label || sd_accept(state, event.p, event.q)) {
                 event.kind = EV_SD_ACCEPT;
                 emit(state, x, event, decoder->draft_hidden);
                 if (cfg->bonus) {

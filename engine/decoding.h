@@ -60,6 +60,8 @@ typedef struct DecodeConfig {
                              * max_new runs to its end, so up to max_run + 1 tokens more are emitted
                              * (needs max_run >= 1); eos still stops at once */
     double lambda;          /* label threshold for oracle-iid and the audit: acceptable iff q/p <= lambda */
+    LabelRule label_rule;   /* sprinter-type methods and collect: which q and p the label compares (rules.h);
+                             * sd-type methods always label with the decoding distributions */
     double eta_fp, eta_tp;  /* oracle-iid / oracle-markov rates */
     double oracle_stay;     /* oracle-markov: probability of repeating the class's last decision */
     double alpha;           /* bild */

@@ -29,6 +29,16 @@
 /* 1 if the verifier accepts a drafted token with this score at threshold tau. */
 static inline int verifier_accepts(double score, double tau) { return (double)(float)score >= tau; }
 
+/* Which q and p the label compares (DecodeConfig.label_rule):
+ *   LABEL_SOUND       the decoding distributions (temperature, top-k, top-p applied): the label is
+ *                     about the tokens this decoder draws
+ *   LABEL_PAPER_CODE  the plain softmax of the raw logits (temperature 1, nothing cut), whatever the
+ *                     decoding temperature: what the SPRINTER authors' dataset.py labels (with greedy
+ *                     decoding, for the draft's greedy token); in collection the context then goes on
+ *                     with the draft token when its label is 1, else with the target's greedy token */
+typedef enum { LABEL_SOUND = 0, LABEL_PAPER_CODE } LabelRule;
+static inline const char *label_rule_name(LabelRule r) { return r == LABEL_PAPER_CODE ? "paper-code" : "sound"; }
+
 /* 1 if a drafted token with draft probability q and target probability p is acceptable at lambda. */
 static inline int label_acceptable(float q, float p, double lambda) { return (double)q <= lambda * (double)p; }
 

@@ -241,6 +241,10 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         if (!strcmp(v, "sound")) s->protocol = PROTOCOL_SOUND;
         else if (!strcmp(v, "paper-code")) s->protocol = PROTOCOL_PAPER_CODE;
         else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
+    } else if (IS("decode", "label_rule")) {
+        if (!strcmp(v, "sound")) s->label_rule = LABEL_SOUND;
+        else if (!strcmp(v, "paper-code")) s->label_rule = LABEL_PAPER_CODE;
+        else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("verifier", "data")) {
         if (copy_str(s->ver_data, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
     } else if (IS("verifier", "cache_dir")) {
@@ -380,6 +384,7 @@ static void apply_paper_code_defaults(Parse *P) {
             s->grid[kGrid[i].p].n = 1;
         }
     if (!key_seen(P, "verifier.feature")) s->ver_feature = VF_PREFIX;
+    if (!key_seen(P, "decode.label_rule")) s->label_rule = LABEL_PAPER_CODE;
 }
 
 /* inih reads at most INI_MAX_LINE - 3 characters a line and would call the rest a syntax error. */
@@ -489,6 +494,8 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
         canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
                   s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
                   (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
+    if (c->label_rule != LABEL_SOUND) /* set for sprinter-type runs only; absent by default (hashes as before) */
+        canon_add(b, cap, &k, "label_rule %s\n", label_rule_name(c->label_rule));
     if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_feature != VF_TOKEN) /* absent for the token default */
         canon_add(b, cap, &k, "verifier_feature %s\n", verifier_feature_name(s->ver_feature));
     if (k >= cap) return sp_fail(err, "%s: run configuration text too long", s->path);
@@ -572,6 +579,7 @@ int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err) {
                 r->dc.max_new = s->max_new;
                 r->dc.stop_at_eos = s->stop_at_eos;
                 r->dc.audit = s->audit;
+                if (method_is(s->methods[m], MC_SEQUENTIAL)) r->dc.label_rule = s->label_rule; /* where it applies */
                 r->dataset = d;
                 r->seed = s->seeds[k];
                 r->applies = method_params(s->methods[m]);

@@ -15,8 +15,11 @@
  *              it changes the defaults of the settings it differs in, each of which a spec may
  *              still set: temperature 0 (top_k = 1 there), [grid] bonus 1, finish_round 1 and
  *              max_run 19 (at most 20 drafts a round, only the last one tested, a bonus token after
- *              it, generation until >= max_new_tokens), [verifier] feature prefix. Not yet
- *              switched by it: the label rule on the draft's greedy token and the training recipe)
+ *              it, generation until >= max_new_tokens), label_rule paper-code, [verifier] feature
+ *              prefix. Not yet
+ *              switched by it: the training recipe), label_rule (sound, the default: q/p of the
+ *              decoding distributions; paper-code: of the raw softmax, and the verifier data's
+ *              context follows the label; sprinter-type runs and verifier collection only)
  *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp,
  *              oracle_stay (oracle-markov: lambda, max_run, eta_fp, eta_tp, oracle_stay in [0, 1)),
  *              bonus, finish_round (0/1: the round structure of the sprinter-type methods, see
@@ -85,6 +88,7 @@ typedef struct SweepSpec {
     double ver_l2, ver_val_fraction, ver_tau;
     VerifierFeature ver_feature; /* token (default) or prefix: the hidden state the verifier scores */
     SpecProtocol protocol;       /* [decode] protocol: which defaults the settings above started from */
+    LabelRule label_rule;        /* [decode] label_rule: the audit's and the verifier data's labels (rules.h) */
     /* filled by spec_resolve() */
     char draft_sha256[SP_SHA256_HEX], target_sha256[SP_SHA256_HEX];
     char data_sha256[SPEC_MAX_DATASETS][SP_SHA256_HEX], ver_data_sha256[SP_SHA256_HEX];

@@ -70,7 +70,8 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
          "version 2: the same at the position before the drafted token (the state whose logits gave q)"},
         {"q", H5C_F32, 1, "probability", "draft probability of the drafted token"},
         {"p", H5C_F32, 1, "probability", "target probability of the drafted token"},
-        {"label", H5C_I8, 1, NULL, "1 if q/p <= lambda (acceptable), else 0"},
+        {"label", H5C_I8, 1, NULL,
+         "1 if q/p <= lambda (acceptable), else 0; q and p as the attribute label_rule says (rules.h)"},
         {"token", H5C_I32, 1, "token id", "drafted token"},
         {"pos", H5C_I32, 1, "position", "position of the drafted token in its sequence"},
         {"prompt_index", H5C_I32, 1, NULL, "index of the prompt in the dataset"},
@@ -86,7 +87,8 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
              h5t_attr_i64(&t, "n_prompts", n_prompts, err) || h5t_attr_i64(&t, "max_new", s->max_new, err) ||
              h5t_attr_f64(&t, "temperature", s->sampling.temperature, err) ||
              h5t_attr_i64(&t, "top_k", s->sampling.top_k, err) || h5t_attr_f64(&t, "top_p", s->sampling.top_p, err) ||
-             h5t_attr_i64(&t, "seed", (int64_t)s->seed, err);
+             h5t_attr_i64(&t, "seed", (int64_t)s->seed, err) ||
+             h5t_attr_str(&t, "label_rule", label_rule_name(s->label_rule), err);
     if (rc) {
         h5t_abort(&t);
         return -1;
@@ -131,6 +133,7 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
     cfg.sampling = s->sampling;
     cfg.max_new = s->max_new;
     cfg.lambda = s->lambda;
+    cfg.label_rule = s->label_rule;
     cfg.capture_hidden = 1;
     for (int i = 0; i < ds.n; i++) {
         int32_t *ids;
@@ -509,6 +512,8 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
                      c->data_format ? c->data_format : "auto", c->n_prompts, c->max_new, c->lambda,
                      (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
                      (unsigned long long)c->seed);
+    if (c->label_rule != LABEL_SOUND) /* absent for the default: keys of older caches stay valid */
+        k += snprintf(desc + k, sizeof desc - (size_t)k, " label_rule=%s", label_rule_name(c->label_rule));
     sha256_str(desc, (size_t)k, ckey);
     k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s", t->l2, t->val_fraction, t->tau,
                   (unsigned long long)t->seed, t->feature == VF_PREFIX ? " feature=prefix" : "");

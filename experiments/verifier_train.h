@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "rules.h"
 #include "sampling.h"
 #include "verifier.h"
 
@@ -33,6 +34,7 @@ typedef struct CollectSpec {
     double lambda;
     SamplerParams sampling;
     uint64_t seed;
+    LabelRule label_rule;    /* sound, or the authors' (rules.h): labels and, there, how the context goes on */
 } CollectSpec;
 
 typedef struct CollectSummary {

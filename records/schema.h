@@ -15,7 +15,8 @@
  *        target checked and rejected: the per-token acceptance rate, records/metrics.h, needs it;
  *        NULL in rows of older files)
  *   6  + runs.bonus, runs.finish_round (the round structure of sprinter-type runs, issue 14; NULL for
- *        other methods and in rows of older files, where it was 0); + prompts.rounds and
+ *        other methods and in rows of older files, where it was 0), runs.label_rule ('sound' or
+ *        'paper-code' for sprinter-type runs, else NULL); + prompts.rounds and
  *        prompts.round_kept (the authors' "avg tokens" per prompt = round_kept / rounds)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
@@ -94,7 +95,8 @@ typedef struct DbTable {
     X(oracle_stay, "REAL", 3, 0, RP_ORACLE_STAY)                                                              \
     X(failure, "TEXT", 4, 0, NOPARAM)                                                                    \
     X(bonus, "INTEGER", 6, 0, RP_BONUS)                                                                       \
-    X(finish_round, "INTEGER", 6, 0, RP_FINISH_ROUND)
+    X(finish_round, "INTEGER", 6, 0, RP_FINISH_ROUND)                                                         \
+    X(label_rule, "TEXT", 6, 0, NOPARAM)
 
 #define PROMPTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 1, 0, NOPARAM)                                                               \

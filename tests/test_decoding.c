@@ -486,6 +486,73 @@ static int32_t greedy_next(Model *m, const int32_t *seq, int n) {
     return best;
 }
 
+/* The plain softmax (T = 1) of model m's logits after seq[0..n) at token x, and the greedy token. */
+static double raw_prob_at(Model *m, const int32_t *seq, int n, int32_t x, int32_t *greedy) {
+    SpErr err = {{0}};
+    const float *L;
+    Session *s = session_new(m, 64, 64, &err);
+    double px = NAN;
+    if (s && session_forward(s, seq, n, &L, NULL, &err) == 0) {
+        const float *row = L + (size_t)(n - 1) * V_TINY;
+        *greedy = 0;
+        for (int v = 1; v < V_TINY; v++)
+            if (row[v] > row[*greedy]) *greedy = v;
+        double mx = row[*greedy], z = 0;
+        for (int v = 0; v < V_TINY; v++) z += exp((double)row[v] - mx);
+        px = exp((double)row[x] - mx) / z;
+    }
+    session_free(s);
+    return px;
+}
+
+/* The authors' label rule in collection (dataset.py), by hand on full forwards: x = the draft's greedy
+ * token, label = [q(x) <= lambda p(x)] with q, p the plain softmax of the raw logits, and the context
+ * goes on with x when the label is 1, else with the target's greedy token. The decoder's collect under
+ * label_rule paper-code (temperature 0) must give the same tokens and labels; a label of the sound rule
+ * (one-hot q, p at temperature 0: "target argmax == x") differs somewhere, so the check can fail. */
+static void test_paper_code_labels(Fixture *f) {
+    SpErr err = {{0}};
+    int cases = 0, agree = 0, rule_matters = 0;
+    for (int pr = 0; pr < 6; pr++) {
+        int32_t prompt[3] = {(int32_t)(3 + 13 * pr), 29, (int32_t)(7 + pr)};
+        const double lambda = pr % 2 ? 1.0 : 1.5;
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.method = DM_COLLECT;
+        cfg.sampling = (SamplerParams){0.0f, 0, 1.0f};
+        cfg.max_new = 20;
+        cfg.lambda = lambda;
+        cfg.label_rule = LABEL_PAPER_CODE;
+        gsl_rng *rng = sampler_rng_new(1);
+        DecodeOutput o;
+        int rc = decoder_run(f->dec, &cfg, prompt, 3, rng, &o, &err);
+        gsl_rng_free(rng);
+        cases++;
+        if (rc) {
+            fprintf(stderr, "paper-code collect: %s\n", err.msg);
+            continue;
+        }
+        int32_t seq[64];
+        memcpy(seq, prompt, sizeof prompt);
+        int n = 3, ok = o.n_events == 20;
+        for (int k = 0; ok && k < o.n_events; k++) {
+            int32_t x = -1, target_greedy = -1, unused = -1;
+            raw_prob_at(f->draft, seq, n, 0, &x); /* the draft's greedy token */
+            double q = raw_prob_at(f->draft, seq, n, x, &unused), p = raw_prob_at(f->target, seq, n, x, &target_greedy);
+            int label = q <= lambda * p;
+            int32_t next = label ? x : target_greedy;
+            ok &= o.events[k].draft_token == x && o.events[k].label == label && o.tokens[k] == next;
+            rule_matters += label != (target_greedy == x);
+            seq[n++] = next;
+        }
+        agree += ok;
+        decode_output_free(&o);
+    }
+    check(agree == cases && rule_matters > 0,
+          "collect under the authors' label rule == dataset.py by hand in %d/%d prompts x 20 tokens (tokens, labels); "
+          "the rule decides differently from target-argmax agreement at %d tokens", agree, cases, rule_matters);
+}
+
 /* The authors' sprinter.py loop, written out step by step on full forwards: draft greedily until a
  * decision is 0 or 20 tokens were drafted; the target's greedy token at the LAST draft's position
  * decides it alone (earlier drafts are kept unchecked); equal -> keep all and add the target's next
@@ -641,6 +708,7 @@ int main(int argc, char **argv) {
     test_nonfinite(&f);
     test_markov(&f);
     test_paper_code_round(&f, &ver);
+    test_paper_code_labels(&f);
     decoder_free(f.dec);
     model_free(f.draft);
     model_free(f.target);

@@ -124,7 +124,7 @@ static void test_expand(T *t) {
 
     /* [decode] protocol = paper-code: the authors' defaults for what the spec leaves unset; explicit
      * settings win; the sound default names no round setting (run hashes as before schema 6) */
-    check(sp && !strstr(sp->canon, "bonus") && !strstr(sp->canon, "finish_round"),
+    check(sp && !strstr(sp->canon, "bonus") && !strstr(sp->canon, "finish_round") && !strstr(sp->canon, "label_rule"),
           "sound protocol: bonus / finish_round 0 are not in the canonical text");
     variant(txt, sizeof txt, "[decode]\n", "[decode]\nprotocol = paper-code\n");
     check(load(t, "paper", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "paper-code (%s)",
@@ -132,8 +132,11 @@ static void test_expand(T *t) {
     a = find(r2, n2, DM_SPRINTER, 2, 1.2, 0.5, 0), b = find(r2, n2, DM_SD, 1, NAN, NAN, 3);
     check(a && b && a->dc.sampling.temperature == 0 && b->dc.sampling.temperature == 0 && a->dc.bonus == 1 &&
               a->dc.finish_round == 1 && a->dc.max_run == 19 && s2->ver_feature == VF_PREFIX &&
-              strstr(a->canon, "bonus 1\nfinish_round 1\n") && !strstr(b->canon, "bonus"),
-          "paper-code: greedy, bonus 1, finish_round 1, max_run 19, prefix feature (sprinter only gets the round)");
+              strstr(a->canon, "bonus 1\nfinish_round 1\n") && !strstr(b->canon, "bonus") &&
+              a->dc.label_rule == LABEL_PAPER_CODE && strstr(a->canon, "label_rule paper-code") &&
+              b->dc.label_rule == LABEL_SOUND && !strstr(b->canon, "label_rule"),
+          "paper-code: greedy, bonus 1, finish_round 1, max_run 19, prefix feature, the authors' label rule (the "
+          "round and the label rule for sprinter only)");
     free(r2);
     static const char kPaperOwn[] =
         "[sweep]\nmethods = ar, sd, sprinter\n[models]\ndraft = d\ntarget = t\n"
@@ -212,6 +215,7 @@ static void test_bad(T *t) {
         {"[decode]\n", "[decode]\nthis line has no equals sign\n", "syntax error"},
         {"[data]\n", "[data]\nformat = xml\n", "[data] format: \"xml\" is not one of"},
         {"[decode]\n", "[decode]\nprotocol = paper\n", "[decode] protocol: \"paper\" is not sound or paper-code"},
+        {"[decode]\n", "[decode]\nlabel_rule = raw\n", "[decode] label_rule: \"raw\" is not sound or paper-code"},
         {"gamma = 3, 5", "bonus = 2", "[grid] bonus: 2 is out of range [0, 1]"},
         {"n_prompts = 10\n", "n_prompts = 10\nfeature = middle\n", "[verifier] feature: \"middle\" is not token or prefix"},
         {"methods = ar, sd, sprinter", "methods = ar, specdecpp\n[verifier]\nfeature = prefix",

@@ -214,9 +214,10 @@ def main():
     ver, sql, cols, ok = schema(db)
     runs_sql = dict(sql).get("runs", "")
     t.check(ver == "6", "schema_version after the upgrade: %s" % ver)
-    t.check("'failed'" in runs_sql and cols[-4:] == ["oracle_stay", "failure", "bonus", "finish_round"],
-            "the runs table is the version-6 one (4: failure, CHECK; 6: bonus, finish_round): columns ...%s\n%s"
-            % (cols[-4:], runs_sql))
+    t.check("'failed'" in runs_sql and cols[-5:] == ["oracle_stay", "failure", "bonus", "finish_round",
+                                                "label_rule"],
+            "the runs table is the version-6 one (4: failure, CHECK; 6: bonus, finish_round, label_rule): columns "
+            "...%s\n%s" % (cols[-5:], runs_sql))
     t.check(ok, "integrity_check after the upgrade")
     t.check(not any(n == "runs_v4" for n, _ in sql), "the rebuild left its temporary table")
     after = contents(db)
@@ -239,7 +240,7 @@ def main():
     t.check(rej.get(unfinished) == 1 and sum(rej.values()) == 1,
             "prompts.rejected: set for the redone run only, NULL in the upgraded rows: %s" % rej)
     # columns added after version 3 (NULL in the upgraded rows): compared as present, not by value
-    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round)=\S+", r" \1=?", x)
+    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round|label_rule)=\S+", r" \1=?", x)
                           for x in (dump, ref_dump))
     t.check(p.returncode == 0 and rc == 0 and dump == ref_dump_cmp,
             "sweeping the upgraded directory redoes run %s and equals the reference: exit %d %s %s" %
@@ -256,7 +257,7 @@ def main():
     p = run([S, "summary", v1])
     ver, _, cols, ok = schema(os.path.join(v1, "runs.sqlite"))
     n = len(contents(os.path.join(v1, "runs.sqlite"))["runs"])
-    t.check(p.returncode == 0 and ver == "6" and "oracle_stay" in cols and cols[-3] == "failure" and ok and n == 4,
+    t.check(p.returncode == 0 and ver == "6" and "oracle_stay" in cols and cols[-4] == "failure" and ok and n == 4,
             "1 -> 6: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
 
     # ---- a newer file is refused and left alone
