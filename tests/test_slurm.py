@@ -22,7 +22,9 @@ On it (tiny random models, tests/sweep_fixture.py; the three arrays at once):
   merge (afterany) still runs and exits 4 with one line counting the runs of shard 2 as missing;
   the merged directory holds exactly the runs of shards 0 and 1. Resubmitting task 2 alone
   (--array=2) and the merge again completes it: exit 0, equal to the unsharded sweep.
-Deterministic (fixed seeds; shards are decided by run index, not by timing).
+Deterministic (fixed seeds; shards are decided by run index, not by timing). About 12 s (the
+scheduler starts batch jobs without its default 3 s delay); the daemons' logs are kept in
+WORK/slurm-logs when a check fails.
 
 usage: test_slurm.py --sprinter BIN --dump SWEEP_DUMP --source REPO --work DIR
 """
@@ -190,6 +192,7 @@ JobCompType=jobcomp/none
 SwitchType=switch/none
 MpiDefault=none
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
@@ -365,26 +368,27 @@ def main():
         arr_b, merge_b = submitted("failed", run([submit, spec, "3", out["failed"]] + sweep_opts +
                                                  ["--test-nan-logits", "sd"], env=env, cwd=dirs["failed"]))
         # 2. the documented one-liner, held, task 2 cancelled before it runs
-        opts = JOB_OPTS.split()
         c = dirs["cancelled"]
-        p = run(["sbatch", "--parsable", "--hold"] + opts + ["--array=0-2", os.path.join(slurm_dir, "sweep.sbatch"),
-                                                             spec, out["cancelled"]] + sweep_opts, env=env, cwd=c)
-        arr_c = int(p.stdout.strip().split(";")[0]) if p.returncode == 0 else None
-        t.check(arr_c is not None, "sbatch --hold --array=0-2 sweep.sbatch (%s)" % p.stderr.strip())
+
+        def sbatch(*args):
+            """(job id or None, stderr) of sbatch --parsable JOB_OPTS ARGS, from the directory c."""
+            p = run([cluster.exe["sbatch"], "--parsable"] + JOB_OPTS.split() + list(args), env=env, cwd=c)
+            return (int(p.stdout.strip().split(";")[0]) if p.returncode == 0 else None), p.stderr.strip()
+
+        sweep_sbatch, merge_sbatch = os.path.join(slurm_dir, "sweep.sbatch"), os.path.join(slurm_dir, "merge.sbatch")
+        arr_c, err = sbatch("--hold", "--array=0-2", sweep_sbatch, spec, out["cancelled"], *sweep_opts)
+        t.check(arr_c is not None, "sbatch --hold --array=0-2 sweep.sbatch (%s)" % err)
         if arr_c is None:
             return
         jobs.append(arr_c)
-        p = run(["sbatch", "--parsable"] + opts + ["--dependency=afterany:%d" % arr_c,
-                                                   os.path.join(slurm_dir, "merge.sbatch"), spec, out["cancelled"]],
-                env=env, cwd=c)
-        merge_c = int(p.stdout.strip().split(";")[0]) if p.returncode == 0 else None
+        merge_c, err = sbatch("--dependency=afterany:%d" % arr_c, merge_sbatch, spec, out["cancelled"])
         jobs.extend([merge_c] if merge_c else [])
         # release 0 and 1 first (they split off the array's record), then cancel 2, still held: it
         # keeps a record, CANCELLED, and never runs
         p1 = cluster.cmd("scontrol", "release", "%d_0" % arr_c, "%d_1" % arr_c)
         p2 = cluster.cmd("scancel", "%d_2" % arr_c)
         t.check(merge_c is not None and p1.returncode == 0 and p2.returncode == 0,
-                "merge submitted, tasks 0 and 1 released, task 2 cancelled (%s%s)" % (p1.stderr, p2.stderr))
+                "merge submitted, tasks 0 and 1 released, task 2 cancelled (%s%s%s)" % (err, p1.stderr, p2.stderr))
         if None in (arr_a, arr_b, merge_c):
             return
 
@@ -446,15 +450,11 @@ def main():
                 (len(want_runs), len(got_runs)))
 
         # recovery: task 2 alone, then the merge again
-        p = run(["sbatch", "--parsable"] + opts + ["--array=2", os.path.join(slurm_dir, "sweep.sbatch"), spec,
-                                                   out["cancelled"]] + sweep_opts, env=env, cwd=c)
-        arr_r = int(p.stdout.strip().split(";")[0]) if p.returncode == 0 else None
-        q = run(["sbatch", "--parsable"] + opts + ["--dependency=afterany:%s" % arr_r,
-                                                   os.path.join(slurm_dir, "merge.sbatch"), spec, out["cancelled"]],
-                env=env, cwd=c) if arr_r else None
-        merge_r = int(q.stdout.strip().split(";")[0]) if q and q.returncode == 0 else None
+        arr_r, err = sbatch("--array=2", sweep_sbatch, spec, out["cancelled"], *sweep_opts)
+        merge_r, err2 = sbatch("--dependency=afterany:%d" % arr_r, merge_sbatch, spec, out["cancelled"]) \
+            if arr_r else (None, "")
         jobs.extend([j for j in (arr_r, merge_r) if j])
-        if t.check(arr_r and merge_r, "resubmit task 2 and the merge (%s%s)" % (p.stderr, q.stderr if q else "")):
+        if t.check(arr_r and merge_r, "resubmit task 2 and the merge (%s%s)" % (err, err2)):
             st = wait_jobs(cluster, [arr_r, merge_r], time.time() + 120)
             mo = merge_out(c, merge_r)
             rc, got, err = fx.dump(a.dump, out["cancelled"])
