@@ -205,8 +205,58 @@ static const char kMergeHelp[] =
     "(default: the directory above the first shard). A run already in DIR, or in an earlier shard,\n"
     "is not added twice; unfinished runs are left out. Failed runs are carried (their rows, with the\n"
     "reason) unless the run is done in DIR or another shard: a done run wins. Prints the summary table.\n"
+    "Each sweep records its grid (the run hashes of the spec) in its database; merge then checks DIR\n"
+    "against the shards' grid: one line on stderr for the runs of the grid that failed, one for those\n"
+    "missing (neither done nor failed in any shard: a shard not run, cancelled or not given).\n"
     "  --out DIR          merged results directory\n"
-    "  --quiet            print only the one-line report\n";
+    "  --quiet            print only the one-line report\n"
+    "exit status: 0 every run of the grid is done; 1 error; 2 bad usage; 3 merged, every run of the grid\n"
+    "finished but some failed; 4 merged, but runs of the grid are missing (whether or not others\n"
+    "failed). Shards swept from different specs: the grid is the union of theirs.\n";
+
+/* "6 in shard 2/3 (run indexes 2, 5, 8, ...)" into buf: where the missing runs of the grid belong. */
+static void missing_where(const GridReport *g, char *buf, size_t cap) {
+    size_t w = 0;
+    buf[0] = '\0';
+    for (int i = 0; g->missing_per_shard && i < g->shard_n && w < cap; i++)
+        if (g->missing_per_shard[i])
+            w += (size_t)snprintf(buf + w, cap - w, "%s%d in shard %d/%d", w ? ", " : "", g->missing_per_shard[i], i,
+                                  g->shard_n);
+    int shown = g->missing < 8 ? g->missing : 8;
+    if (g->grids != 1 || !shown || w >= cap) return;
+    w += (size_t)snprintf(buf + w, cap - w, "%srun index%s", w ? " (" : "", g->missing > 1 ? "es" : "");
+    for (int i = 0; i < shown && w < cap; i++)
+        w += (size_t)snprintf(buf + w, cap - w, "%s %d", i ? "," : "", g->first_missing[i]);
+    if (w < cap) snprintf(buf + w, cap - w, "%s%s", g->missing > shown ? ", ..." : "", g->missing_per_shard ? ")" : "");
+}
+
+/* The lines on stderr about the grid after a merge; returns the exit status (0, 3 or 4). */
+static int report_grid(const GridReport *g, const char *out) {
+    int rc = 0;
+    if (!g->shards_with_grid)
+        fprintf(stderr, "sprinter merge: note: no shard records its grid (swept by an older sprinter): runs missing "
+                        "from the shards cannot be counted\n");
+    if (g->failed) {
+        if (g->shards_with_grid)
+            fprintf(stderr, "sprinter merge: %d of %d runs of the grid failed (reasons: sprinter summary %s)\n",
+                    g->failed, g->runs, out);
+        else
+            fprintf(stderr, "sprinter merge: %d runs in %s failed (reasons: sprinter summary %s)\n", g->failed, out, out);
+        rc = 3;
+    }
+    if (g->missing) {
+        char where[512];
+        if (g->grids > 1) snprintf(where, sizeof where, "the shards were swept from %d different grids", g->grids);
+        else missing_where(g, where, sizeof where);
+        fprintf(stderr, "sprinter merge: %d of %d runs of the grid are missing (neither done nor failed in any shard)%s%s"
+                        "; sweep them and merge again\n", g->missing, g->runs, where[0] ? ": " : "", where);
+        rc = 4;
+    } else if (g->grids > 1) {
+        fprintf(stderr, "sprinter merge: note: the shards were swept from %d different grids (specs), every run of "
+                        "each is there; %s records no grid\n", g->grids, out);
+    }
+    return rc;
+}
 
 int cmd_merge(int argc, char **argv) {
     static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"quiet", no_argument, 0, 'q'},
@@ -239,18 +289,23 @@ int cmd_merge(int argc, char **argv) {
     }
     SpErr err = {{0}};
     MergeCounts mc;
-    if (runner_merge(out, argv + optind, argc - optind, &mc, &err)) {
+    GridReport g;
+    if (runner_merge(out, argv + optind, argc - optind, &mc, &g, &err)) {
         fprintf(stderr, "sprinter merge: %s\n", err.msg);
         return 1;
     }
     printf("merged %d runs from %d directories into %s/runs.sqlite (%d duplicates skipped, %d unfinished left out, "
            "%d failed runs carried, %d failed runs left out as done elsewhere)\n",
            mc.runs_added, argc - optind, out, mc.duplicates, mc.unfinished, mc.failed_added, mc.failed_superseded);
+    int rc = 0;
     if (!quiet && print_summary(out, 0, 0, &err)) {
         fprintf(stderr, "sprinter merge: %s\n", err.msg);
-        return 1;
+        rc = 1;
     }
-    return 0;
+    fflush(stdout);
+    int grc = report_grid(&g, out);
+    grid_report_free(&g);
+    return rc ? rc : grc;
 }
 
 /* ------------------------------------------------------------------ summary */

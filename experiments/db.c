@@ -385,6 +385,39 @@ int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *token
     return rc == SQLITE_ROW ? 0 : fail_sql(db, err, "query progress");
 }
 
+/* ------------------------------------------------------------------ the grid */
+
+/* INSERT OR REPLACE (value non-NULL) or DELETE (NULL) of a meta key. */
+static int meta_put(Db *db, const char *key, const char *value, SpErr *err) {
+    sqlite3_stmt *st;
+    const char *sql = value ? "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)" : "DELETE FROM meta WHERE key = ?";
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "write meta");
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (value) sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail_sql(db, err, "write meta");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_set_grid(Db *db, const RunConfig *runs, int n, int shard_i, int shard_n, SpErr *err) {
+    char *grid = malloc((size_t)(n > 0 ? n : 1) * SP_SHA256_HEX);
+    if (!grid) return sp_fail(err, "out of memory");
+    char *w = grid;
+    *w = '\0';
+    for (int i = 0; i < n; i++) w += sprintf(w, "%s%s", i ? "," : "", runs[i].hash);
+    char shard[32];
+    snprintf(shard, sizeof shard, "%d/%d", shard_i, shard_n);
+    int rc = exec(db, "BEGIN IMMEDIATE", err);
+    if (rc == 0) rc = meta_put(db, "grid", grid, err);
+    if (rc == 0) rc = meta_put(db, "shard", shard, err);
+    if (rc == 0) rc = exec(db, "COMMIT", err);
+    else exec(db, "ROLLBACK", NULL);
+    free(grid);
+    return rc;
+}
+
+int db_set_grid_text(Db *db, const char *grid, SpErr *err) { return meta_put(db, "grid", grid, err); }
+
 /* ------------------------------------------------------------------ merge */
 
 static int attach(Db *db, const char *src, SpErr *err) {
@@ -429,9 +462,27 @@ static int plan_add(char ***list, int *n, int *cap, const char *h, SpErr *err) {
     return 0;
 }
 
+/* The attached source's meta value of key (malloc'd into *value; NULL when there is none). */
+static int src_meta(Db *db, const char *key, char **value, SpErr *err) {
+    sqlite3_stmt *st;
+    *value = NULL;
+    if (sqlite3_prepare_v2(db->h, "SELECT value FROM src.meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+        return fail_sql(db, err, "read source meta");
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st), rc = 0;
+    if (s == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        if (!(*value = strdup((const char *)sqlite3_column_text(st, 0)))) rc = sp_fail(err, "out of memory");
+    } else if (s != SQLITE_ROW && s != SQLITE_DONE) {
+        rc = fail_sql(db, err, "read source meta");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 void db_merge_plan_free(MergePlan *p) {
     for (int i = 0; i < p->n; i++) free(p->hashes[i]);
     free(p->hashes);
+    free(p->grid);
     memset(p, 0, sizeof *p);
 }
 
@@ -469,6 +520,11 @@ int db_merge_plan(Db *dst, const char *src_path, MergePlan *p, SpErr *err) {
         }
         sqlite3_finalize(st);
     }
+    if (rc == 0) rc = src_meta(dst, "grid", &p->grid, err);
+    char *shard = NULL;
+    if (rc == 0 && (rc = src_meta(dst, "shard", &shard, err)) == 0 && shard)
+        snprintf(p->shard, sizeof p->shard, "%s", shard);
+    free(shard);
     exec(dst, "DETACH DATABASE src", NULL);
     p->n_done = p->n;
     for (int i = 0; i < n_failed; i++) { /* failed runs after the done ones */

@@ -79,6 +79,15 @@ int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *token
 /* Hashes of runs begun but not finished (status 'running'), comma-separated into buf. */
 int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err);
 
+/* ---- the grid a directory was swept from (meta keys 'grid' and 'shard') ---- */
+/* Records, in one transaction, the spec's expanded grid: the hashes of runs[0..n) in run_index order
+ * separated by ',' (meta key 'grid'), and the shard this directory holds, "I/N" (key 'shard'; "0/1"
+ * unsharded). Every sweep writes them again; merge reads them to count the runs missing from the
+ * shards. */
+int db_set_grid(Db *db, const RunConfig *runs, int n, int shard_i, int shard_n, SpErr *err);
+/* Sets meta key 'grid' to grid; NULL deletes it. */
+int db_set_grid_text(Db *db, const char *grid, SpErr *err);
+
 /* ---- merging ---- */
 typedef struct MergeCounts {
     int runs_added;  /* done runs copied */
@@ -95,6 +104,8 @@ typedef struct MergePlan {
     char **hashes; /* malloc'd array of malloc'd strings */
     int n, n_done;
     int duplicates, unfinished, failed_superseded;
+    char *grid;     /* the source's meta 'grid' (malloc'd); NULL when it records none (older sprinters) */
+    char shard[32]; /* the source's meta 'shard' ("I/N"); "" when none */
 } MergePlan;
 int db_merge_plan(Db *dst, const char *src_path, MergePlan *plan, SpErr *err);
 void db_merge_plan_free(MergePlan *plan);

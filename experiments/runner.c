@@ -597,7 +597,8 @@ static int prepare(Ctx *c, SpErr *err) {
     snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", o->out_dir);
     if (mkdirs(o->out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
     if (lock_results_dir(o->out_dir, &c->lock_fd, err) || !(c->db = db_open(c->db_path, err))) return -1;
-    return 0;
+    /* the grid, for merge to count the runs missing from the shards (written before any run) */
+    return db_set_grid(c->db, c->runs, c->n_runs, o->shard_i, o->shard_n, err);
 }
 
 /* Finds the runs of this shard that are to run: neither done nor failed (failed ones too with
@@ -798,7 +799,84 @@ static int same_dir(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCounts *mc, SpErr *err) {
+/* The grids the shards record (distinct texts of meta 'grid'), with the shard count of the first
+ * shard that records each ("I/N": N; 0 when unknown). */
+typedef struct Grids {
+    char **text;
+    int *shard_n;
+    int n, cap;
+} Grids;
+
+static void grids_free(Grids *g) {
+    for (int i = 0; i < g->n; i++) free(g->text[i]);
+    free(g->text);
+    free(g->shard_n);
+    memset(g, 0, sizeof *g);
+}
+
+/* Takes plan->grid (when new) into g. */
+static int grids_add(Grids *g, MergePlan *p, SpErr *err) {
+    for (int i = 0; i < g->n; i++)
+        if (!strcmp(g->text[i], p->grid)) return 0;
+    if (g->n == g->cap) {
+        int nc = g->cap ? g->cap * 2 : 4;
+        char **nt = realloc(g->text, (size_t)nc * sizeof *nt);
+        if (nt) g->text = nt;
+        int *ns = nt ? realloc(g->shard_n, (size_t)nc * sizeof *ns) : NULL;
+        if (!ns) return sp_fail(err, "out of memory");
+        g->shard_n = ns;
+        g->cap = nc;
+    }
+    const char *slash = strchr(p->shard, '/');
+    g->shard_n[g->n] = slash ? atoi(slash + 1) : 0;
+    if (g->shard_n[g->n] < 0) g->shard_n[g->n] = 0;
+    g->text[g->n++] = p->grid;
+    p->grid = NULL;
+    return 0;
+}
+
+/* Whether the 64-digit hash h occurs in one of the grids before grid k (counted there already). */
+static int seen_before(const Grids *g, int k, const char *h) {
+    for (int i = 0; i < k; i++)
+        if (strstr(g->text[i], h)) return 1;
+    return 0;
+}
+
+/* Counts the runs of the grids (their union) that are failed, or neither done nor failed, in dst. */
+static int check_grids(Db *dst, const Grids *g, GridReport *r, SpErr *err) {
+    r->grids = g->n;
+    r->shard_n = g->n == 1 ? g->shard_n[0] : 0;
+    if (r->shard_n > 1 && !(r->missing_per_shard = calloc((size_t)r->shard_n, sizeof *r->missing_per_shard)))
+        return sp_fail(err, "out of memory");
+    for (int k = 0; k < g->n; k++) {
+        const char *t = g->text[k];
+        for (int index = 0; *t; index++) {
+            char h[SP_SHA256_HEX];
+            size_t len = strcspn(t, ",");
+            snprintf(h, sizeof h, "%.*s", (int)(len < sizeof h ? len : sizeof h - 1), t);
+            t += len + (t[len] == ',');
+            if (seen_before(g, k, h)) continue;
+            int st = db_run_status(dst, h, NULL, 0, err);
+            if (st < 0) return -1;
+            r->runs++;
+            if (st == DB_RUN_FAILED) r->failed++;
+            if (st == DB_RUN_DONE || st == DB_RUN_FAILED) continue;
+            if (g->n == 1 && r->missing < (int)(sizeof r->first_missing / sizeof *r->first_missing))
+                r->first_missing[r->missing] = index;
+            if (r->missing_per_shard) r->missing_per_shard[index % r->shard_n]++;
+            r->missing++;
+        }
+    }
+    return 0;
+}
+
+void grid_report_free(GridReport *r) {
+    free(r->missing_per_shard);
+    r->missing_per_shard = NULL;
+}
+
+static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCounts *mc, Grids *grids, int *with_grid,
+                     SpErr *err) {
     char src_db[4200];
     snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard);
     if (access(src_db, R_OK) != 0) return sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard);
@@ -816,6 +894,10 @@ static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCount
         rc = copy_log(src, dstp, err);
     }
     if (rc == 0) rc = db_merge_rows(dst, src_db, p.hashes, p.n, err);
+    if (rc == 0 && p.grid) {
+        rc = grids_add(grids, &p, err);
+        (*with_grid)++;
+    }
     if (rc == 0) {
         mc->runs_added += p.n_done;
         mc->failed_added += p.n - p.n_done;
@@ -827,8 +909,9 @@ static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCount
     return rc;
 }
 
-int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *mc, SpErr *err) {
+int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *mc, GridReport *gr, SpErr *err) {
     memset(mc, 0, sizeof *mc);
+    memset(gr, 0, sizeof *gr);
     char tokens[4200], db_path[4200];
     snprintf(tokens, sizeof tokens, "%s/tokens", out_dir);
     snprintf(db_path, sizeof db_path, "%s/runs.sqlite", out_dir);
@@ -843,11 +926,22 @@ int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCount
         if (lock_fd >= 0) close(lock_fd);
         return -1;
     }
+    Grids grids = {0};
     int rc = 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         if (same_dir(shard_dirs[i], out_dir)) continue;
-        rc = merge_one(db, out_dir, shard_dirs[i], mc, err);
+        rc = merge_one(db, out_dir, shard_dirs[i], mc, &grids, &gr->shards_with_grid, err);
     }
+    if (rc == 0 && grids.n) { /* the merged directory holds the shards' grid (none when they differ) */
+        rc = check_grids(db, &grids, gr, err);
+        if (rc == 0) rc = db_set_grid_text(db, grids.n == 1 ? grids.text[0] : NULL, err);
+    } else if (rc == 0) { /* no grid known: every failed run of the merged directory */
+        int64_t done, failed, toks;
+        rc = db_progress(db, &done, &failed, &toks, err);
+        gr->failed = (int)failed;
+    }
+    if (rc) grid_report_free(gr);
+    grids_free(&grids);
     db_close(db);
     close(lock_fd);
     return rc;

@@ -74,9 +74,26 @@ void sweep_counts_free(SweepCounts *c);
 /* Lists the expanded runs (index, hash, shard, status, method, parameters) without running them. */
 int runner_dry_run(SweepSpec *s, const RunnerOpts *o, SpErr *err);
 
+/* What a merge found of the grid its shards were swept from (each sweep records its grid: meta keys
+ * 'grid' and 'shard', db_set_grid). Counted over the union of the shards' grids, in out_dir after
+ * the merge. */
+typedef struct GridReport {
+    int shards_with_grid; /* shard directories that record their grid (older sprinters did not) */
+    int grids;            /* distinct grids among them (> 1: shards swept from different specs) */
+    int runs;             /* runs of the grid(s) */
+    int failed;           /* of those, failed in out_dir; with no grid known, every failed run there */
+    int missing;          /* of those, neither done nor failed in out_dir (not run, unfinished, lost) */
+    int shard_n;          /* N of the shards' "I/N" (one grid only; 0: unknown) */
+    int *missing_per_shard; /* [shard_n] missing runs by run_index % shard_n (shard_n > 1), else NULL; grid_report_free */
+    int first_missing[8];   /* run indexes of the first missing runs (one grid only) */
+} GridReport;
+
 /* Merges the done runs of each shard directory into out_dir (database rows and token logs),
  * skipping runs out_dir already has done, and carries failed runs (their rows) where out_dir has no
- * done run of the same hash: a done run anywhere wins, a failed one stays failed (db_merge_plan). */
-int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *c, SpErr *err);
+ * done run of the same hash: a done run anywhere wins, a failed one stays failed (db_merge_plan).
+ * Then counts, into g, the runs of the shards' grid that failed or are missing in out_dir, and
+ * records that grid in out_dir's meta (deletes it when the shards' grids differ). */
+int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *c, GridReport *g, SpErr *err);
+void grid_report_free(GridReport *g);
 
 #endif

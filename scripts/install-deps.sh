@@ -3,7 +3,8 @@
 #   scripts/install-deps.sh          build + run dependencies
 #   scripts/install-deps.sh --test   also the test oracles (PyTorch, numpy, Node.js for npm tokenizers),
 #                                    pandas and h5py (the reader examples),
-#                                    the fuzzers' toolchain (clang, libFuzzer, llvm-symbolizer) and valgrind
+#                                    the fuzzers' toolchain (clang, libFuzzer, llvm-symbolizer), valgrind,
+#                                    and Slurm + munge (a single-node cluster for the Slurm test)
 # Runs as root (or via sudo when available). Safe to rerun.
 set -euo pipefail
 
@@ -18,6 +19,9 @@ if [[ "${1:-}" == "--test" ]]; then
   # libomp; llvm-14 for llvm-symbolizer, without which a sanitizer report names no function and
   # fuzz/classify.sh cannot tell libhdf5's bugs from ours) and the valgrind memcheck subset
   pkgs+=(clang libclang-rt-14-dev libomp-14-dev llvm-14 valgrind)
+  # tests/test_slurm.py (ctest slurm_array) starts a single-node Slurm cluster (slurmctld, slurmd,
+  # munged) to run the sharded sweep as a job array with its merge (experiments/slurm)
+  pkgs+=(slurm-wlm munge)
   # Node.js and npm for the tokenizer oracles; keep an existing installation if there is one.
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)

@@ -3,8 +3,9 @@
  *
  *   usage: sweep_dump RESULTS_DIR
  *
- * Prints every runs and prompts row (sorted by run hash and prompt index) except the columns that
- * measure wall-clock time or depend on when and where the sweep ran (started_at, finished_at,
+ * Prints the meta rows but 'shard' (how the work was split: "I/N" of a shard, none in a merged
+ * directory), every runs and prompts row (sorted by run hash and prompt index) except the columns
+ * that measure wall-clock time or depend on when and where the sweep ran (started_at, finished_at,
  * t_*, git_commit, host), then every token log's datasets, floats as their bit patterns. Exits 1
  * (after printing "sweep_dump: ..." lines on stderr) when a run is neither done nor failed, a done
  * run's token log is missing or does not open, a failed run has prompt rows or no reason, a token
@@ -34,9 +35,9 @@ static int excluded(const char *col) {
     return 0;
 }
 
-static int dump_table(sqlite3 *db, const char *table, const char *order, int *bad) {
+static int dump_table(sqlite3 *db, const char *table, const char *where, const char *order, int *bad) {
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT * FROM %s ORDER BY %s", table, order);
+    snprintf(sql, sizeof sql, "SELECT * FROM %s %s ORDER BY %s", table, where, order);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         problem(bad, "cannot read table %s: %s", table, sqlite3_errmsg(db));
@@ -171,9 +172,9 @@ int main(int argc, char **argv) {
     }
     sqlite3_busy_timeout(db, 10000);
     int n_bad = 0, *bad = &n_bad;
-    dump_table(db, "meta", "key", bad);
-    dump_table(db, "runs", "run_hash", bad);
-    dump_table(db, "prompts", "run_hash, prompt_index", bad);
+    dump_table(db, "meta", "WHERE key <> 'shard'", "key", bad);
+    dump_table(db, "runs", "", "run_hash", bad);
+    dump_table(db, "prompts", "", "run_hash, prompt_index", bad);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT run_hash, status FROM runs ORDER BY run_hash", -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {

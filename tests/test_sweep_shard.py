@@ -4,6 +4,9 @@
 - 3 shards (--shard I/3) partition the runs, and `sprinter merge` of their directories equals one
   unsharded sweep (sweep_dump identical: run hashes, prompt rows, token logs); merging again adds
   nothing.
+- a shard left out of the merge: exit 4 and one line on stderr counting the runs of the grid that
+  are missing, naming the shard; merging that shard afterwards completes the directory (exit 0,
+  equal to the unsharded sweep). Shards of two specs: the grid is the union of theirs.
 - --jobs 2 (two worker processes) equals --jobs 1; killing a --jobs 2 sweep with SIGKILL takes its
   workers down too, and the resumed sweep still equals the reference.
 Deterministic (fixed seeds); no false-failure rate beyond a machine too slow for the timeouts.
@@ -90,6 +93,37 @@ def main():
     rc, again, _ = fx.dump(args.dump, base)
     t.check(m.returncode == 0 and "merged 0 runs" in m.stdout and ("%d duplicates" % len(all_runs)) in m.stdout
             and again == ref_dump, "merging again adds nothing (%s)" % m.stdout.strip())
+
+    # a shard left out: the runs of the grid it holds are reported missing (exit 4), not merged silently
+    con = sqlite3.connect(os.path.join(ref, "runs.sqlite"))
+    idx = [i for (i,) in con.execute("SELECT run_index FROM runs ORDER BY run_index")]
+    con.close()
+    in2 = [i for i in idx if i % 3 == 2]
+    part = os.path.join(work, "partial")
+    m = run([args.sprinter, "merge", "--quiet", "--out", part] + shard_dirs[:2])
+    lines = [x for x in m.stderr.splitlines() if "missing" in x]
+    want = "sprinter merge: %d of %d runs of the grid are missing" % (len(in2), len(idx))
+    t.check(m.returncode == 4 and len(lines) == 1 and lines[0].startswith(want) and
+            ("%d in shard 2/3 (run indexes %s" % (len(in2), ", ".join(map(str, in2[:8])))) in lines[0],
+            "merge without shard 2: exit 4 (%d), one line: %s ...: %s" % (m.returncode, want, m.stderr.strip()))
+    m = run([args.sprinter, "merge", "--quiet", "--out", part, shard_dirs[2]])
+    rc, got, err = fx.dump(args.dump, part)
+    t.check(m.returncode == 0 and not m.stderr and rc == 0 and got == ref_dump,
+            "merging the missing shard afterwards completes it (exit %d %s): " % (m.returncode, m.stderr.strip()) +
+            ("same" if got == ref_dump else err[:200] + fx.first_difference(ref_dump, got)))
+    # shards of two specs: the union of their grids (spec 2's ar runs are spec 1's)
+    spec2 = fx.write_spec(work, name="other", methods="ar")
+    other = os.path.join(work, "other")
+    p = run([args.sprinter, "sweep", spec2, "--out", other, "--quiet"])
+    mixed = os.path.join(work, "mixed")
+    m = run([args.sprinter, "merge", "--quiet", "--out", mixed, other] + shard_dirs[:2])
+    lines = [x for x in m.stderr.splitlines() if "missing" in x]
+    t.check(p.returncode == 0 and m.returncode == 4 and len(lines) == 1 and lines[0].startswith(want) and
+            "swept from 2 different grids" in lines[0],
+            "merge of two specs' shards, one shard missing: exit 4 (%d): %s" % (m.returncode, m.stderr.strip()))
+    m = run([args.sprinter, "merge", "--quiet", "--out", mixed, other] + shard_dirs)
+    t.check(m.returncode == 0 and "missing" not in m.stderr and "swept from 2 different grids" in m.stderr,
+            "... and with every shard: exit 0 (%d), a note: %s" % (m.returncode, m.stderr.strip()))
 
     j2 = os.path.join(work, "jobs2")
     p = sweep(j2, "--jobs", "2")
