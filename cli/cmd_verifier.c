@@ -93,7 +93,10 @@ static const char kTrainHelp[] =
     "  --tau T           threshold for the reported operating point (default " SP_STR(SP_DEFAULT_TAU) ")\n"
     "  --seed S          split seed (default 0)\n"
     "  --feature F       token (default: the draft's state at the drafted token, /hidden) or prefix\n"
-    "                    (the state before it, whose logits gave q: /hidden_prefix, as SPRINTER's code)\n";
+    "                    (the state before it, whose logits gave q: /hidden_prefix, as SPRINTER's code)\n"
+    "  --recipe R        sound (default, above) or paper-code: the SPRINTER authors' train.py (Adam lr\n"
+    "                    5e-4, 20 epochs, batches of 10, BCE on raw features, a token-level split, the\n"
+    "                    epoch of best test accuracy kept; --l2 unused; use --val-fraction 0.3 as theirs)\n";
 
 int cmd_train_verifier(int argc, char **argv) {
     const char *cmd = "train-verifier", *data = NULL, *out = NULL;
@@ -103,13 +106,21 @@ int cmd_train_verifier(int argc, char **argv) {
         {"data", required_argument, 0, 'D'}, {"out", required_argument, 0, 'o'}, {"l2", required_argument, 0, 'l'},
         {"val-fraction", required_argument, 0, 'v'}, {"tau", required_argument, 0, 't'},
         {"seed", required_argument, 0, 's'}, {"feature", required_argument, 0, 'f'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"recipe", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
         case 'f':
             if (verifier_feature_parse(optarg, &t.feature)) {
                 fprintf(stderr, "sprinter train-verifier: --feature: \"%s\" is not token or prefix\n", optarg);
+                return 2;
+            }
+            break;
+        case 'r':
+            if (!strcmp(optarg, "sound")) t.recipe = RECIPE_SOUND;
+            else if (!strcmp(optarg, "paper-code")) t.recipe = RECIPE_PAPER_CODE;
+            else {
+                fprintf(stderr, "sprinter train-verifier: --recipe: \"%s\" is not sound or paper-code\n", optarg);
                 return 2;
             }
             break;

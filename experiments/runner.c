@@ -298,6 +298,7 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
         train_spec_default(&ts);
         ts.l2 = s->ver_l2;
         ts.val_fraction = s->ver_val_fraction;
+        ts.recipe = s->ver_recipe;
         ts.tau = s->ver_tau;
         ts.feature = s->ver_feature;
         ts.seed = s->ver_seed;

@@ -264,6 +264,10 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     } else if (IS("verifier", "tau")) {
         if (parse_double(v, &d) || d < 0 || d > 1) return fail(P, sec, key, "%s is out of range [0, 1]", v);
         s->ver_tau = d;
+    } else if (IS("verifier", "recipe")) {
+        if (!strcmp(v, "sound")) s->ver_recipe = RECIPE_SOUND;
+        else if (!strcmp(v, "paper-code")) s->ver_recipe = RECIPE_PAPER_CODE;
+        else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("verifier", "feature")) {
         if (verifier_feature_parse(v, &s->ver_feature)) return fail(P, sec, key, "\"%s\" is not token or prefix", v);
     } else {
@@ -322,6 +326,7 @@ static void spec_default(SweepSpec *s) {
     s->ver_val_fraction = t.val_fraction;
     s->ver_tau = t.tau;
     s->ver_feature = t.feature;
+    s->ver_recipe = t.recipe;
 }
 
 static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
@@ -385,6 +390,8 @@ static void apply_paper_code_defaults(Parse *P) {
         }
     if (!key_seen(P, "verifier.feature")) s->ver_feature = VF_PREFIX;
     if (!key_seen(P, "decode.label_rule")) s->label_rule = LABEL_PAPER_CODE;
+    if (!key_seen(P, "verifier.recipe")) s->ver_recipe = RECIPE_PAPER_CODE;
+    if (!key_seen(P, "verifier.val_fraction")) s->ver_val_fraction = 0.3; /* train_test_split(test_size=0.3) */
 }
 
 /* inih reads at most INI_MAX_LINE - 3 characters a line and would call the rest a syntax error. */
@@ -496,6 +503,8 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
                   (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
     if (c->label_rule != LABEL_SOUND) /* set for sprinter-type runs only; absent by default (hashes as before) */
         canon_add(b, cap, &k, "label_rule %s\n", label_rule_name(c->label_rule));
+    if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_recipe != RECIPE_SOUND) /* absent by default */
+        canon_add(b, cap, &k, "verifier_recipe %s\n", train_recipe_name(s->ver_recipe));
     if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_feature != VF_TOKEN) /* absent for the token default */
         canon_add(b, cap, &k, "verifier_feature %s\n", verifier_feature_name(s->ver_feature));
     if (k >= cap) return sp_fail(err, "%s: run configuration text too long", s->path);

@@ -16,8 +16,7 @@
  *              still set: temperature 0 (top_k = 1 there), [grid] bonus 1, finish_round 1 and
  *              max_run 19 (at most 20 drafts a round, only the last one tested, a bonus token after
  *              it, generation until >= max_new_tokens), label_rule paper-code, [verifier] feature
- *              prefix. Not yet
- *              switched by it: the training recipe), label_rule (sound, the default: q/p of the
+ *              prefix, [verifier] recipe paper-code and val_fraction 0.3), label_rule (sound, the default: q/p of the
  *              decoding distributions; paper-code: of the raw softmax, and the verifier data's
  *              context follows the label; sprinter-type runs and verifier collection only)
  *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp,
@@ -26,7 +25,8 @@
  *              DecodeConfig; finish_round needs max_run >= 1)
  *   [verifier] needed by sprinter and specdecpp: data, format, n_prompts, max_new, seed, l2,
  *              val_fraction, tau (only for the reported training metrics), cache_dir, feature
- *              (token: the draft's state at the drafted token, default; prefix: the state before it)
+ *              (token: the draft's state at the drafted token, default; prefix: the state before it),
+ *              recipe (sound, default; paper-code: the authors' Adam recipe, verifier_train.h)
  *
  * Lists are comma- or space-separated. A grid parameter multiplies only the runs of methods it
  * applies to (tau does not multiply sd; gamma does not multiply sprinter); the others get the
@@ -46,6 +46,7 @@
 #include "hashutil.h"
 #include "params.h"
 #include "verifier.h"
+#include "verifier_train.h"
 
 #define SPEC_MAX_LIST 64
 #define SPEC_MAX_DATASETS 8
@@ -87,6 +88,7 @@ typedef struct SweepSpec {
     uint64_t ver_seed;
     double ver_l2, ver_val_fraction, ver_tau;
     VerifierFeature ver_feature; /* token (default) or prefix: the hidden state the verifier scores */
+    TrainRecipe ver_recipe;      /* [verifier] recipe: sound (default) or paper-code (verifier_train.h) */
     SpecProtocol protocol;       /* [decode] protocol: which defaults the settings above started from */
     LabelRule label_rule;        /* [decode] label_rule: the audit's and the verifier data's labels (rules.h) */
     /* filled by spec_resolve() */

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <gsl/gsl_multimin.h>
+#include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdio.h>
@@ -195,6 +196,7 @@ void train_spec_default(TrainSpec *t) {
     t->tau = SP_DEFAULT_TAU;
     t->seed = 0;
     t->feature = VF_TOKEN;
+    t->recipe = RECIPE_SOUND;
 }
 
 /* Logistic regression on standardised features x[i] = (h[i] - mu) / sd over rows idx[0..n).
@@ -348,6 +350,107 @@ static int split_rows(const int32_t *prompt, int64_t n, double val_fraction, uin
     return 0;
 }
 
+/* Splits rows at random, token by token (the authors' train_test_split(test_size=val_fraction)): a
+ * seeded shuffle of all rows, the first round(val_fraction * n) held out. */
+static int split_rows_by_token(int64_t n, double val_fraction, uint64_t seed, int64_t **tr, int64_t *ntr,
+                               int64_t **va, int64_t *nva) {
+    int64_t *perm = malloc((size_t)n * sizeof *perm);
+    *tr = malloc((size_t)n * sizeof **tr);
+    *va = malloc((size_t)n * sizeof **va);
+    if (!perm || !*tr || !*va) {
+        free(perm);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, (unsigned long)(seed ^ (seed >> 32)));
+    gsl_ran_shuffle(r, perm, (size_t)n, sizeof *perm);
+    gsl_rng_free(r);
+    int64_t n_val = (int64_t)(val_fraction * (double)n + 0.5);
+    if (n_val < 1) n_val = 1;
+    if (n_val >= n) n_val = n - 1;
+    *nva = *ntr = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i < n_val) (*va)[(*nva)++] = perm[i];
+        else (*tr)[(*ntr)++] = perm[i];
+    }
+    free(perm);
+    return 0;
+}
+
+/* Accuracy at kAccuracyCut of (w, b) on rows idx (the authors' checkpoint criterion). */
+static double accuracy_of(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n);
+
+/* The authors' recipe (RECIPE_PAPER_CODE, verifier_train.h) into v (raw features: w, b used as they are).
+ * Adam on mean BCE over shuffled batches of kPaperBatch rows for kPaperEpochs epochs; after each epoch the
+ * test accuracy, and the parameters of the best epoch (strictly better, as theirs) are kept. */
+enum { kPaperEpochs = 20, kPaperBatch = 10 };
+static const double kPaperLr = 5e-4, kAdamB1 = 0.9, kAdamB2 = 0.999, kAdamEps = 1e-8;
+
+static int fit_paper_code(const float *h, const int8_t *y, const int64_t *tr, int64_t ntr, const int64_t *va,
+                          int64_t nva, uint64_t seed, Verifier *v, SpErr *err) {
+    int d = v->d;
+    size_t np = (size_t)d + 1; /* theta = (w[0..d), b) */
+    double *th = calloc(np, sizeof *th), *m = calloc(np, sizeof *m), *s2 = calloc(np, sizeof *s2);
+    double *g = calloc(np, sizeof *g), *best = calloc(np, sizeof *best);
+    int64_t *order = malloc((size_t)ntr * sizeof *order);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!th || !m || !s2 || !g || !best || !order || !r) {
+        free(th), free(m), free(s2), free(g), free(best), free(order);
+        if (r) gsl_rng_free(r);
+        return sp_fail(err, "out of memory");
+    }
+    gsl_rng_set(r, (unsigned long)(seed ^ (seed >> 32)) + 1);
+    double bound = 1.0 / sqrt((double)d); /* nn.Linear's default init, weight and bias */
+    for (size_t j = 0; j < np; j++) th[j] = (2 * gsl_rng_uniform(r) - 1) * bound;
+    memcpy(best, th, np * sizeof *th);
+    memcpy(order, tr, (size_t)ntr * sizeof *order);
+    double best_acc = 0;
+    int64_t step = 0;
+    for (int epoch = 0; epoch < kPaperEpochs; epoch++) {
+        gsl_ran_shuffle(r, order, (size_t)ntr, sizeof *order);
+        for (int64_t at = 0; at < ntr; at += kPaperBatch) {
+            int64_t nb = ntr - at < kPaperBatch ? ntr - at : kPaperBatch;
+            memset(g, 0, np * sizeof *g);
+            for (int64_t k = at; k < at + nb; k++) { /* d BCE(sigmoid(z), y) / d z = sigmoid(z) - y */
+                const float *x = h + (size_t)order[k] * d;
+                double z = th[d];
+                for (int j = 0; j < d; j++) z += th[j] * x[j];
+                double e = 1.0 / (1.0 + exp(-z)) - (y[order[k]] == 1);
+                for (int j = 0; j < d; j++) g[j] += e * x[j];
+                g[d] += e;
+            }
+            step++;
+            double c1 = 1 - pow(kAdamB1, (double)step), c2 = 1 - pow(kAdamB2, (double)step);
+            for (size_t j = 0; j < np; j++) {
+                double gj = g[j] / (double)nb;
+                m[j] = kAdamB1 * m[j] + (1 - kAdamB1) * gj;
+                s2[j] = kAdamB2 * s2[j] + (1 - kAdamB2) * gj * gj;
+                th[j] -= kPaperLr * (m[j] / c1) / (sqrt(s2[j] / c2) + kAdamEps);
+            }
+        }
+        for (int j = 0; j < d; j++) v->w[j] = (float)th[j];
+        v->b = (float)th[d];
+        double acc = accuracy_of(v, h, y, va, nva);
+        if (acc > best_acc) {
+            best_acc = acc;
+            memcpy(best, th, np * sizeof *th);
+        }
+    }
+    for (int j = 0; j < d; j++) v->w[j] = (float)best[j];
+    v->b = (float)best[d];
+    free(th), free(m), free(s2), free(g), free(best), free(order);
+    gsl_rng_free(r);
+    return 0;
+}
+
+static double accuracy_of(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n) {
+    int64_t correct = 0;
+    for (int64_t k = 0; k < n; k++)
+        correct += verifier_accepts(verifier_score(v, h + (size_t)idx[k] * v->d), kAccuracyCut) == (y[idx[k]] == 1);
+    return n ? (double)correct / (double)n : 0;
+}
+
 static int fit(Problem *P, gsl_vector *th, SpErr *err) {
     int dim = P->d + 1;
     gsl_multimin_function_fdf fn = {f_only, df_only, fdf_both, (size_t)dim, P};
@@ -423,7 +526,8 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
             sp_fail(err, "%s: row %lld has prompt_index %d, label %d", path, (long long)i, prompt[i], y[i]);
             goto done;
         }
-    if (split_rows(prompt, n, t->val_fraction, t->seed, &tr, &ntr, &va, &nva)) {
+    if (t->recipe == RECIPE_PAPER_CODE ? split_rows_by_token(n, t->val_fraction, t->seed, &tr, &ntr, &va, &nva)
+                                       : split_rows(prompt, n, t->val_fraction, t->seed, &tr, &ntr, &va, &nva)) {
         sp_fail(err, "out of memory");
         goto done;
     }
@@ -443,6 +547,10 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
         sp_fail(err, "out of memory");
         goto done;
     }
+    if (t->recipe == RECIPE_PAPER_CODE) {
+        if (fit_paper_code(h, y, tr, ntr, va, nva, t->seed, &v, err)) goto done;
+        goto fitted;
+    }
     for (int64_t k = 0; k < ntr; k++)
         for (int j = 0; j < d; j++) mu[j] += h[(size_t)tr[k] * d + j];
     for (int j = 0; j < d; j++) mu[j] /= (double)ntr;
@@ -461,6 +569,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
         b -= wj * mu[j];
     }
     v.b = (float)b;
+fitted:
     v.lambda = lambda;
     v.feature = t->feature;
     m->d = d;
@@ -475,7 +584,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     snprintf(l2s, sizeof l2s, "%.17g", t->l2);
     snprintf(seeds, sizeof seeds, "%llu", (unsigned long long)t->seed);
     const char *meta[] = {"metrics", metrics, "data_sha256", dsha, "draft_sha256", draft_sha, "l2", l2s,
-                          "split_seed", seeds, NULL, NULL};
+                          "split_seed", seeds, "recipe", train_recipe_name(t->recipe), NULL, NULL};
     rc = verifier_save(out_path, &v, meta, err);
 done:
     H5Fclose(f);
@@ -515,8 +624,9 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
     if (c->label_rule != LABEL_SOUND) /* absent for the default: keys of older caches stay valid */
         k += snprintf(desc + k, sizeof desc - (size_t)k, " label_rule=%s", label_rule_name(c->label_rule));
     sha256_str(desc, (size_t)k, ckey);
-    k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s", t->l2, t->val_fraction, t->tau,
-                  (unsigned long long)t->seed, t->feature == VF_PREFIX ? " feature=prefix" : "");
+    k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s%s", t->l2, t->val_fraction,
+                  t->tau, (unsigned long long)t->seed, t->feature == VF_PREFIX ? " feature=prefix" : "",
+                  t->recipe == RECIPE_PAPER_CODE ? " recipe=paper-code" : "");
     sha256_str(desc, strlen(desc), vkey);
     if (sp_mkdir_p(cache_dir, err)) return -1;
     char collect_path[4096];

@@ -44,12 +44,26 @@ typedef struct CollectSummary {
 
 int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, SpErr *err);
 
+/* How the verifier is fitted:
+ *   RECIPE_SOUND       L2-regularised logistic regression on standardised features, to convergence
+ *                      (GSL BFGS2), split by prompt (no prompt on both sides)
+ *   RECIPE_PAPER_CODE  the SPRINTER authors' train.py: Linear(d, 1) + sigmoid on the raw state, PyTorch's
+ *                      default init (uniform +-1/sqrt(d)), Adam (lr 5e-4, betas 0.9/0.999, eps 1e-8), BCE
+ *                      loss, 20 epochs of shuffled batches of 10, a token-level split (rows of one prompt
+ *                      on both sides; theirs is unseeded, this one seeded), the epoch with the best test
+ *                      accuracy at 0.5 kept (the test split chooses the checkpoint, so its figures are
+ *                      optimistic). Not reproduced: their batches were right-padded, so most training
+ *                      rows' feature was the state at a pad position. */
+typedef enum { RECIPE_SOUND = 0, RECIPE_PAPER_CODE } TrainRecipe;
+static inline const char *train_recipe_name(TrainRecipe r) { return r == RECIPE_PAPER_CODE ? "paper-code" : "sound"; }
+
 typedef struct TrainSpec {
     double l2;           /* penalty on ||w||^2 (on standardised features), default 1e-3 */
     double val_fraction; /* share of prompts held out, default 0.2 */
     double tau;          /* threshold for the reported eta_FP / eta_TP, default 0.5 */
     uint64_t seed;
     VerifierFeature feature; /* which hidden state: token (default, /hidden) or prefix (/hidden_prefix) */
+    TrainRecipe recipe;      /* sound (default) or the authors' (see above; l2 unused there) */
 } TrainSpec;
 
 typedef struct VerifierMetrics {
