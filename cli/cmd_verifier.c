@@ -58,9 +58,7 @@ int cmd_collect(int argc, char **argv) {
         case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s.sampling.top_p = (float)f; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s.seed)) return 2; break;
         case 'L':
-            if (!strcmp(optarg, "sound")) s.label_rule = LABEL_SOUND;
-            else if (!strcmp(optarg, "paper-code")) s.label_rule = LABEL_PAPER_CODE;
-            else {
+            if (label_rule_parse(optarg, &s.label_rule)) {
                 fprintf(stderr, "sprinter collect: --label-rule: \"%s\" is not sound or paper-code\n", optarg);
                 return 2;
             }
@@ -117,9 +115,7 @@ int cmd_train_verifier(int argc, char **argv) {
             }
             break;
         case 'r':
-            if (!strcmp(optarg, "sound")) t.recipe = RECIPE_SOUND;
-            else if (!strcmp(optarg, "paper-code")) t.recipe = RECIPE_PAPER_CODE;
-            else {
+            if (train_recipe_parse(optarg, &t.recipe)) {
                 fprintf(stderr, "sprinter train-verifier: --recipe: \"%s\" is not sound or paper-code\n", optarg);
                 return 2;
             }

@@ -11,6 +11,8 @@
 #ifndef SP_RULES_H
 #define SP_RULES_H
 
+#include <string.h>
+
 /* tau: the verifier threshold (SPRINTER's deployed 0.5). */
 #define SP_DEFAULT_TAU 0.5
 /* lambda: the label threshold q/p <= lambda (1 = the target would accept the token with certainty). */
@@ -38,6 +40,13 @@ static inline int verifier_accepts(double score, double tau) { return (double)(f
  *                     with the draft token when its label is 1, else with the target's greedy token */
 typedef enum { LABEL_SOUND = 0, LABEL_PAPER_CODE } LabelRule;
 static inline const char *label_rule_name(LabelRule r) { return r == LABEL_PAPER_CODE ? "paper-code" : "sound"; }
+/* 0 and *r set when s is "sound" or "paper-code", else -1. */
+static inline int label_rule_parse(const char *s, LabelRule *r) {
+    if (!strcmp(s, "sound")) *r = LABEL_SOUND;
+    else if (!strcmp(s, "paper-code")) *r = LABEL_PAPER_CODE;
+    else return -1;
+    return 0;
+}
 
 /* 1 if a drafted token with draft probability q and target probability p is acceptable at lambda. */
 static inline int label_acceptable(float q, float p, double lambda) { return (double)q <= lambda * (double)p; }

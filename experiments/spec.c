@@ -242,9 +242,7 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         else if (!strcmp(v, "paper-code")) s->protocol = PROTOCOL_PAPER_CODE;
         else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("decode", "label_rule")) {
-        if (!strcmp(v, "sound")) s->label_rule = LABEL_SOUND;
-        else if (!strcmp(v, "paper-code")) s->label_rule = LABEL_PAPER_CODE;
-        else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
+        if (label_rule_parse(v, &s->label_rule)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("verifier", "data")) {
         if (copy_str(s->ver_data, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
     } else if (IS("verifier", "cache_dir")) {
@@ -265,9 +263,7 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         if (parse_double(v, &d) || d < 0 || d > 1) return fail(P, sec, key, "%s is out of range [0, 1]", v);
         s->ver_tau = d;
     } else if (IS("verifier", "recipe")) {
-        if (!strcmp(v, "sound")) s->ver_recipe = RECIPE_SOUND;
-        else if (!strcmp(v, "paper-code")) s->ver_recipe = RECIPE_PAPER_CODE;
-        else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
+        if (train_recipe_parse(v, &s->ver_recipe)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("verifier", "feature")) {
         if (verifier_feature_parse(v, &s->ver_feature)) return fail(P, sec, key, "\"%s\" is not token or prefix", v);
     } else {

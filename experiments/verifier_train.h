@@ -19,6 +19,7 @@
 #define SP_VERIFIER_TRAIN_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "error.h"
 #include "rules.h"
@@ -56,6 +57,13 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
  *                      rows' feature was the state at a pad position. */
 typedef enum { RECIPE_SOUND = 0, RECIPE_PAPER_CODE } TrainRecipe;
 static inline const char *train_recipe_name(TrainRecipe r) { return r == RECIPE_PAPER_CODE ? "paper-code" : "sound"; }
+/* 0 and *r set when s is "sound" or "paper-code", else -1. */
+static inline int train_recipe_parse(const char *s, TrainRecipe *r) {
+    if (!strcmp(s, "sound")) *r = RECIPE_SOUND;
+    else if (!strcmp(s, "paper-code")) *r = RECIPE_PAPER_CODE;
+    else return -1;
+    return 0;
+}
 
 typedef struct TrainSpec {
     double l2;           /* penalty on ||w||^2 (on standardised features), default 1e-3 */
