@@ -106,6 +106,20 @@ def main():
     # directory: each run fails with one line, and the thing named is left exactly as it was
     import re
     import stat
+    def run_with_output(c, name, target, kind, n):
+        """Runs subcommand c's typical arguments with output option name set to target; None (a failed
+        check) when it blocks."""
+        argv = [x.replace("{n}", n) for x in args[c]]
+        if name in argv:
+            argv[argv.index(name) + 1] = target
+        else:
+            argv += [name, target]
+        try:
+            return subprocess.run([S, c] + argv, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            t.check(False, "%s %s on a %s: blocked (120 s)" % (c, name, kind))
+            return None
+
     victims = os.path.join(w, "victims")
     os.makedirs(victims)
     precious = os.path.join(victims, "precious.txt")
@@ -138,15 +152,8 @@ def main():
                     os.chmod(ro, 0o555)
                     target = os.path.join(ro, "out")
                 before = os.lstat(target) if kind != "readonly" else None
-                argv = [x.replace("{n}", "3") for x in args[c]]
-                if name in argv:
-                    argv[argv.index(name) + 1] = target
-                else:
-                    argv += [name, target]
-                try:
-                    p = subprocess.run([S, c] + argv, capture_output=True, text=True, timeout=120)
-                except subprocess.TimeoutExpired:
-                    t.check(False, "%s %s on a %s: blocked (120 s)" % (c, name, kind))
+                p = run_with_output(c, name, target, kind, "3")
+                if p is None:
                     continue
                 lines = p.stderr.strip().splitlines()
                 if kind == "readonly":
@@ -185,15 +192,8 @@ def main():
                     except PermissionError:
                         continue
                 before = os.lstat(target)
-                argv = [x.replace("{n}", "4") for x in args[c]]
-                if name in argv:
-                    argv[argv.index(name) + 1] = target
-                else:
-                    argv += [name, target]
-                try:
-                    p = subprocess.run([S, c] + argv, capture_output=True, text=True, timeout=120)
-                except subprocess.TimeoutExpired:
-                    t.check(False, "%s %s on a %s: blocked (120 s)" % (c, name, kind))
+                p = run_with_output(c, name, target, kind, "4")
+                if p is None:
                     continue
                 lines = p.stderr.strip().splitlines()
                 after = os.lstat(target)
