@@ -72,6 +72,7 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
     for (int i = 0; i < RUNS_N_COLS; i++)
         if (kRunsTable.cols[i].param >= 0) *param_slot(r, (RunParam)kRunsTable.cols[i].param) = col_opt(st, i);
     col_str(st, RUNS_token_log, r->token_log, sizeof r->token_log);
+    col_str(st, RUNS_label_rule, r->label_rule, sizeof r->label_rule);
     verifier_data_of((const char *)sqlite3_column_text(st, RUNS_config), r->verifier_data_sha256,
                      sizeof r->verifier_data_sha256);
 }
@@ -110,6 +111,9 @@ static void add_prompt_row(sqlite3_stmt *st, RunInfo *r, PromptInfo *p) {
     p->tokens = sqlite3_column_int64(st, PROMPTS_tokens);
     p->target_calls = sqlite3_column_int64(st, PROMPTS_target_calls);
     p->t_total = sqlite3_column_double(st, PROMPTS_t_total);
+    p->rounds = sqlite3_column_type(st, PROMPTS_rounds) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, PROMPTS_rounds);
+    p->round_kept =
+        sqlite3_column_type(st, PROMPTS_round_kept) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, PROMPTS_round_kept);
     r->tokens += p->tokens, r->target_calls += p->target_calls;
     r->target_tokens += sqlite3_column_int64(st, PROMPTS_target_tokens);
     r->draft_calls += sqlite3_column_int64(st, PROMPTS_draft_calls);
@@ -138,6 +142,15 @@ static void add_prompt_row(sqlite3_stmt *st, RunInfo *r, PromptInfo *p) {
         r->tp += sqlite3_column_int64(st, PROMPTS_tp);
         r->fp += sqlite3_column_int64(st, PROMPTS_fp);
     }
+}
+
+/* records/metrics.h avg_tokens_paper: the mean over prompts with rounds > 0 of round_kept / rounds. */
+static double avg_tokens_paper_of(const RunInfo *r) {
+    double sum = 0;
+    int n = 0;
+    for (int j = 0; j < r->n_rows; j++)
+        if (r->prompts[j].rounds > 0) sum += (double)r->prompts[j].round_kept / (double)r->prompts[j].rounds, n++;
+    return n ? sum / n : NAN;
 }
 
 static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
@@ -171,6 +184,7 @@ static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
         }
     }
     sqlite3_finalize(st);
+    r->avg_tokens_paper = avg_tokens_paper_of(r);
     return rc;
 }
 

@@ -17,12 +17,14 @@ typedef struct PromptInfo {
     int scored;            /* an outputs row exists (sprinter score) */
     double target_logprob; /* outputs.target_logprob: sum of ln p_target over the output */
     int64_t scored_tokens; /* outputs.n_tokens */
+    int64_t rounds, round_kept; /* prompts.rounds, round_kept (schema 6; -1 when NULL) */
 } PromptInfo;
 
 /* One done run. Parameters that do not apply to the method are NaN (NULL in the database). */
 typedef struct RunInfo {
     char hash[72], method[32], dataset[1024], dataset_sha256[72], data_format[32], token_log[1024];
     char verifier_data_sha256[72]; /* the verifier's training data (from runs.config), "" if none */
+    char label_rule[16];           /* runs.label_rule: "sound", "paper-code" ("" when NULL: schema < 6, or no labels) */
     int64_t seed;
     int max_new, n_prompts, prompt_offset, stop_at_eos, audit;
     double temperature;
@@ -36,6 +38,9 @@ typedef struct RunInfo {
      * audited_prompts prompts that have them (0: the run was not audited or makes no decisions) */
     int audited_prompts;
     int64_t audited, audited_pos, audited_neg, tp, fp;
+    /* the authors' "avg tokens" (records/metrics.h avg_tokens_paper): mean over the prompts with
+     * rounds > 0 of round_kept / rounds; NaN when no prompt has such a row */
+    double avg_tokens_paper;
     PromptInfo *prompts; /* ordered by prompt_index */
     int n_rows;
 } RunInfo;

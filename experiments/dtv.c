@@ -34,13 +34,23 @@ void dtv_spec_default(DtvSpec *s) {
 /* ------------------------------------------------------------------ building blocks */
 
 int dtv_next_probs(Session *s, const SamplerParams *sp, const int32_t *prefix, int n, int V, float *probs,
-                   int32_t *work, SpErr *err) {
-    const float *L;
-    if (session_truncate(s, 0, err) || session_forward_tail(s, prefix, n, 1, &L, NULL, err)) return -1;
+                   float *hidden_last, int d, int32_t *work, SpErr *err) {
+    const float *L, *H;
+    if (session_truncate(s, 0, err) || session_forward_tail(s, prefix, n, 1, &L, &H, err)) return -1;
+    if (hidden_last) memcpy(hidden_last, H + (size_t)(n - 1) * d, (size_t)d * sizeof *H);
     return sampler_probs(sp, L, V, probs, work, err);
 }
 
-int dtv_verifier_decisions(Session *draft, const Verifier *ver, double tau, int V, double *a, float *scores, SpErr *err) {
+int dtv_verifier_decisions(Session *draft, const Verifier *ver, const float *h_prefix, double tau, int V, double *a,
+                           float *scores, SpErr *err) {
+    if (ver->feature == VF_PREFIX) { /* the state before the candidate: one decision for every v */
+        float sc = (float)verifier_score(ver, h_prefix);
+        for (int v = 0; v < V; v++) {
+            a[v] = verifier_accepts(sc, tau) ? 1.0 : 0.0;
+            if (scores) scores[v] = sc;
+        }
+        return 0;
+    }
     int n = session_len(draft);
     for (int32_t v = 0; v < V; v++) {
         const float *L, *H;
@@ -133,6 +143,7 @@ typedef struct Ctx {
     unsigned int *cnt;   /* [V] bootstrap counts */
     long *counts;        /* [V] first-token counts */
     int32_t *work, *prefix; /* [V], [cap] */
+    float *h_prefix;        /* [d] the draft's state at the prefix's last position */
     int32_t *icol[DTV_N_INT];
     double *dcol[DTV_N_REAL];
 } Ctx;
@@ -147,7 +158,7 @@ static void ctx_free(Ctx *c) {
     model_free(c->draft);
     model_free(c->target);
     free(c->P), free(c->Q), free(c->a), free(c->law), free(c->hat), free(c->cnt), free(c->counts);
-    free(c->work), free(c->prefix);
+    free(c->work), free(c->prefix), free(c->h_prefix);
     for (int k = 0; k < DTV_N_INT; k++) free(c->icol[k]);
     for (int k = 0; k < DTV_N_REAL; k++) free(c->dcol[k]);
 }
@@ -172,9 +183,6 @@ static int load_models(Ctx *c, SpErr *err) {
         return sp_fail(err, "%s/config.json: vocab_size %d differs from the target's %d (%s)", s->draft_dir,
                        cd->vocab_size, ct->vocab_size, s->target_dir);
     if (verifier_load(s->verifier_path, &c->ver, err)) return -1;
-    if (c->ver.feature != VF_TOKEN) /* the exact law needs a(v) for every candidate v: the token feature */
-        return sp_fail(err, "%s: the verifier scores the prefix feature; sprinter dtv needs a token-feature verifier",
-                       s->verifier_path);
     c->have_ver = 1;
     if (c->ver.d != cd->d_model)
         return sp_fail(err, "%s: weight has d = %d, the draft %s has hidden size %d", s->verifier_path, c->ver.d,
@@ -204,7 +212,8 @@ static int alloc_buffers(Ctx *c, SpErr *err) {
     c->counts = malloc(V * sizeof *c->counts);
     c->work = malloc(V * sizeof *c->work);
     c->prefix = malloc((size_t)c->cap * sizeof *c->prefix);
-    int ok = c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix;
+    c->h_prefix = malloc((size_t)model_config(c->draft)->d_model * sizeof *c->h_prefix);
+    int ok = c->h_prefix && c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix;
     for (int k = 0; k < DTV_N_INT; k++) ok &= (c->icol[k] = calloc(N, sizeof **c->icol)) != NULL;
     for (int k = 0; k < DTV_N_REAL; k++) ok &= (c->dcol[k] = malloc(N * sizeof **c->dcol)) != NULL;
     for (int k = 0; ok && k < DTV_N_REAL; k++)
@@ -272,9 +281,9 @@ static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
 /* p, q, a(v) for every v, the exact law and its quantities. */
 static int exact_at(Ctx *c, int i, int n, SpErr *err) {
     float *p = c->P + (size_t)i * c->V, *q = c->Q + (size_t)i * c->V;
-    if (dtv_next_probs(c->st, &c->s->sampling, c->prefix, n, c->V, p, c->work, err) ||
-        dtv_next_probs(c->sd, &c->s->sampling, c->prefix, n, c->V, q, c->work, err) ||
-        dtv_verifier_decisions(c->sd, &c->ver, c->s->tau, c->V, c->a, NULL, err))
+    if (dtv_next_probs(c->st, &c->s->sampling, c->prefix, n, c->V, p, NULL, 0, c->work, err) ||
+        dtv_next_probs(c->sd, &c->s->sampling, c->prefix, n, c->V, q, c->h_prefix, c->ver.d, c->work, err) ||
+        dtv_verifier_decisions(c->sd, &c->ver, c->h_prefix, c->s->tau, c->V, c->a, NULL, err))
         return -1;
     DtvExact e;
     dtv_exact(p, q, c->a, c->V, c->lambda, c->law, &e);

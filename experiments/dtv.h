@@ -85,13 +85,17 @@ int dtv_run(const DtvSpec *s, const char *out_h5, DtvSummary *sum, SpErr *err);
 /* ---- building blocks (dtv_run's steps, exposed for the tests) ---- */
 
 /* probs[V]: the next-token distribution of s's model after prefix[0..n), the prefix run in one
- * call from an empty cache (as decoder_run does); the prefix stays cached. work[V] is scratch. */
+ * call from an empty cache (as decoder_run does); the prefix stays cached. hidden_last[d] (may be
+ * NULL; d = the model's hidden size): its last-layer state at position n - 1. work[V] is scratch. */
 int dtv_next_probs(Session *s, const SamplerParams *sp, const int32_t *prefix, int n, int V, float *probs,
-                   int32_t *work, SpErr *err);
+                   float *hidden_last, int d, int32_t *work, SpErr *err);
 
-/* a[v] = [verifier_score(h(prefix + v)) >= tau] for v in [0, V), scores[v] (may be NULL) the scores;
- * draft must hold exactly the prefix (dtv_next_probs) and holds it again on return. */
-int dtv_verifier_decisions(Session *draft, const Verifier *ver, double tau, int V, double *a, float *scores, SpErr *err);
+/* a[v] = [verifier_score(h) >= tau] for v in [0, V), scores[v] (may be NULL) the scores. The token
+ * feature: h = h(prefix + v), one draft forward per v; draft must hold exactly the prefix
+ * (dtv_next_probs) and holds it again on return. The prefix feature: h = h_prefix, the draft's
+ * state at the prefix's last position (dtv_next_probs' hidden_last), the same decision for every v. */
+int dtv_verifier_decisions(Session *draft, const Verifier *ver, const float *h_prefix, double tau, int V, double *a,
+                           float *scores, SpErr *err);
 
 /* The oracle's acceptance probabilities: eta_tp where q(v) <= lambda p(v), else eta_fp. */
 void dtv_oracle_decisions(const float *p, const float *q, int V, double lambda, double eta_tp, double eta_fp, double *a);

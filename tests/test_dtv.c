@@ -141,6 +141,7 @@ typedef struct Prefix {
     float p[V], q[V];
     double a[V], law[V];
     float score[V];
+    float h_last[256]; /* the draft's state at the prefix's last position */
     DtvExact e;
 } Prefix;
 
@@ -157,8 +158,9 @@ static int prefix_at(Fix *f, Session *sd, Session *st, int prompt_index, Prefix 
     free(ids);
     int32_t work[V];
     SamplerParams sp = {1.0f, 0, 1.0f};
-    if (dtv_next_probs(st, &sp, x->ids, x->n, V, x->p, work, err) || dtv_next_probs(sd, &sp, x->ids, x->n, V, x->q, work, err) ||
-        dtv_verifier_decisions(sd, &f->ver, f->tau, V, x->a, x->score, err))
+    if (dtv_next_probs(st, &sp, x->ids, x->n, V, x->p, NULL, 0, work, err) ||
+        dtv_next_probs(sd, &sp, x->ids, x->n, V, x->q, x->h_last, f->ver.d, work, err) ||
+        dtv_verifier_decisions(sd, &f->ver, x->h_last, f->tau, V, x->a, x->score, err))
         return -1;
     dtv_exact(x->p, x->q, x->a, V, 1.0, x->law, &x->e);
     return 0;
@@ -228,6 +230,33 @@ static void test_decisions_and_law(Fix *f) {
     }
     check(max_ds < 1e-5 && differ == 0, "a(v) from the cached prefix + 1 token == full forward of prefix + v (max |score diff| "
           "%.2e, %d of %d decisions differ)", max_ds, differ, V);
+
+    /* 1b. the prefix feature: one decision, from the full forward's state at the prefix's last position,
+     * for every v; the exact law is then the mixture a q + (1 - a) p, so d_TV(p, P_S) = a d_TV(p, q) */
+    {
+        const float *L, *H;
+        session_truncate(sd, 0, &err);
+        session_forward(sd, x.ids, x.n, &L, &H, &err);
+        Verifier pre = f->ver;
+        pre.feature = VF_PREFIX;
+        double sc = verifier_score(&pre, H + (size_t)(x.n - 1) * f->ver.d);
+        for (int want = 0; want <= 1; want++) {
+            double tau = want ? sc - 1e-6 : sc + 1e-6; /* thresholds on either side of the score */
+            static double a[V], law[V];
+            DtvExact e;
+            int n_bad = 0;
+            if (dtv_verifier_decisions(sd, &pre, x.h_last, tau, V, a, NULL, &err)) {
+                check(0, "prefix decisions: %s", err.msg);
+                break;
+            }
+            for (int v = 0; v < V; v++) n_bad += a[v] != (double)want;
+            dtv_exact(x.p, x.q, a, V, 1.0, law, &e);
+            check(n_bad == 0 && fabs(e.dtv_p_ps - want * e.dtv_pq) < 1e-7,
+                  "prefix feature, tau on the %s side of the score %.4f: a(v) = %d for all v (%d differ), d_TV(p, P_S) "
+                  "%.3g = a d_TV(p, q) %.6f to 1e-7", want ? "low" : "high", sc, want, n_bad, e.dtv_p_ps, want * e.dtv_pq);
+        }
+        session_truncate(sd, 0, &err);
+    }
 
     /* 2. the exact law against 20,000 first tokens of the real decoder */
     Decoder *dec = decoder_new(f->dm, f->tm, &f->ver, 64, &err);
