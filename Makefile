@@ -1,5 +1,7 @@
 # The README's two commands. Both install what they need (Debian packages), build and run.
 #   make demo   release build, then the default pair through sweep, scoring and analysis
+#   make paper  release build, then the authors'-code protocol beside the sound one on the regime
+#               pair (scripts/paper.sh; results/paper/report/FINDINGS.md; under 60 min on 2 cores)
 #   make test   sanitizer build (ASan + UBSan) and the whole CTest suite, then
 #               - the fuzz pass: every libFuzzer target for 30 s, FUZZ_JOBS (2) at a time, fixed
 #                 seed (fuzz/Makefile fuzz-ci; output in build-fuzz/ci/, summary table at the end)
@@ -9,7 +11,7 @@
 JOBS ?= $(shell nproc)
 FUZZ_JOBS ?= 2
 
-.PHONY: all build demo test test-fuzz test-memcheck deps deps-test clean
+.PHONY: all build demo paper test test-fuzz test-memcheck deps deps-test clean
 
 all: build
 
@@ -25,6 +27,9 @@ build: deps
 
 demo: build
 	bash scripts/demo.sh build/sprinter
+
+paper: build
+	bash scripts/paper.sh build/sprinter results/paper $(JOBS)
 
 test: deps-test
 	@t0=$$(date +%s); \

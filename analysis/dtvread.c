@@ -60,21 +60,23 @@ int dtv_file_read(const char *path, DtvFile *d, SpErr *err) {
                      {"oracle_eta_fp", &d->oracle_eta_fp}};
         for (size_t k = 0; k < sizeof attrs / sizeof *attrs; k++)
             if (h5_read_attr_f64(f, path, attrs[k].name, attrs[k].v, NULL)) *attrs[k].v = NAN;
-        int n[5];
+        int n[6];
         double *pq = column(f, path, DTV_dtv_pq, &n[0], err), *ps = pq ? column(f, path, DTV_dtv_p_ps, &n[1], err) : NULL;
         double *pg = ps ? column(f, path, DTV_pred_global, &n[2], err) : NULL;
         double *l1 = pg ? column(f, path, DTV_oracle_dtv_l1, &n[3], err) : NULL;
         double *op = l1 ? column(f, path, DTV_oracle_pred, &n[4], err) : NULL;
-        if (!op) {
+        double *qs = op ? column(f, path, DTV_dtv_q_ps, &n[5], err) : NULL;
+        if (!qs) {
             rc = -1;
-        } else if (n[1] != n[0] || n[2] != n[0] || n[3] != n[0] || n[4] != n[0]) {
-            rc = sp_fail(err, "%s: columns dtv_pq, dtv_p_ps, pred_global, oracle_dtv_l1, oracle_pred have different "
-                              "lengths", path);
+        } else if (n[1] != n[0] || n[2] != n[0] || n[3] != n[0] || n[4] != n[0] || n[5] != n[0]) {
+            rc = sp_fail(err, "%s: columns dtv_pq, dtv_p_ps, pred_global, oracle_dtv_l1, oracle_pred, dtv_q_ps have "
+                              "different lengths", path);
         } else {
             double se;
             d->n = n[0];
             mean_se(pq, NULL, d->n, &d->dtv_pq, &se);
             mean_se(ps, NULL, d->n, &d->dtv_p_ps, &d->se_dtv_p_ps);
+            mean_se(qs, NULL, d->n, &d->dtv_q_ps, &d->se_dtv_q_ps);
             mean_se(pg, NULL, d->n, &d->pred_global, &se);
             double md;
             mean_se(ps, pg, d->n, &md, &d->se_diff);
@@ -83,7 +85,7 @@ int dtv_file_read(const char *path, DtvFile *d, SpErr *err) {
             for (int i = 0; i < d->n; i++)
                 if (fabs(l1[i] - op[i]) > d->oracle_max_err) d->oracle_max_err = fabs(l1[i] - op[i]);
         }
-        free(pq), free(ps), free(pg), free(l1), free(op);
+        free(pq), free(ps), free(pg), free(l1), free(op), free(qs);
     }
     H5Fclose(f);
     return rc;

@@ -1,6 +1,6 @@
 /* dtvread.h - reads the output files of `sprinter dtv` (format "sprinter-dtv", experiments/dtv.h)
  * that a results directory keeps as RESULTS/dtv.h5 or RESULTS/dtv/NAME.h5, for Theorem 3.1 in the report: per file
- * the settings (tau, lambda, verifier and data hashes) and the per-prefix columns dtv_p_ps,
+ * the settings (tau, lambda, verifier and data hashes) and the per-prefix columns dtv_p_ps, dtv_q_ps,
  * pred_global, oracle_dtv_l1, oracle_pred summarised as means with standard errors over prefixes.
  * HDF5 only; not thread-safe. */
 #ifndef SP_DTVREAD_H
@@ -13,6 +13,7 @@ typedef struct DtvFile {
     double tau, lambda, eta_fp_global, oracle_eta_fp;
     int n;                                   /* prefixes */
     double dtv_pq, dtv_p_ps, se_dtv_p_ps;    /* mean d_TV(p, q); mean exact d_TV(p, p_SPRINTER) and its SE */
+    double dtv_q_ps, se_dtv_q_ps;            /* mean exact d_TV(q, p_SPRINTER) and its SE */
     double pred_global;                      /* mean eta_FP_global * d_TV(p, q) (Thm 3.1) */
     double se_diff;                          /* SE over prefixes of dtv_p_ps - pred_global */
     double oracle_l1, oracle_pred, oracle_max_err; /* the oracle at lambda = 1: exact vs Thm 3.1 */

@@ -88,7 +88,8 @@ static int analyze_verifier(const Report *R, RunAn *a, const TokenRows *t, const
     const RunInfo *ri = a->ri;
     VerSeq v;
     int max_run = isnan(ri->max_run) ? 0 : (int)ri->max_run;
-    if (verseq_build(t, path, ri->max_new, max_run, ri->stop_at_eos, &v, err)) return -1;
+    int finish_round = !isnan(ri->finish_round) && ri->finish_round != 0;
+    if (verseq_build(t, path, ri->max_new, max_run, ri->stop_at_eos, finish_round, &v, err)) return -1;
     int rc = 0;
     if (!ri->audit) /* only target-called decisions have labels then: a biased sample, not used */
         note(a, "audit off: no operating point, theorem or i.i.d. checks");
@@ -199,16 +200,22 @@ static void name_ver_data(Report *R, RunAn *a) {
     snprintf(a->ver_data, sizeof a->ver_data, "sha256:%.12s", h);
 }
 
+/* Two runs comparable as reference and subject: the same data, decoded at the same temperature (a
+ * results directory may hold greedy and sampled runs side by side, e.g. make paper's two protocols). */
+static int same_cell(const RunInfo *x, const RunInfo *y) {
+    return !strcmp(x->dataset_sha256, y->dataset_sha256) && x->temperature == y->temperature;
+}
+
 static double rate(const RunInfo *r) { return r->t_total > 0 ? (double)r->tokens / r->t_total : NAN; }
 
-/* Speed-up over the ar / sd runs on the same data (the mean of their rates). */
+/* Speed-up over the ar / sd runs on the same data and temperature (the mean of their rates). */
 static void speedups(Report *R, RunAn *a) {
     double s[2] = {0, 0};
     int n[2] = {0, 0};
     for (int j = 0; j < R->rs.n; j++) {
         const RunInfo *o = &R->rs.runs[j];
         int k = method_name_eq(o->method, DM_AR) ? 0 : method_name_eq(o->method, DM_SD) ? 1 : -1;
-        if (k < 0 || strcmp(o->dataset_sha256, a->ri->dataset_sha256) || isnan(rate(o))) continue;
+        if (k < 0 || !same_cell(o, a->ri) || isnan(rate(o))) continue;
         s[k] += rate(o), n[k]++;
     }
     a->speedup_ar = n[0] ? rate(a->ri) / (s[0] / n[0]) : NAN;
@@ -244,13 +251,13 @@ static double dtv_sorted(const uint64_t *a, size_t na, const uint64_t *b, size_t
     return s / 2;
 }
 
-/* Unigram and bigram d_TV of each run's outputs against the pooled ar outputs on the same data. */
+/* Unigram and bigram d_TV of each run's outputs against the pooled ar outputs on the same data and temperature. */
 static int drift(Report *R, SpErr *err) {
     for (int i = 0; i < R->rs.n; i++) {
         RunAn *a = &R->an[i];
         size_t n_ref = 0;
         for (int j = 0; j < R->rs.n; j++)
-            if (method_name_eq(R->an[j].ri->method, DM_AR) && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
+            if (method_name_eq(R->an[j].ri->method, DM_AR) && same_cell(R->an[j].ri, a->ri))
                 n_ref += (size_t)R->an[j].n_tok;
         if (n_ref == 0 || method_name_eq(a->ri->method, DM_AR)) continue;
         uint64_t *ref = malloc(n_ref * sizeof *ref), *mine = malloc((size_t)(a->n_tok ? a->n_tok : 1) * sizeof *mine);
@@ -262,7 +269,7 @@ static int drift(Report *R, SpErr *err) {
         for (int bi = 0; bi < 2; bi++) {
             size_t nr = 0, nm = 0;
             for (int j = 0; j < R->rs.n; j++)
-                if (method_name_eq(R->an[j].ri->method, DM_AR) && !strcmp(R->an[j].ri->dataset_sha256, a->ri->dataset_sha256))
+                if (method_name_eq(R->an[j].ri->method, DM_AR) && same_cell(R->an[j].ri, a->ri))
                     gram_keys(&R->an[j], bi, ref, &nr);
             gram_keys(a, bi, mine, &nm);
             qsort(ref, nr, sizeof *ref, cmp_u64);
@@ -276,13 +283,13 @@ static int drift(Report *R, SpErr *err) {
 }
 
 /* Win-tie rate with the target as judge: the share of prompts where the run's output has a mean
- * target log-probability per token at least that of the sd run's (same data and seed) minus the
+ * target log-probability per token at least that of the sd run's (same data, temperature and seed) minus the
  * tie margin. */
 static void win_tie(Report *R, RunAn *a) {
     const RunInfo *ref = NULL;
     for (int j = 0; j < R->rs.n && !ref; j++) {
         const RunInfo *o = &R->rs.runs[j];
-        if (method_name_eq(o->method, DM_SD) && !strcmp(o->dataset_sha256, a->ri->dataset_sha256) && o->seed == a->ri->seed)
+        if (method_name_eq(o->method, DM_SD) && same_cell(o, a->ri) && o->seed == a->ri->seed)
             ref = o;
     }
     if (!ref || ref == a->ri) return;
@@ -427,6 +434,7 @@ static void report_free(Report *R) {
     free(R->an);
     free(R->ck);
     free(R->dtv);
+    free(R->findings);
     runset_free(&R->rs);
 }
 
@@ -535,6 +543,7 @@ int report_write(const ReportOpts *o, ReportSummary *s, SpErr *err) {
     if (rc == 0) rc = write_tsvs(&R, err);
     if (rc == 0) rc = write_tables(&R, err);
     if (rc == 0) rc = write_plots(&R, err);
+    if (rc == 0) rc = write_findings(&R, err);
     if (rc == 0) rc = write_index(&R, err);
     if (rc == 0) rc = swap_in(R.dir, final, retired, err);
     if (rc == 0) {

@@ -67,6 +67,8 @@ typedef struct Check {
     int pass;              /* 1, 0, -1 not applicable */
 } Check;
 
+struct FindRow; /* findings.c */
+
 typedef struct Report {
     const ReportOpts *o;
     RunSet rs;
@@ -79,11 +81,16 @@ typedef struct Report {
     DtvFile *dtv;
     int n_dtv;
     int has_refs;
+    struct FindRow *findings; /* FINDINGS.md's rows (write_findings), for index.md's section */
+    int n_findings;
 } Report;
 
 /* report_md.c */
 int write_index(Report *R, SpErr *err);
 int write_tsvs(Report *R, SpErr *err);
+/* findings.c: FINDINGS.md, FINDINGS.tsv (before write_index, which shows the same table) */
+int write_findings(Report *R, SpErr *err);
+void sec_findings(FILE *f, const Report *R);
 /* tables.c */
 int write_tables(Report *R, SpErr *err);
 /* plots.c: data files and scripts; then gnuplot renders them (when R->o->plots) */

@@ -5,6 +5,7 @@
 
 #include "report_int.h"
 #include "report_util.h"
+#include "rules.h"
 #include "stats.h"
 
 /* Rotating number buffers: each F() in one printf call gets its own (at most 24 per call). */
@@ -69,18 +70,19 @@ static int write_runs_tsv(Report *R, SpErr *err) {
     FILE *f = report_open(R, "runs.tsv", err);
     if (!f) return -1;
     fprintf(f, "run_hash\tmethod\tsetting\tdataset\tseed\ttokens\tms_per_token\tspeedup_ar\tspeedup_sd\ttokens_per_call"
-               "\taccept_rate\taccept_rate_lo\taccept_rate_hi\tchecked_drafts\taccepted_per_drafted\taccept_rate_from_tpc\tflops_draft_tok\tflops_verifier_tok\tflops_target_tok\tflops_tok\teta_fp\teta_tp\tn_neg\tn_pos\tauc"
+               "\taccept_rate\taccept_rate_lo\taccept_rate_hi\tchecked_drafts\taccepted_per_drafted\taccept_rate_from_tpc\tavg_tokens_paper\tlabel_rule\ttemperature\tflops_draft_tok\tflops_verifier_tok\tflops_target_tok\tflops_tok\teta_fp\teta_tp\tn_neg\tn_pos\tauc"
                "\trouge1\trouge2\trougeL\tppl\twin_tie\tdtv_unigram\tdtv_bigram\tiid_rejected\tnote\n");
     for (int i = 0; i < R->rs.n; i++) {
         const RunAn *a = &R->an[i];
         double efp = a->nneg ? (double)a->fp / (double)a->nneg : NAN, etp = a->npos ? (double)a->tp / (double)a->npos : NAN;
-        fprintf(f, "%s\t%s\t%s\t%s\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g"
+        fprintf(f, "%s\t%s\t%s\t%s\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g\t%.9g\t%s\t%g"
                    "\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%lld"
                    "\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%s\n",
                 a->ri->hash, a->ri->method, a->setting, a->dataset, (long long)a->ri->seed, (long long)a->ri->tokens,
                 a->ms_per_token, a->speedup_ar, a->speedup_sd, a->tok_per_call, a->acc.alpha,
                 isnan(a->acc.alpha) ? NAN : a->acc.ci95.lo, isnan(a->acc.alpha) ? NAN : a->acc.ci95.hi,
-                (long long)a->acc.checked, a->acc_per_drafted, a->alpha_tpc, a->flops_tok[0], a->flops_tok[1],
+                (long long)a->acc.checked, a->acc_per_drafted, a->alpha_tpc, a->ri->avg_tokens_paper,
+                a->ri->label_rule[0] ? a->ri->label_rule : "-", a->ri->temperature, a->flops_tok[0], a->flops_tok[1],
                 a->flops_tok[2], a->flops_tok[3], efp, etp, (long long)a->nneg, (long long)a->npos, a->auc, a->rouge[0],
                 a->rouge[1], a->rouge[2], a->ppl, a->win_tie, a->has_drift ? a->d_uni : NAN,
                 a->has_drift ? a->d_bi : NAN, a->has_iid ? a->iid.rejected : -1, a->note);
@@ -158,7 +160,7 @@ static void sec_deployed(FILE *f, const Report *R) {
     pooled_rates(R, c, 1);
     if (c[1] > 0) {
         Interval fp = wilson_interval(c[0], c[1], 0.95);
-        double bound = 0.86;
+        double bound = SP_REVIEW_ETA_FP_BOUND;
         fprintf(f, "\nPooled over these runs: eta_FP = %s [%s, %s] (Wilson 95%%), eta_TP = %s. The public review's "
                    "arithmetic implies eta_FP >= %.2f at this setting for the paper's own model pairs; for the pair "
                    "measured here the interval lies %s that bound (a statement about these models only: the "
@@ -304,11 +306,22 @@ static void sec_thm33(FILE *f, const Report *R) {
         const RunAn *a = &R->an[i];
         if (!a->has_tc) continue;
         const TcResult *t = &a->tc;
-        fprintf(f, "| %s | %.0f | %s | %s | %s | %s +- %s | %s | %s | %s | %s | %s (%d) |\n", run_name(R, i, nm, sizeof nm),
-                t->est.blocks, F(t->est.chain.pi1, "%.3f"), F(t->est.chain.t11, "%.3f"), F(t->est.chain.t01, "%.3f"),
+        unsigned fallback = t->est.fallback;
+        fprintf(f, "| %s | %.0f | %s | %s%s | %s%s | %s +- %s | %s | %s | %s | %s | %s (%d) |\n", run_name(R, i, nm, sizeof nm),
+                t->est.blocks, F(t->est.chain.pi1, "%.3f"), F(t->est.chain.t11, "%.3f"), fallback & TC_FB_T11 ? " (fallback)" : "",
+                F(t->est.chain.t01, "%.3f"), fallback & TC_FB_T01 ? " (fallback)" : "",
                 F(t->est.meas[TQ_MEAN_N], "%.3f"), F(t->se_meas[TQ_MEAN_N], "%.3f"), F(t->est.pred[TC_IID][TQ_MEAN_N], "%.3f"),
                 F(t->est.pred[TC_PAPER][TQ_MEAN_N], "%.3f"), F(t->en_uncapped[TC_IID], "%.3f"),
                 F(t->en_uncapped[TC_PAPER], "%.3f"), F(t->est.meas[TQ_KM], "%.3f"), t->horizon);
+    }
+    int n_fb = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (!a->has_tc || !a->tc.est.fallback) continue;
+        char why[512];
+        tc_fallback_text(a->tc.est.fallback, why, sizeof why);
+        fprintf(f, "%s- fallback, not an estimate, in %s: %s\n", n_fb++ ? "" : "\nValues marked (fallback) are stand-ins where "
+                "the data had nothing to estimate from:\n\n", run_name(R, i, nm, sizeof nm), why);
     }
     fprintf(f, "\nE[N] measured vs predicted over the eta grid: ![E[N]](en.png) ([SVG](en.svg))\n\n");
 }
@@ -452,6 +465,7 @@ int write_index(Report *R, SpErr *err) {
             R->o->shift != 0 ? " **TEST MODE: every predicted mean is shifted by --test-shift; the checks are meant to "
                                "fail.**" : "");
     sec_deployed(f, R);
+    sec_findings(f, R);
     sec_checks(f, R);
     sec_operating(f, R);
     sec_thm33(f, R);

@@ -73,6 +73,8 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
         if (kRunsTable.cols[i].param >= 0) *param_slot(r, (RunParam)kRunsTable.cols[i].param) = col_opt(st, i);
     col_str(st, RUNS_token_log, r->token_log, sizeof r->token_log);
     col_str(st, RUNS_label_rule, r->label_rule, sizeof r->label_rule);
+    col_str(st, RUNS_verifier_sha256, r->verifier_sha256, sizeof r->verifier_sha256);
+    col_str(st, RUNS_spec_name, r->spec_name, sizeof r->spec_name);
     verifier_data_of((const char *)sqlite3_column_text(st, RUNS_config), r->verifier_data_sha256,
                      sizeof r->verifier_data_sha256);
 }

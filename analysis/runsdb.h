@@ -24,6 +24,8 @@ typedef struct PromptInfo {
 typedef struct RunInfo {
     char hash[72], method[32], dataset[1024], dataset_sha256[72], data_format[32], token_log[1024];
     char verifier_data_sha256[72]; /* the verifier's training data (from runs.config), "" if none */
+    char verifier_sha256[72];      /* runs.verifier_sha256: the verifier file's hash, "" if none */
+    char spec_name[64];            /* runs.spec_name: the sweep that ran it */
     char label_rule[16];           /* runs.label_rule: "sound", "paper-code" ("" when NULL: schema < 6, or no labels) */
     int64_t seed;
     int max_new, n_prompts, prompt_offset, stop_at_eos, audit;

@@ -78,8 +78,24 @@ static void est_counts(const VerSeq *v, const double *w, RunEst *e) {
     e->chain.pi1 = f > 0 ? first[1] / f : NAN;
     e->chain.t11 = t1 > 0 ? tr[1][1] / t1 : e->chain.pi1;
     e->chain.t01 = t0 > 0 ? tr[0][1] / t0 : e->chain.pi1;
+    e->fallback = (t1 > 0 ? 0u : TC_FB_T11) | (t0 > 0 ? 0u : TC_FB_T01) | (e->npos > 0 ? 0u : TC_FB_ETA_TP) |
+                  (e->nneg > 0 ? 0u : TC_FB_ETA_FP);
     e->dtv_pq = nd > 0 ? s_pq / nd : NAN;
     e->meas[TQ_DTV] = nd > 0 ? s_ps / nd : NAN;
+}
+
+void tc_fallback_text(unsigned fallback, char *buf, size_t cap) {
+    static const struct {
+        unsigned bit;
+        const char *text;
+    } kText[] = {{TC_FB_T11, "t11 = pi1 (no transition from an acceptable label observed)"},
+                 {TC_FB_T01, "t01 = pi1 (no transition from an unacceptable label observed)"},
+                 {TC_FB_ETA_TP, "eta_TP = 0 in the predictions (no acceptable labelled decision)"},
+                 {TC_FB_ETA_FP, "eta_FP = 0 in the predictions (no unacceptable labelled decision)"}};
+    size_t w = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof kText / sizeof *kText && w < cap; i++)
+        if (fallback & kText[i].bit) w += (size_t)snprintf(buf + w, cap - w, "%s%s", w ? "; " : "", kText[i].text);
 }
 
 /* Kaplan-Meier estimate of P(N >= k), k = 0..kmax (uncapped law) into W->S_km. */

@@ -41,10 +41,17 @@ enum { TC_IID = 0, TC_PAPER = 1, TC_MODELS = 2 };
  * standard errors that stay honest when decisions are correlated. */
 enum { TQ_MEAN_N = 0, TQ_MEAN_T, TQ_P_N0, TQ_KM, TQ_DTV, TQ_ETA_FP, TQ_ETA_TP, TQ_N };
 
+/* RunEst.fallback bits: a value the data could not estimate, replaced by a stand-in (the report
+ * marks it as such): no transition out of an acceptable (T11) / unacceptable (T01) label seen, so
+ * the chain's t11 / t01 is pi1 (labels independent); no acceptable (ETA_TP) / unacceptable (ETA_FP)
+ * labelled decision, so the predictions use eta = 0. */
+enum { TC_FB_T11 = 1, TC_FB_T01 = 2, TC_FB_ETA_TP = 4, TC_FB_ETA_FP = 8 };
+
 typedef struct RunEst {
     double npos, nneg, tp, fp; /* labelled decisions (bootstrap-weighted) */
     double eta_tp, eta_fp;
     LabelChain chain;
+    unsigned fallback;         /* TC_FB_* bits */
     double blocks;             /* blocks used for the capped quantities */
     double dtv_pq;             /* mean (1 - p/q)^+ over decisions: d_TV(p, q) averaged over prefixes */
     double meas[TQ_N];
@@ -72,6 +79,9 @@ typedef struct TcResult {
 } TcResult;
 
 const char *tq_name(int q);    /* "E[min(N,c)]", ... */
+/* "t01 = pi1 (no transition from an unacceptable label)" ... for the bits of fallback, "; "-separated
+ * into buf ("" when none). */
+void tc_fallback_text(unsigned fallback, char *buf, size_t cap);
 const char *tc_model_name(int m); /* "iid", "paper" */
 
 int theory_check_run(const VerSeq *v, const TcOpts *o, TcResult *r, SpErr *err);

@@ -18,14 +18,16 @@ static void begin_block(const VerSeq *v, VBlock *cur, int prompt, int start) {
     memset(cur, 0, sizeof *cur);
     cur->prompt = prompt;
     cur->start = start;
-    cur->left = v->max_new - start;
+    /* a finished round is never cut by max_new: only max_run (or, uncapped, the horizon) bounds N */
+    cur->left = v->finish_round ? v->max_new : v->max_new - start;
     cur->first = (int)v->n_dec;
 }
 
-int verseq_build(const TokenRows *t, const char *path, int max_new, int max_run, int stop_at_eos, VerSeq *v,
-                 SpErr *err) {
+int verseq_build(const TokenRows *t, const char *path, int max_new, int max_run, int stop_at_eos, int finish_round,
+                 VerSeq *v, SpErr *err) {
     memset(v, 0, sizeof *v);
-    v->max_new = max_new, v->max_run = max_run;
+    v->max_run = max_run, v->finish_round = finish_round;
+    v->max_new = finish_round && max_run + 1 > max_new ? max_run + 1 : max_new;
     v->dec = malloc((size_t)(t->n ? t->n : 1) * sizeof *v->dec);
     v->blk = malloc((size_t)(t->n ? t->n : 1) * sizeof *v->blk);
     if (!v->dec || !v->blk) {
@@ -43,6 +45,12 @@ int verseq_build(const TokenRows *t, const char *path, int max_new, int max_run,
             }
             prompt++, emitted = 0;
             begin_block(v, &cur, prompt, 0);
+        }
+        if (t->decision[i] < 0 && t->kind[i] == EV_BONUS && cur.n_dec == 0) {
+            /* the bonus token after a round whose last draft passed: the target's, no decision */
+            emitted++;
+            begin_block(v, &cur, prompt, emitted);
+            continue;
         }
         if (t->decision[i] < 0) {
             verseq_free(v);

@@ -14,7 +14,11 @@
  * position in the block (1 = first drafted token after a target call), the verifier score and
  * the ratio q/p (NaN when p is unknown, +inf when p = 0). Blocks and decisions are in log order; the blocks and
  * decisions of prompt i are contiguous, and prompt indices (0..n_prompts) number the prompts in
- * log order (the clusters the bootstrap resamples). */
+ * log order (the clusters the bootstrap resamples).
+ * finish_round (the authors' code, engine/decoding.h): a round drafts until the verifier rejects or
+ * max_run + 1 drafts, the target decides its last draft, a bonus token (kind 5, no decision) may
+ * follow, and generation stops only between rounds: no block is cut by max_new (left = max_new,
+ * raised to max_run + 1 when that is larger, so that max_run is the only cap). */
 #ifndef SP_VERSEQ_H
 #define SP_VERSEQ_H
 
@@ -43,12 +47,14 @@ typedef struct VerSeq {
     VBlock *blk;
     int n_blk;
     int n_prompts;
-    int max_new, max_run;
+    int max_new, max_run; /* max_new: raised to max_run + 1 for finish_round (see above) */
+    int finish_round;
     int64_t n_unlabelled; /* decisions without a label (audit off: only target-called ones have one) */
 } VerSeq;
 
 /* Builds the blocks of a sprinter / oracle run; max_run 0 = uncapped. Errors name the log. */
-int verseq_build(const TokenRows *t, const char *path, int max_new, int max_run, int stop_at_eos, VerSeq *v, SpErr *err);
+int verseq_build(const TokenRows *t, const char *path, int max_new, int max_run, int stop_at_eos, int finish_round,
+                 VerSeq *v, SpErr *err);
 void verseq_free(VerSeq *v);
 
 #endif

@@ -20,6 +20,10 @@
 /* The paper's deployed operating point (Section 5: lambda = 1.2, tau = 0.5), the analysis default. */
 #define SP_PAPER_LAMBDA 1.2
 #define SP_PAPER_TAU 0.5
+/* The paper's Table 2 "avg tokens" (E[N] in the public review's reading) at the deployed point, and the
+ * review's bound on eta_FP derived from it for the paper's pairs (the analysis' FINDINGS.md). */
+#define SP_PAPER_AVG_TOKENS 11.10
+#define SP_REVIEW_ETA_FP_BOUND 0.86
 /* gamma: draft tokens per target call, default and the largest the decoder allocates for. */
 #define SP_DEFAULT_GAMMA 5
 #define SP_GAMMA_MAX 64

@@ -158,7 +158,7 @@ static void test_verseq(void) {
                    .version = TOKENLOG_VERSION};
     VerSeq v;
     SpErr err = {{0}};
-    int rc = verseq_build(&t, "hand-made", 4, 0, 0, &v, &err);
+    int rc = verseq_build(&t, "hand-made", 4, 0, 0, 0, &v, &err);
     check(rc == 0 && v.n_blk == 5 && v.n_prompts == 2, "verseq: %d blocks in %d prompts (expected 5 in 2)", v.n_blk,
           v.n_prompts);
     if (rc == 0 && v.n_blk == 5) {
@@ -174,10 +174,44 @@ static void test_verseq(void) {
     }
 }
 
+/* The authors' rounds (finish_round, max_run 2, max_new 4), one prompt: accept, reject(target: SD
+ * accept), bonus; accept, accept, capped(target: resample) -> 7 tokens, past max_new; then a second
+ * prompt whose first row is a bonus-less round: reject(target). Blocks: N=1 ended, N=2 ended by the
+ * cap, N=0 ended; none censored by max_new (left = max_new 4 > max_run 2). */
+static void test_verseq_rounds(void) {
+    enum { N = 7 };
+    int32_t pi[N] = {5, 5, 5, 5, 5, 5, 6}, pos[N] = {3, 4, 5, 6, 7, 8, 2}, tok[N] = {0};
+    float q[N], p[N], sc[N];
+    int8_t dec[N] = {1, 0, -1, 1, 1, 1, 0}, lab[N] = {1, 1, -1, 1, 0, 0, 1}, tc[N] = {0, 1, 1, 0, 0, 1, 1};
+    int8_t kind[N] = {2, 3, 5, 2, 2, 4, 3}, capped[N] = {0, 0, 0, 0, 0, 1, 0};
+    for (int i = 0; i < N; i++) q[i] = 0.5f, p[i] = 0.25f, sc[i] = NAN;
+    TokenRows t = {.n = N, .prompt_index = pi, .pos = pos, .token = tok, .draft_token = tok, .q = q, .p = p,
+                   .score = sc, .decision = dec, .label = lab, .target_called = tc, .kind = kind, .capped = capped,
+                   .version = TOKENLOG_VERSION};
+    VerSeq v;
+    SpErr err = {{0}};
+    int rc = verseq_build(&t, "hand-made rounds", 4, 2, 0, 1, &v, &err);
+    check(rc == 0 && v.n_blk == 3 && v.n_dec == 6, "verseq, finish_round: %d blocks, %lld decisions (expected 3, 6; "
+          "the bonus row has none)%s%s", v.n_blk, (long long)v.n_dec, rc ? ": " : "", rc ? err.msg : "");
+    if (rc == 0 && v.n_blk == 3) {
+        const VBlock *b = v.blk;
+        check(b[0].n == 1 && b[0].ended && b[0].start == 0 && b[1].n == 2 && b[1].ended && b[1].run_cap &&
+                  b[1].start == 3 && b[1].left == 4 && b[2].n == 0 && b[2].ended && b[2].prompt == 1,
+              "verseq, finish_round: N, ended, cap, start after the bonus, left never cut by max_new");
+        verseq_free(&v);
+    }
+    kind[1] = 2, tc[1] = 0, dec[1] = 1; /* row 1 now a verifier accept: the bonus row falls inside a block */
+    rc = verseq_build(&t, "hand-made rounds", 4, 2, 0, 1, &v, &err);
+    check(rc != 0 && strstr(err.msg, "hand-made rounds") && strstr(err.msg, "row 2"),
+          "verseq, finish_round: a bonus row inside a block (no target call before it) is refused: %s", err.msg);
+    if (rc == 0) verseq_free(&v);
+}
+
 int main(void) {
     test_rouge();
     test_stats_units();
     test_chain();
     test_verseq();
+    test_verseq_rounds();
     return check_summary("analysis_units");
 }

@@ -1,0 +1,595 @@
+/* findings.c - report/FINDINGS.md and FINDINGS.tsv: one row per claim of the SPRINTER paper or its
+ * public review, measured on the runs of the results directory, with its 95% interval, a verdict and
+ * the run hashes it comes from; and index.md's section "The review's questions, answered on this
+ * pair" (the same table). Every figure is recomputable from runs.sqlite, the token logs and the
+ * dtv files (results/README.md); the definitions are in the header of FINDINGS.md, written below.
+ *
+ * A run's protocol: runs.label_rule when the run has labels (sprinter), else by its temperature
+ * (0: paper-code, the authors' greedy decoding; else sound), as experiments/paper_code.ini and
+ * paper_sound.ini set them. Cells: protocol x dataset. */
+#include <gsl/gsl_cdf.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "methods.h"
+#include "report_int.h"
+#include "report_util.h"
+#include "rules.h"
+#include "stats.h"
+
+#define FIND_MAX_ROWS 512
+#define FIND_POWER 0.80       /* (3): power the i.i.d. tests should have */
+#define FIND_LAG1_EFFECT 0.10 /* (3): lag-1 autocorrelation to detect */
+#define FIND_GAP_EFFECT 0.10  /* (3): gap in eta between the easiest and hardest quartile to detect */
+#define FIND_TOKENS 20        /* (5): FLOPs for this many tokens */
+
+typedef struct FindRow {
+    char id[8], claim[160], protocol[16], dataset[64];
+    char measured[768], verdict[256], runs[256];
+} FindRow;
+
+typedef struct Findings {
+    const Report *R;
+    FindRow *rows;
+    int n;
+    FILE *tsv;
+} Findings;
+
+/* ------------------------------------------------------------------ helpers */
+
+static int same(double a, double b) { return fabs(a - b) < 1e-9; }
+
+static const char *protocol_of(const RunInfo *r) {
+    if (r->label_rule[0]) return r->label_rule;
+    return r->temperature == 0 ? "paper-code" : "sound";
+}
+
+static FindRow *add_row(Findings *F, const char *id, const char *claim, const char *protocol, const char *dataset) {
+    if (F->n == FIND_MAX_ROWS) return NULL;
+    FindRow *w = &F->rows[F->n++];
+    memset(w, 0, sizeof *w);
+    snprintf(w->id, sizeof w->id, "%s", id);
+    snprintf(w->claim, sizeof w->claim, "%s", claim);
+    snprintf(w->protocol, sizeof w->protocol, "%s", protocol);
+    snprintf(w->dataset, sizeof w->dataset, "%s", dataset);
+    return w;
+}
+
+/* Appends printf text to a fixed buffer. */
+static void cat(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t cap, const char *fmt, ...) {
+    size_t k = strlen(buf);
+    if (k + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + k, cap - k, fmt, ap);
+    va_end(ap);
+}
+
+static void add_run(FindRow *w, const RunAn *a) { cat(w->runs, sizeof w->runs, "%s%.12s", w->runs[0] ? " " : "", a->ri->hash); }
+
+/* One number of a row, machine-readable. */
+static void tsv(Findings *F, const FindRow *w, double lambda, double tau, const char *quantity, double value, double lo,
+                double hi, const char *runs) {
+    fprintf(F->tsv, "%s\t%s\t%s\t%.9g\t%.9g\t%s\t%.9g\t%.9g\t%.9g\t%s\n", w->id, w->protocol, w->dataset, lambda, tau,
+            quantity, value, lo, hi, runs);
+}
+
+typedef struct Est {
+    double v, lo, hi;
+} Est;
+
+/* eta_FP (cls 0) or eta_TP (cls 1) of a run with its 95% interval: the bootstrap over prompts of the
+ * theorem checks when there is one (honest under correlated decisions), else Wilson. */
+static Est eta_of(const RunAn *a, int cls) {
+    int64_t k = cls ? a->tp : a->fp, n = cls ? a->npos : a->nneg;
+    Est e = {n ? (double)k / (double)n : NAN, NAN, NAN};
+    double se = a->has_tc ? a->tc.se_meas[cls ? TQ_ETA_TP : TQ_ETA_FP] : NAN;
+    if (!isnan(se) && !isnan(e.v)) {
+        e.lo = fmax(0, e.v - 1.959964 * se), e.hi = fmin(1, e.v + 1.959964 * se);
+    } else if (n) {
+        Interval w = wilson_interval(k, n, 0.95);
+        e.lo = w.lo, e.hi = w.hi;
+    }
+    return e;
+}
+
+static void cat_est(char *buf, size_t cap, const char *name, Est e) {
+    if (isnan(e.v)) cat(buf, cap, "%s -", name);
+    else cat(buf, cap, "%s %.3f [%.3f, %.3f]", name, e.v, e.lo, e.hi);
+}
+
+/* The datasets of the runs, in order of first appearance (basenames). */
+static int datasets(const Report *R, const char **out, int cap) {
+    int n = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= !strcmp(out[j], R->an[i].dataset);
+        if (!seen && n < cap) out[n++] = R->an[i].dataset;
+    }
+    return n;
+}
+
+static int in_cell(const RunAn *a, const char *protocol, const char *dataset) {
+    return !strcmp(protocol_of(a->ri), protocol) && !strcmp(a->dataset, dataset);
+}
+
+/* The first run of method m in the cell (for sprinter: at lambda, tau; NaN = any). */
+static const RunAn *find_run(const Report *R, DecodeMethod m, const char *protocol, const char *dataset, double lambda,
+                             double tau) {
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (!method_name_eq(a->ri->method, m) || !in_cell(a, protocol, dataset)) continue;
+        if (!isnan(lambda) && !same(a->ri->lambda, lambda)) continue;
+        if (!isnan(tau) && !same(a->ri->tau, tau)) continue;
+        return a;
+    }
+    return NULL;
+}
+
+/* The dtv file of a sprinter run's verifier, lambda and tau, or NULL. */
+static const DtvFile *dtv_of(const Report *R, const RunAn *a) {
+    for (int f = 0; f < R->n_dtv; f++) {
+        const DtvFile *d = &R->dtv[f];
+        if (a->ri->verifier_sha256[0] && !strcmp(d->verifier_sha256, a->ri->verifier_sha256) &&
+            same(d->lambda, a->ri->lambda) && same(d->tau, a->ri->tau))
+            return d;
+    }
+    return NULL;
+}
+
+static const char *const kProtocols[] = {"paper-code", "sound"};
+enum { N_PROTOCOLS = 2 };
+
+/* ------------------------------------------------------------------ (1) the deployed point */
+
+static void deployed_row(Findings *F, const RunAn *a) {
+    if (!a->has_op) return;
+    {
+        char claim[160];
+        snprintf(claim, sizeof claim, "deployed (eta_FP, eta_TP) at lambda %g, tau %g: never reported", a->ri->lambda,
+                 a->ri->tau);
+        FindRow *w = add_row(F, "1", claim, protocol_of(a->ri), a->dataset);
+        if (!w) return;
+        Est fp = eta_of(a, 0), tp = eta_of(a, 1);
+        cat_est(w->measured, sizeof w->measured, "eta_FP", fp);
+        cat(w->measured, sizeof w->measured, " (%lld of %lld), ", (long long)a->fp, (long long)a->nneg);
+        cat_est(w->measured, sizeof w->measured, "eta_TP", tp);
+        cat(w->measured, sizeof w->measured, " (%lld of %lld); AUC %.3f", (long long)a->tp, (long long)a->npos, a->auc);
+        double b = SP_REVIEW_ETA_FP_BOUND;
+        snprintf(w->verdict, sizeof w->verdict, "measured; eta_FP %s the review's %.2f for the paper's pairs",
+                 isnan(fp.lo) ? "not comparable with" : fp.lo >= b ? "above" : fp.hi < b ? "below" : "not separable from", b);
+        add_run(w, a);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "eta_fp", fp.v, fp.lo, fp.hi, w->runs);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "eta_tp", tp.v, tp.lo, tp.hi, w->runs);
+    }
+}
+
+/* ------------------------------------------------------------------ (2) tau at avg tokens = 11.10 */
+
+/* Mean of the r distribution of the paper's label model (Kaplan-Meier weights), NaN without one. */
+static double mean_r(const RunAn *a) {
+    if (!a->has_tc || !a->tc.r_weight) return NAN;
+    double s = 0, m = 0;
+    for (int k = 0; k <= a->tc.kmax; k++) s += a->tc.r_weight[k], m += k * a->tc.r_weight[k];
+    return s > 0 ? m / s : NAN;
+}
+
+static int cmp_tau(const void *x, const void *y) {
+    double a = (*(const RunAn *const *)x)->ri->tau, b = (*(const RunAn *const *)y)->ri->tau;
+    return (a > b) - (a < b);
+}
+
+static void avg_tokens_rows(Findings *F, const char *protocol, const char *dataset, double lambda) {
+    const Report *R = F->R;
+    const RunAn *s[64];
+    int n = 0;
+    for (int i = 0; i < R->rs.n && n < 64; i++) {
+        const RunAn *a = &R->an[i];
+        if (method_name_eq(a->ri->method, DM_SPRINTER) && in_cell(a, protocol, dataset) && same(a->ri->lambda, lambda) &&
+            !isnan(a->ri->avg_tokens_paper))
+            s[n++] = a;
+    }
+    if (n == 0) return;
+    qsort(s, (size_t)n, sizeof *s, cmp_tau);
+    const double target = SP_PAPER_AVG_TOKENS;
+    double tau_star = NAN;
+    for (int k = 0; k + 1 < n && isnan(tau_star); k++) {
+        double y0 = s[k]->ri->avg_tokens_paper - target, y1 = s[k + 1]->ri->avg_tokens_paper - target;
+        if (y0 == 0) tau_star = s[k]->ri->tau;
+        else if (y0 * y1 < 0) tau_star = s[k]->ri->tau + (s[k + 1]->ri->tau - s[k]->ri->tau) * y0 / (y0 - y1);
+    }
+    if (isnan(tau_star) && n && s[n - 1]->ri->avg_tokens_paper == target) tau_star = s[n - 1]->ri->tau;
+    /* the grid point nearest tau* (or, not bracketed, the one whose avg tokens is nearest 11.10) */
+    const RunAn *at = s[0];
+    for (int k = 1; k < n; k++) {
+        double dk = isnan(tau_star) ? fabs(s[k]->ri->avg_tokens_paper - target) : fabs(s[k]->ri->tau - tau_star);
+        double d0 = isnan(tau_star) ? fabs(at->ri->avg_tokens_paper - target) : fabs(at->ri->tau - tau_star);
+        if (dk < d0) at = s[k];
+    }
+    char claim[160];
+    snprintf(claim, sizeof claim, "Table 2: avg tokens %.2f at the deployed point (lambda %g)", target, lambda);
+    FindRow *w = add_row(F, "2", claim, protocol, dataset);
+    if (!w) return;
+    cat(w->measured, sizeof w->measured, "avg tokens by tau:");
+    for (int k = 0; k < n; k++) cat(w->measured, sizeof w->measured, " %g: %.2f;", s[k]->ri->tau, s[k]->ri->avg_tokens_paper);
+    if (isnan(tau_star))
+        cat(w->measured, sizeof w->measured, " %.2f not reached on this tau grid; nearest tau %g (%.2f).", target,
+            at->ri->tau, at->ri->avg_tokens_paper);
+    else cat(w->measured, sizeof w->measured, " tau* = %.3f (linear between grid points); at tau %g:", tau_star, at->ri->tau);
+    Est fp = eta_of(at, 0), tp = eta_of(at, 1);
+    cat(w->measured, sizeof w->measured, " ");
+    cat_est(w->measured, sizeof w->measured, "eta_FP", fp);
+    cat(w->measured, sizeof w->measured, ", ");
+    cat_est(w->measured, sizeof w->measured, "eta_TP", tp);
+    const DtvFile *d = dtv_of(R, at);
+    if (d)
+        cat(w->measured, sizeof w->measured, ", d_TV(p, p_S) %.3f +- %.3f, d_TV(q, p_S) %.3f +- %.3f (exact, %d prefixes, "
+            "temperature-1 laws; d_TV(p, q) %.3f)", d->dtv_p_ps, 1.959964 * d->se_dtv_p_ps, d->dtv_q_ps,
+            1.959964 * d->se_dtv_q_ps, d->n, d->dtv_pq);
+    else cat(w->measured, sizeof w->measured, ", d_TV: no dtv file for this verifier and tau");
+    /* the review's bound: E[N] <= (r - 1) + 1 / (1 - eta_FP) (Thm 3.3 with eta_TP <= 1), E[N] = 11.10 */
+    double r = mean_r(at), slack = target - r + 1, bound = slack > 1 ? 1 - 1 / slack : 0;
+    if (!isnan(r)) cat(w->measured, sizeof w->measured, "; mean r %.2f", r);
+    if (isnan(tau_star)) {
+        snprintf(w->verdict, sizeof w->verdict, "avg tokens never %.2f on this tau grid: the review's bound does not apply",
+                 target);
+    } else if (isnan(r) || isnan(fp.v)) {
+        snprintf(w->verdict, sizeof w->verdict, "review's bound not evaluated (no label-model estimate or no eta_FP)");
+    } else {
+        snprintf(w->verdict, sizeof w->verdict, "review's bound with this r: eta_FP >= %.3f; measured eta_FP %s", bound,
+                 fp.hi < bound ? "below it (avg tokens is not Thm 3.3's E[N] under this protocol)"
+                 : fp.lo >= bound ? "meets it" : "not separable from it");
+    }
+    add_run(w, at);
+    tsv(F, w, lambda, NAN, "tau_star", tau_star, NAN, NAN, w->runs);
+    tsv(F, w, lambda, at->ri->tau, "avg_tokens_paper", at->ri->avg_tokens_paper, NAN, NAN, w->runs);
+    tsv(F, w, lambda, at->ri->tau, "eta_fp", fp.v, fp.lo, fp.hi, w->runs);
+    tsv(F, w, lambda, at->ri->tau, "eta_tp", tp.v, tp.lo, tp.hi, w->runs);
+    tsv(F, w, lambda, at->ri->tau, "mean_r", r, NAN, NAN, w->runs);
+    tsv(F, w, lambda, at->ri->tau, "review_bound_eta_fp", isnan(r) ? NAN : bound, NAN, NAN, w->runs);
+    if (d) {
+        tsv(F, w, lambda, at->ri->tau, "dtv_p_ps", d->dtv_p_ps, d->dtv_p_ps - 1.959964 * d->se_dtv_p_ps,
+            d->dtv_p_ps + 1.959964 * d->se_dtv_p_ps, w->runs);
+        tsv(F, w, lambda, at->ri->tau, "dtv_q_ps", d->dtv_q_ps, d->dtv_q_ps - 1.959964 * d->se_dtv_q_ps,
+            d->dtv_q_ps + 1.959964 * d->se_dtv_q_ps, w->runs);
+    }
+}
+
+/* ------------------------------------------------------------------ (3) i.i.d. tests and their power */
+
+/* Decisions needed to detect a lag-1 autocorrelation rho at level a (two-sided) with power pw: the
+ * sample autocorrelation of an i.i.d. sequence has SE 1/sqrt(n). */
+static double n_lag1(double rho, double a, double pw) {
+    double z = gsl_cdf_ugaussian_Pinv(1 - a / 2) + gsl_cdf_ugaussian_Pinv(pw);
+    return ceil(z * z / (rho * rho));
+}
+
+/* Decisions per group to detect rates eta -+ gap/2 in two groups (two-proportion z test). */
+static double n_gap(double eta, double gap, double a, double pw) {
+    double p1 = fmin(fmax(eta - gap / 2, 0.01), 0.99 - gap), p2 = p1 + gap, pb = (p1 + p2) / 2;
+    double z = gsl_cdf_ugaussian_Pinv(1 - a / 2) * sqrt(2 * pb * (1 - pb)) +
+               gsl_cdf_ugaussian_Pinv(pw) * sqrt(p1 * (1 - p1) + p2 * (1 - p2));
+    return ceil(z * z / (gap * gap));
+}
+
+static void iid_row(Findings *F, const RunAn *a) {
+    const Report *R = F->R;
+    if (!a->has_iid) return;
+    {
+        const IidResult *t = &a->iid;
+        double level = R->o->alpha / (t->n_tests ? t->n_tests : 1);
+        double need_lag = n_lag1(FIND_LAG1_EFFECT, level, FIND_POWER);
+        Est fp = eta_of(a, 0), tp = eta_of(a, 1);
+        /* the difficulty test compares quartiles within a class: 4 groups of the per-group size */
+        double need_fp = 4 * n_gap(isnan(fp.v) ? 0.5 : fp.v, FIND_GAP_EFFECT, level, FIND_POWER);
+        double need_tp = 4 * n_gap(isnan(tp.v) ? 0.5 : tp.v, FIND_GAP_EFFECT, level, FIND_POWER);
+        char claim[160];
+        snprintf(claim, sizeof claim, "Thm 3.1-3.4 assume i.i.d. verifier errors (lambda %g, tau %g)", a->ri->lambda,
+                 a->ri->tau);
+        FindRow *w = add_row(F, "3", claim, protocol_of(a->ri), a->dataset);
+        if (!w) return;
+        int reach_lag = (double)t->n >= need_lag, reach_gap = (double)a->nneg >= need_fp && (double)a->npos >= need_tp;
+        cat(w->measured, sizeof w->measured,
+            "%lld labelled decisions (%lld unacceptable, %lld acceptable); lag-1 autocorrelation of the decisions: %.3f "
+            "(unacceptable), %.3f (acceptable); Ljung-Box p %.2g; min p %.2g over %d tests. Power %.0f%% at level %.4f "
+            "(alpha / tests) needs %.0f decisions for a lag-1 autocorrelation of %.2f, and %.0f unacceptable / %.0f "
+            "acceptable ones for a %.2f gap in eta between the easiest and hardest quartile",
+            (long long)t->n, (long long)a->nneg, (long long)a->npos, t->lag1[0], t->lag1[1], t->lb.p_value, t->min_p,
+            t->n_tests, 100 * FIND_POWER, level, need_lag, FIND_LAG1_EFFECT, need_fp, need_tp, FIND_GAP_EFFECT);
+        snprintf(w->verdict, sizeof w->verdict, "i.i.d. %s%s%s; the run %s the lag-1 size and %s the gap size",
+                 t->rejected ? "rejected (" : "not rejected", t->rejected ? t->which : "", t->rejected ? ")" : "",
+                 reach_lag ? "reaches" : "does not reach", reach_gap ? "reaches" : "does not reach");
+        add_run(w, a);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "decisions", (double)t->n, NAN, NAN, w->runs);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "needed_lag1", need_lag, NAN, NAN, w->runs);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "needed_gap_unacceptable", need_fp, NAN, NAN, w->runs);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "needed_gap_acceptable", need_tp, NAN, NAN, w->runs);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "iid_min_p", t->min_p, NAN, NAN, w->runs);
+        tsv(F, w, a->ri->lambda, a->ri->tau, "iid_rejected", t->rejected, NAN, NAN, w->runs);
+    }
+}
+
+/* ------------------------------------------------------------------ (4) quality, paired by prompt */
+
+/* Mean target log-likelihood per token of prompt p's output, NaN if not scored. */
+static double llpt(const PromptInfo *p) {
+    return p->scored && p->scored_tokens > 0 ? p->target_logprob / (double)p->scored_tokens : NAN;
+}
+
+static const PromptInfo *prompt_of(const RunInfo *r, int prompt_index) {
+    for (int j = 0; j < r->n_rows; j++)
+        if (r->prompts[j].prompt_index == prompt_index) return &r->prompts[j];
+    return NULL;
+}
+
+/* Mean of x - y over the prompts both runs scored (y NULL: of x alone), with a 95% t interval. */
+static Est paired(const RunInfo *x, const RunInfo *y, int *n_out) {
+    double s = 0, ss = 0;
+    int n = 0;
+    for (int j = 0; j < x->n_rows; j++) {
+        const PromptInfo *p = &x->prompts[j], *q = y ? prompt_of(y, p->prompt_index) : NULL;
+        double d = llpt(p) - (y ? (q ? llpt(q) : NAN) : 0);
+        if (isnan(d)) continue;
+        s += d, ss += d * d, n++;
+    }
+    *n_out = n;
+    Est e = {n ? s / n : NAN, NAN, NAN};
+    if (n >= 2) {
+        double var = (ss - n * e.v * e.v) / (n - 1), h = gsl_cdf_tdist_Pinv(0.975, n - 1) * sqrt(fmax(var, 0) / n);
+        e.lo = e.v - h, e.hi = e.v + h;
+    }
+    return e;
+}
+
+/* Wins, ties, losses of x against y by mean log-likelihood per token, ties within margin. */
+static void win_tie_loss(const RunInfo *x, const RunInfo *y, double margin, int *wtl) {
+    wtl[0] = wtl[1] = wtl[2] = 0;
+    for (int j = 0; j < x->n_rows; j++) {
+        const PromptInfo *q = prompt_of(y, x->prompts[j].prompt_index);
+        double d = llpt(&x->prompts[j]) - (q ? llpt(q) : NAN);
+        if (isnan(d)) continue;
+        wtl[d > margin ? 0 : d >= -margin ? 1 : 2]++;
+    }
+}
+
+static void quality_rows(Findings *F, const char *protocol, const char *dataset) {
+    const Report *R = F->R;
+    const RunAn *ar = find_run(R, DM_AR, protocol, dataset, NAN, NAN), *dr = find_run(R, DM_DRAFT, protocol, dataset, NAN, NAN);
+    const RunAn *sd = find_run(R, DM_SD, protocol, dataset, NAN, NAN);
+    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
+    if (!sd || !sp || !dr || !R->rs.has_outputs) return;
+    char claim[160];
+    snprintf(claim, sizeof claim, "SPRINTER (lambda %g, tau %g) keeps SD's quality; draft-only as the control",
+             R->o->deployed_lambda, R->o->deployed_tau);
+    FindRow *w = add_row(F, "4", claim, protocol, dataset);
+    if (!w) return;
+    const RunAn *each[4] = {ar, sd, dr, sp};
+    const char *names[4] = {"ar", "sd", "draft", "sprinter"};
+    cat(w->measured, sizeof w->measured, "target log-likelihood per token:");
+    int n;
+    for (int k = 0; k < 4; k++) {
+        if (!each[k]) continue;
+        Est e = paired(each[k]->ri, NULL, &n);
+        cat(w->measured, sizeof w->measured, " %s %.3f [%.3f, %.3f];", names[k], e.v, e.lo, e.hi);
+        add_run(w, each[k]);
+        char q[32];
+        snprintf(q, sizeof q, "llpt_%s", names[k]);
+        tsv(F, w, NAN, NAN, q, e.v, e.lo, e.hi, each[k]->ri->hash);
+    }
+    const struct {
+        const RunAn *x, *y;
+        const char *name;
+    } pairs[] = {{sp, sd, "sprinter - sd"}, {dr, sd, "draft - sd"}, {sp, dr, "sprinter - draft"}};
+    cat(w->measured, sizeof w->measured, " paired by prompt:");
+    Est d_sp_sd = {NAN, NAN, NAN}, d_sp_dr = {NAN, NAN, NAN};
+    for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++) {
+        Est e = paired(pairs[k].x->ri, pairs[k].y->ri, &n);
+        if (k == 0) d_sp_sd = e;
+        if (k == 2) d_sp_dr = e;
+        cat(w->measured, sizeof w->measured, " %s %+.3f [%+.3f, %+.3f] (%d prompts);", pairs[k].name, e.v, e.lo, e.hi, n);
+        char q[64];
+        snprintf(q, sizeof q, "llpt_diff_%s", k == 0 ? "sprinter_sd" : k == 1 ? "draft_sd" : "sprinter_draft");
+        tsv(F, w, NAN, NAN, q, e.v, e.lo, e.hi, w->runs);
+    }
+    int wtl[3];
+    win_tie_loss(sp->ri, sd->ri, R->o->tie_margin, wtl);
+    cat(w->measured, sizeof w->measured, " sprinter vs sd: %d wins, %d ties (within %.2f nats/token), %d losses", wtl[0],
+        wtl[1], R->o->tie_margin, wtl[2]);
+    tsv(F, w, NAN, NAN, "wins_vs_sd", wtl[0], NAN, NAN, w->runs);
+    tsv(F, w, NAN, NAN, "ties_vs_sd", wtl[1], NAN, NAN, w->runs);
+    tsv(F, w, NAN, NAN, "losses_vs_sd", wtl[2], NAN, NAN, w->runs);
+    if (sp->has_tc) {
+        double dps = sp->tc.est.meas[TQ_DTV], se = sp->tc.se_meas[TQ_DTV];
+        cat(w->measured, sizeof w->measured, "; d_TV(p, p_S) on the visited prefixes %.3f +- %.3f, d_TV(p, q) %.3f "
+            "(the draft-only law's distance)", dps, 1.959964 * se, sp->tc.est.dtv_pq);
+        tsv(F, w, NAN, NAN, "dtv_p_ps_visited", dps, dps - 1.959964 * se, dps + 1.959964 * se, sp->ri->hash);
+        tsv(F, w, NAN, NAN, "dtv_p_q_visited", sp->tc.est.dtv_pq, NAN, NAN, sp->ri->hash);
+    }
+    snprintf(w->verdict, sizeof w->verdict, "sprinter %s sd; sprinter %s draft-only",
+             isnan(d_sp_sd.hi) ? "not compared with" : d_sp_sd.hi < 0 ? "below" : d_sp_sd.lo > 0 ? "above" : "not separable from",
+             isnan(d_sp_dr.hi) ? "not compared with" : d_sp_dr.hi < 0 ? "below" : d_sp_dr.lo > 0 ? "above" : "not separable from");
+}
+
+/* ------------------------------------------------------------------ (5) FLOPs, (6) speed */
+
+static void flops_rows(Findings *F, const char *protocol, const char *dataset) {
+    const Report *R = F->R;
+    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
+    if (!sp) return;
+    char claim[160];
+    snprintf(claim, sizeof claim, "FLOPs for %d tokens (Table 3): draft-only convention vs with the target calls",
+             FIND_TOKENS);
+    FindRow *w = add_row(F, "5", claim, protocol, dataset);
+    if (!w) return;
+    const RunAn *each[4] = {find_run(R, DM_AR, protocol, dataset, NAN, NAN), find_run(R, DM_DRAFT, protocol, dataset, NAN, NAN),
+                            find_run(R, DM_SD, protocol, dataset, NAN, NAN), sp};
+    const char *names[4] = {"ar", "draft", "sd", "sprinter"};
+    double with_target[4] = {NAN, NAN, NAN, NAN};
+    cat(w->measured, sizeof w->measured, "GFLOP per %d tokens, draft + verifier only / with the target:", FIND_TOKENS);
+    for (int k = 0; k < 4; k++) {
+        const RunAn *a = each[k];
+        if (!a) continue;
+        double dv = FIND_TOKENS * (a->flops_tok[0] + a->flops_tok[1]) / 1e9, all = FIND_TOKENS * a->flops_tok[3] / 1e9;
+        with_target[k] = all;
+        cat(w->measured, sizeof w->measured, " %s %.4f / %.4f;", names[k], dv, all);
+        add_run(w, a);
+        char q[64];
+        snprintf(q, sizeof q, "gflop_%d_draft_only_%s", FIND_TOKENS, names[k]);
+        tsv(F, w, NAN, NAN, q, dv, NAN, NAN, a->ri->hash);
+        snprintf(q, sizeof q, "gflop_%d_with_target_%s", FIND_TOKENS, names[k]);
+        tsv(F, w, NAN, NAN, q, all, NAN, NAN, a->ri->hash);
+    }
+    snprintf(w->verdict, sizeof w->verdict, "with the target counted, sprinter costs %.2fx sd and %.2fx ar",
+             with_target[3] / with_target[2], with_target[3] / with_target[0]);
+}
+
+static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
+    const Report *R = F->R;
+    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
+    const RunAn *sd = find_run(R, DM_SD, protocol, dataset, NAN, NAN), *ar = find_run(R, DM_AR, protocol, dataset, NAN, NAN);
+    if (!sp || !sd || !ar) return;
+    FindRow *w = add_row(F, "6", "SPRINTER is faster than SD (Table 2 latency)", protocol, dataset);
+    if (!w) return;
+    double s_ar = ar->ms_per_token / sp->ms_per_token, s_sd = sd->ms_per_token / sp->ms_per_token;
+    cat(w->measured, sizeof w->measured,
+        "ms/token: ar %.3f, sd %.3f, sprinter %.3f (target calls per token %.3f vs sd %.3f); sprinter / sd speed %.2fx, "
+        "/ ar %.2fx (one timing each, this machine; the audit's cost is excluded from the timing)",
+        ar->ms_per_token, sd->ms_per_token, sp->ms_per_token, 1 / sp->tok_per_call, 1 / sd->tok_per_call, s_sd, s_ar);
+    snprintf(w->verdict, sizeof w->verdict, "%s than sd on this pair", s_sd > 1 ? "faster" : "slower");
+    add_run(w, ar), add_run(w, sd), add_run(w, sp);
+    tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_sd", s_sd, NAN, NAN, w->runs);
+    tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_ar", s_ar, NAN, NAN, w->runs);
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* (1) or (3) for every sprinter run of the cell at the deployed tau. */
+static void deployed_cell(Findings *F, const char *protocol, const char *dataset, int which) {
+    const Report *R = F->R;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (!method_name_eq(a->ri->method, DM_SPRINTER) || !in_cell(a, protocol, dataset) ||
+            !same(a->ri->tau, R->o->deployed_tau))
+            continue;
+        if (which == 1) deployed_row(F, a);
+        else iid_row(F, a);
+    }
+}
+
+/* (2) for every lambda of the cell's sprinter runs. */
+static void avg_tokens_cell(Findings *F, const char *protocol, const char *dataset) {
+    const Report *R = F->R;
+    double lambdas[8];
+    int nl = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (!method_name_eq(a->ri->method, DM_SPRINTER) || !in_cell(a, protocol, dataset)) continue;
+        int seen = 0;
+        for (int k = 0; k < nl; k++) seen |= same(lambdas[k], a->ri->lambda);
+        if (!seen && nl < 8) lambdas[nl++] = a->ri->lambda;
+    }
+    for (int k = 0; k < nl; k++) avg_tokens_rows(F, protocol, dataset, lambdas[k]);
+}
+
+/* Rows 1-6, each over the cells protocol x dataset. */
+static void collect(Findings *F) {
+    const char *ds[16];
+    int nd = datasets(F->R, ds, 16);
+    for (int row = 1; row <= 6; row++)
+        for (int p = 0; p < N_PROTOCOLS; p++)
+            for (int d = 0; d < nd; d++) {
+                const char *pr = kProtocols[p];
+                switch (row) {
+                case 1: deployed_cell(F, pr, ds[d], 1); break;
+                case 2: avg_tokens_cell(F, pr, ds[d]); break;
+                case 3: deployed_cell(F, pr, ds[d], 3); break;
+                case 4: quality_rows(F, pr, ds[d]); break;
+                case 5: flops_rows(F, pr, ds[d]); break;
+                default: speed_rows(F, pr, ds[d]); break;
+                }
+            }
+}
+
+static void table_md(FILE *f, const Findings *F) {
+    if (F->n == 0) {
+        fprintf(f, "Not computed: no sprinter run at the deployed tau in this results directory.\n\n");
+        return;
+    }
+    fprintf(f, "| # | claim | protocol | dataset | measured [95%% interval] | verdict | runs |\n|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < F->n; i++) {
+        const FindRow *w = &F->rows[i];
+        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s |\n", w->id, w->claim, w->protocol, w->dataset, w->measured, w->verdict,
+                w->runs);
+    }
+    fprintf(f, "\n");
+}
+
+static const char kDefinitions[] =
+    "Definitions (every figure recomputable from runs.sqlite, the token logs and dtv/*.h5; results/README.md):\n\n"
+    "- protocol: `runs.label_rule` of a sprinter run; other runs by temperature (0: paper-code, the authors' greedy "
+    "decoding; 1: sound).\n"
+    "- eta_FP = sum prompts.fp / sum prompts.audited_neg, eta_TP = sum prompts.tp / sum prompts.audited_pos (the "
+    "audit's labels, every drafted token); interval: the bootstrap over prompts of the theorem checks (mean +- 1.96 "
+    "SE), Wilson where there is none.\n"
+    "- avg tokens (the paper's Table 2 metric): per prompt prompts.round_kept / prompts.rounds (drafts kept per target "
+    "call that decided drafts, the resampled or bonus token excluded), averaged over prompts. tau*: linear "
+    "interpolation between the two grid taus whose avg tokens bracket 11.10; the row's other figures are at the grid "
+    "tau nearest tau*.\n"
+    "- d_TV(p, p_S), d_TV(q, p_S): `sprinter dtv`, the exact law of SPRINTER's next token at temperature 1 from the "
+    "same verifier, lambda and tau, averaged over held-out prefixes (+- 1.96 SE). In row 4, d_TV(p, p_S) on the "
+    "prefixes the decoder visited: the mean over decisions of decision (1 - p/q)^+ at the drafted token.\n"
+    "- the review's bound: E[N] <= (r - 1) + 1/(1 - eta_FP) (Thm 3.3 with eta_TP <= 1), read with E[N] = 11.10 and r the "
+    "mean of the Kaplan-Meier law of the leading acceptable run (the paper's label model): eta_FP >= 1 - 1/(11.10 - r "
+    "+ 1).\n"
+    "- power (row 3): decisions for power 80% at level alpha / (the run's number of i.i.d. tests): lag-1 "
+    "autocorrelation 0.1 needs ((z_{1-a/2} + z_{0.8}) / 0.1)^2 decisions; a 0.1 gap in eta between two difficulty "
+    "quartiles needs 4 x the two-proportion sample size per quartile, per label class.\n"
+    "- quality (row 4): outputs.target_logprob / outputs.n_tokens per prompt (`sprinter score`), means with t "
+    "intervals over prompts; differences paired by prompt; wins / ties / losses against sd by that per-prompt "
+    "figure, ties within the report's tie margin.\n"
+    "- FLOPs (row 5): 20 x (prompts.flops_draft + flops_verifier) / tokens (draft-only convention) and 20 x (draft + "
+    "verifier + target) / tokens, summed over the run's prompts.\n"
+    "- speed (row 6): ms per token = sum prompts.t_total / sum prompts.tokens, one run each (the audit's own time is "
+    "kept apart in t_audit).\n\n";
+
+int write_findings(Report *R, SpErr *err) {
+    Findings F = {.R = R};
+    if (!(F.rows = calloc(FIND_MAX_ROWS, sizeof *F.rows))) return sp_fail(err, "out of memory");
+    F.tsv = report_open(R, "FINDINGS.tsv", err);
+    if (!F.tsv) {
+        free(F.rows);
+        return -1;
+    }
+    fprintf(F.tsv, "row\tprotocol\tdataset\tlambda\ttau\tquantity\tvalue\tlo\thi\truns\n");
+    collect(&F);
+    int rc = report_close(F.tsv, R, "FINDINGS.tsv", err);
+    FILE *f = rc ? NULL : report_open(R, "FINDINGS.md", err);
+    if (f) {
+        fprintf(f, "# FINDINGS: the SPRINTER paper's and its review's claims, measured on this pair\n\n"
+                   "Results: %s (%d runs). Machine-readable: [FINDINGS.tsv](FINDINGS.tsv); the full report: "
+                   "[index.md](index.md).\n\n",
+                R->o->results_dir, R->rs.n);
+        table_md(f, &F);
+        fputs(kDefinitions, f);
+        rc = report_close(f, R, "FINDINGS.md", err);
+    } else {
+        rc = -1;
+    }
+    R->findings = F.rows, R->n_findings = F.n;
+    return rc;
+}
+
+void sec_findings(FILE *f, const Report *R) {
+    fprintf(f, "## The review's questions, answered on this pair\n\n"
+               "The public review asks for the deployed (eta_FP, eta_TP) (row 1), what Table 2's avg tokens of %.2f "
+               "implies (row 2), whether the i.i.d. tests have the power to see a violation (row 3), and a draft-only "
+               "control (rows 4-5). Definitions and the machine-readable table: [FINDINGS.md](FINDINGS.md), "
+               "[FINDINGS.tsv](FINDINGS.tsv).\n\n",
+            SP_PAPER_AVG_TOKENS);
+    Findings F = {.R = R, .rows = R->findings, .n = R->n_findings};
+    table_md(f, &F);
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# make paper: SPRINTER as its authors' code ran it (experiments/paper_code.ini) beside the sound
+# protocol (experiments/paper_sound.ini) on the regime pair, both datasets, 100 prompts per cell, then
+# one analysis of both: results/paper/report/index.md (section "The review's questions") and
+# results/paper/report/FINDINGS.md. Every step resumes: a rerun skips finished runs, scored outputs
+# and finished dtv files, and rewrites the merge and the report.
+#   scripts/paper.sh [SPRINTER] [OUT] [JOBS]
+set -euo pipefail
+SPRINTER=${1:-build/sprinter}
+OUT=${2:-results/paper}
+JOBS=${3:-$(nproc)}
+PREFIXES=${PAPER_DTV_PREFIXES:-100}   # prefixes per dtv file
+SPECS=${PAPER_SPECS:-experiments}      # the folder of paper_code.ini and paper_sound.ini (tests: small copies)
+t0=$(date +%s)
+stamp() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
+
+# 1. the two sweeps, each into its own directory (runs.sqlite, tokens/, verifiers/)
+for spec in paper_code paper_sound; do
+  stamp "sprinter sweep $SPECS/$spec.ini --out $OUT/sweeps/$spec --jobs $JOBS"
+  "$SPRINTER" sweep "$SPECS/$spec.ini" --out "$OUT/sweeps/$spec" --jobs "$JOBS" --quiet
+done
+
+# 2. one results directory over both (a run's hash names its protocol settings, so none collide)
+stamp "sprinter merge --out $OUT"
+"$SPRINTER" merge --quiet --out "$OUT" "$OUT/sweeps/paper_code" "$OUT/sweeps/paper_sound"
+
+# 3. target log-likelihood of every output (the quality axis, paired across methods by prompt)
+stamp "sprinter score $OUT --jobs $JOBS"
+"$SPRINTER" score "$OUT" --jobs "$JOBS" --quiet
+
+# 4. exact d_TV(p, p_SPRINTER) and d_TV(q, p_SPRINTER) at temperature 1 (Theorem 3.1's setting) for
+# every verifier and tau the sprinter runs used, on held-out prompts of the verifier's dataset:
+# one `sprinter dtv` file each in OUT/dtv/, matched to the runs by verifier sha256, lambda and tau
+stamp "sprinter dtv: one file per (verifier, lambda, tau), $PREFIXES prefixes each, $JOBS at a time"
+mkdir -p "$OUT/dtv"
+sqlite3 -separator ' ' "file:$OUT/runs.sqlite?mode=ro" \
+  "SELECT DISTINCT verifier_path, substr(verifier_sha256, 1, 12), lambda, tau FROM runs
+   WHERE method = 'sprinter' AND status = 'done' ORDER BY verifier_path, lambda, tau" |
+while read -r ver sha lambda tau; do
+  out="$OUT/dtv/$sha-l$lambda-t$tau.h5"
+  [ -e "$out" ] && continue
+  echo "$SPRINTER dtv --draft data/models/regime/draft --target data/models/regime/target --verifier $ver" \
+       "--data data/datasets/encyclopedic.jsonl --offset 500 --n-prefixes $PREFIXES --lambda $lambda --tau $tau" \
+       "--temperature 1 --seed 1 --quiet --out $out"
+done | xargs -P "$JOBS" -I CMD sh -c 'CMD > /dev/null'
+
+# 5. the analysis of both protocols together
+stamp "sprinter analyze $OUT"
+"$SPRINTER" analyze "$OUT"
+stamp "done: $OUT/report/index.md, $OUT/report/FINDINGS.md"
