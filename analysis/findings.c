@@ -315,42 +315,19 @@ static void iid_row(Findings *F, const RunAn *a) {
 
 /* ------------------------------------------------------------------ (4) quality, paired by prompt */
 
-/* Mean target log-likelihood per token of prompt p's output, NaN if not scored. */
-static double llpt(const PromptInfo *p) {
-    return p->scored && p->scored_tokens > 0 ? p->target_logprob / (double)p->scored_tokens : NAN;
-}
-
-static const PromptInfo *prompt_of(const RunInfo *r, int prompt_index) {
-    for (int j = 0; j < r->n_rows; j++)
-        if (r->prompts[j].prompt_index == prompt_index) return &r->prompts[j];
-    return NULL;
-}
-
-/* Mean of x - y over the prompts both runs scored (y NULL: of x alone), with a 95% t interval. */
+/* paired_llpt as an Est. */
 static Est paired(const RunInfo *x, const RunInfo *y, int *n_out) {
-    double s = 0, ss = 0;
-    int n = 0;
-    for (int j = 0; j < x->n_rows; j++) {
-        const PromptInfo *p = &x->prompts[j], *q = y ? prompt_of(y, p->prompt_index) : NULL;
-        double d = llpt(p) - (y ? (q ? llpt(q) : NAN) : 0);
-        if (isnan(d)) continue;
-        s += d, ss += d * d, n++;
-    }
-    *n_out = n;
-    Est e = {n ? s / n : NAN, NAN, NAN};
-    if (n >= 2) {
-        double var = (ss - n * e.v * e.v) / (n - 1), h = gsl_cdf_tdist_Pinv(0.975, n - 1) * sqrt(fmax(var, 0) / n);
-        e.lo = e.v - h, e.hi = e.v + h;
-    }
-    return e;
+    PairedMean m = paired_llpt(x, y);
+    *n_out = m.n;
+    return (Est){m.mean, m.lo, m.hi};
 }
 
 /* Wins, ties, losses of x against y by mean log-likelihood per token, ties within margin. */
 static void win_tie_loss(const RunInfo *x, const RunInfo *y, double margin, int *wtl) {
     wtl[0] = wtl[1] = wtl[2] = 0;
     for (int j = 0; j < x->n_rows; j++) {
-        const PromptInfo *q = prompt_of(y, x->prompts[j].prompt_index);
-        double d = llpt(&x->prompts[j]) - (q ? llpt(q) : NAN);
+        const PromptInfo *q = run_prompt(y, x->prompts[j].prompt_index);
+        double d = prompt_llpt(&x->prompts[j]) - (q ? prompt_llpt(q) : NAN);
         if (isnan(d)) continue;
         wtl[d > margin ? 0 : d >= -margin ? 1 : 2]++;
     }

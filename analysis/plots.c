@@ -207,21 +207,36 @@ static int plot_en(const Report *R, SpErr *err) {
 
 /* ------------------------------------------------------------------ speed-up vs quality */
 
+/* The quality axis of the Pareto plot: run a's target log-likelihood per token minus that of the ar
+ * run of its cell (same data and temperature) on the same prompts, with the paired 95% interval. */
+static PairedMean quality_vs_ar(const Report *R, const RunAn *a) {
+    for (int j = 0; j < R->rs.n; j++)
+        if (method_name_eq(R->an[j].ri->method, DM_AR) && same_cell(R->an[j].ri, a->ri)) return paired_llpt(a->ri, R->an[j].ri);
+    return (PairedMean){NAN, NAN, NAN, 0};
+}
+
 static int plot_pareto(const Report *R, SpErr *err) {
     const char *methods[MAX_SERIES];
     int nm = 0, rc = 0, any = 0;
+    PairedMean *qa = malloc((size_t)(R->rs.n ? R->rs.n : 1) * sizeof *qa);
+    if (!qa) return sp_fail(err, "out of memory");
     for (int i = 0; i < R->rs.n; i++) {
         int seen = 0;
         for (int j = 0; j < nm; j++) seen |= !strcmp(methods[j], R->an[i].ri->method);
         if (!seen && nm < MAX_SERIES) methods[nm++] = R->an[i].ri->method;
-        any |= !isnan(R->an[i].rouge[2]) && !isnan(R->an[i].speedup_ar);
+        qa[i] = quality_vs_ar(R, &R->an[i]);
+        any |= !isnan(qa[i].mean) && !isnan(R->an[i].speedup_ar);
     }
     Buf b;
-    if (buf_open(&b)) return sp_fail(err, "out of memory");
-    fprintf(b.f, "set title 'Speed-up over AR vs quality (ROUGE-L F1), one point per run; line: Pareto front'\n"
-                 "set xlabel 'speed-up over ar (tokens/s ratio)'\nset ylabel 'ROUGE-L F1'\n");
-    if (!any) fprintf(b.f, "set label 1 'not computed: needs ar runs and references' at graph 0.5,0.5 center\n"
-                           "set xrange [0:2]\nplot 0 with lines lc rgb 'gray' notitle\n");
+    if (buf_open(&b)) {
+        free(qa);
+        return sp_fail(err, "out of memory");
+    }
+    fprintf(b.f, "set title 'Speed-up over AR vs quality, one point per run (bars: paired 95%% t interval over prompts); "
+                 "line: Pareto front'\nset logscale x\nset xlabel 'speed-up over ar (tokens/s ratio, log scale)'\n"
+                 "set ylabel 'target log-likelihood per token minus ar on the same prompts (nats)'\n");
+    if (!any) fprintf(b.f, "set label 1 'not computed: needs ar runs and sprinter score' at graph 0.5,0.5 center\n"
+                           "set xrange [0.5:2]\nplot 0 with lines lc rgb 'gray' notitle\n");
     for (int s = 0; any && s < nm && rc == 0; s++) {
         char fn[64];
         snprintf(fn, sizeof fn, "pareto_%d.dat", s);
@@ -230,39 +245,41 @@ static int plot_pareto(const Report *R, SpErr *err) {
             rc = -1;
             break;
         }
-        fprintf(f, "# %s: speedup_vs_ar rougeL setting\n", methods[s]);
+        fprintf(f, "# %s: speedup_vs_ar llpt_minus_ar lo hi prompts setting\n", methods[s]);
         for (int i = 0; i < R->rs.n; i++)
-            if (!strcmp(R->an[i].ri->method, methods[s]))
-                fprintf(f, "%.6g %.6g \"%s\"\n", R->an[i].speedup_ar, R->an[i].rouge[2], R->an[i].setting);
+            if (!strcmp(R->an[i].ri->method, methods[s]) && !isnan(qa[i].mean))
+                fprintf(f, "%.6g %.6g %.6g %.6g %d \"%s\"\n", R->an[i].speedup_ar, qa[i].mean,
+                        isnan(qa[i].lo) ? qa[i].mean : qa[i].lo, isnan(qa[i].hi) ? qa[i].mean : qa[i].hi, qa[i].n,
+                        R->an[i].setting);
         rc = report_close(f, R, fn, err);
-        fprintf(b.f, "%s '%s' using 1:2 with points pt 7 ps 1.3 title '%s'", s ? "," : "plot", fn, methods[s]);
+        fprintf(b.f, "%s '%s' using 1:2:3:4 with yerrorbars pt 7 ps 1.1 title '%s'", s ? "," : "plot", fn, methods[s]);
     }
     if (any && rc == 0) {
         /* the front: runs no other run beats on both axes, by increasing speed-up */
         FILE *f = open_dat(R, "pareto_front.dat", err);
         if (!f) rc = -1;
         else {
-            fprintf(f, "# speedup_vs_ar rougeL (non-dominated runs)\n");
+            fprintf(f, "# speedup_vs_ar llpt_minus_ar (non-dominated runs)\n");
             double last = INFINITY;
             for (int done = 0; !done;) {
                 int best = -1;
                 for (int i = 0; i < R->rs.n; i++) {
                     const RunAn *a = &R->an[i];
-                    if (isnan(a->speedup_ar) || isnan(a->rouge[2]) || a->speedup_ar >= last) continue;
+                    if (isnan(a->speedup_ar) || isnan(qa[i].mean) || a->speedup_ar >= last) continue;
                     if (best < 0 || a->speedup_ar > R->an[best].speedup_ar) best = i;
                 }
                 if (best < 0) break;
                 last = R->an[best].speedup_ar;
                 int dominated = 0;
                 for (int i = 0; i < R->rs.n; i++)
-                    dominated |= !isnan(R->an[i].rouge[2]) && R->an[i].speedup_ar >= last &&
-                                 R->an[i].rouge[2] > R->an[best].rouge[2];
-                if (!dominated) fprintf(f, "%.6g %.6g\n", last, R->an[best].rouge[2]);
+                    dominated |= !isnan(qa[i].mean) && R->an[i].speedup_ar >= last && qa[i].mean > qa[best].mean;
+                if (!dominated) fprintf(f, "%.6g %.6g\n", last, qa[best].mean);
             }
             rc = report_close(f, R, "pareto_front.dat", err);
             fprintf(b.f, ", 'pareto_front.dat' using 1:2 with lines lw 2 lc rgb 'black' title 'Pareto front'\n");
         }
     }
+    free(qa);
     fprintf(b.f, "\n");
     const char *body = buf_close(&b);
     if (rc == 0) rc = write_script(R, "pareto", body, err);

@@ -200,12 +200,6 @@ static void name_ver_data(Report *R, RunAn *a) {
     snprintf(a->ver_data, sizeof a->ver_data, "sha256:%.12s", h);
 }
 
-/* Two runs comparable as reference and subject: the same data, decoded at the same temperature (a
- * results directory may hold greedy and sampled runs side by side, e.g. make paper's two protocols). */
-static int same_cell(const RunInfo *x, const RunInfo *y) {
-    return !strcmp(x->dataset_sha256, y->dataset_sha256) && x->temperature == y->temperature;
-}
-
 static double rate(const RunInfo *r) { return r->t_total > 0 ? (double)r->tokens / r->t_total : NAN; }
 
 /* Speed-up over the ar / sd runs on the same data and temperature (the mean of their rates). */

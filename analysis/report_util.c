@@ -2,6 +2,7 @@
 #include "report_util.h"
 
 #include <errno.h>
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <string.h>
 
@@ -30,4 +31,36 @@ int method_name_eq(const char *name, DecodeMethod m) { return !strcmp(name, deco
 int is_deployed(const Report *R, const RunAn *a) {
     return method_name_eq(a->ri->method, DM_SPRINTER) && fabs(a->ri->lambda - R->o->deployed_lambda) < 1e-9 &&
            fabs(a->ri->tau - R->o->deployed_tau) < 1e-9;
+}
+
+int same_cell(const RunInfo *x, const RunInfo *y) {
+    return !strcmp(x->dataset_sha256, y->dataset_sha256) && x->temperature == y->temperature;
+}
+
+double prompt_llpt(const PromptInfo *p) {
+    return p->scored && p->scored_tokens > 0 ? p->target_logprob / (double)p->scored_tokens : NAN;
+}
+
+const PromptInfo *run_prompt(const RunInfo *r, int prompt_index) {
+    for (int j = 0; j < r->n_rows; j++)
+        if (r->prompts[j].prompt_index == prompt_index) return &r->prompts[j];
+    return NULL;
+}
+
+PairedMean paired_llpt(const RunInfo *x, const RunInfo *y) {
+    double s = 0, ss = 0;
+    int n = 0;
+    for (int j = 0; j < x->n_rows; j++) {
+        const PromptInfo *p = &x->prompts[j], *q = y ? run_prompt(y, p->prompt_index) : NULL;
+        double d = prompt_llpt(p) - (y ? (q ? prompt_llpt(q) : NAN) : 0);
+        if (isnan(d)) continue;
+        s += d, ss += d * d, n++;
+    }
+    PairedMean m = {n ? s / n : NAN, NAN, NAN, n};
+    if (n >= 2) {
+        double var = (ss - n * m.mean * m.mean) / (n - 1);
+        double h = gsl_cdf_tdist_Pinv(0.975, n - 1) * sqrt(fmax(var, 0) / n);
+        m.lo = m.mean - h, m.hi = m.mean + h;
+    }
+    return m;
 }

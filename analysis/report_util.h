@@ -21,5 +21,22 @@ const char *fmt_num(char *buf, size_t cap, double v, const char *fmt); /* "-" fo
 int method_name_eq(const char *name, DecodeMethod m);
 /* 1 for a sprinter run at the deployed lambda and tau (R->o). */
 int is_deployed(const Report *R, const RunAn *a);
+/* Two runs comparable as reference and subject: the same data, decoded at the same temperature (a
+ * results directory may hold greedy and sampled runs side by side, e.g. make paper's two protocols). */
+int same_cell(const RunInfo *x, const RunInfo *y);
+
+/* The quality figure of FINDINGS.md and the Pareto plot: the mean over prompts of the target's
+ * log-likelihood per token of x's output (outputs.target_logprob / n_tokens) minus y's on the same
+ * prompt (y NULL: x's alone), over the prompts both have scored, with a 95% t interval; NaN when
+ * none (interval NaN below 2 prompts). */
+/* The target's mean log-likelihood per token of one prompt's output, NaN if not scored. */
+double prompt_llpt(const PromptInfo *p);
+/* Run r's row of prompt prompt_index, or NULL. */
+const PromptInfo *run_prompt(const RunInfo *r, int prompt_index);
+typedef struct PairedMean {
+    double mean, lo, hi;
+    int n;
+} PairedMean;
+PairedMean paired_llpt(const RunInfo *x, const RunInfo *y);
 
 #endif
