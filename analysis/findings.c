@@ -130,12 +130,12 @@ static const RunAn *find_run(const Report *R, DecodeMethod m, const char *protoc
     return NULL;
 }
 
-/* The dtv file of a sprinter run's verifier, lambda and tau, or NULL. */
+/* The dtv file of a sprinter run's verifier, dataset, lambda and tau, or NULL. */
 static const DtvFile *dtv_of(const Report *R, const RunAn *a) {
     for (int f = 0; f < R->n_dtv; f++) {
         const DtvFile *d = &R->dtv[f];
         if (a->ri->verifier_sha256[0] && !strcmp(d->verifier_sha256, a->ri->verifier_sha256) &&
-            same(d->lambda, a->ri->lambda) && same(d->tau, a->ri->tau))
+            !strcmp(d->data_sha256, a->ri->dataset_sha256) && same(d->lambda, a->ri->lambda) && same(d->tau, a->ri->tau))
             return d;
     }
     return NULL;
@@ -517,7 +517,7 @@ static const char kDefinitions[] =
     "interpolation between the two grid taus whose avg tokens bracket 11.10; the row's other figures are at the grid "
     "tau nearest tau*.\n"
     "- d_TV(p, p_S), d_TV(q, p_S): `sprinter dtv`, the exact law of SPRINTER's next token at temperature 1 from the "
-    "same verifier, lambda and tau, averaged over held-out prefixes (+- 1.96 SE). In row 4, d_TV(p, p_S) on the "
+    "same verifier, lambda and tau, averaged over prefixes from the run's own prompts (+- 1.96 SE). In row 4, d_TV(p, p_S) on the "
     "prefixes the decoder visited: the mean over decisions of decision (1 - p/q)^+ at the drafted token.\n"
     "- the review's bound: E[N] <= (r - 1) + 1/(1 - eta_FP) (Thm 3.3 with eta_TP <= 1), read with E[N] = 11.10 and r the "
     "mean of the Kaplan-Meier law of the leading acceptable run (the paper's label model): eta_FP >= 1 - 1/(11.10 - r "

@@ -9,7 +9,7 @@ set -euo pipefail
 SPRINTER=${1:-build/sprinter}
 OUT=${2:-results/paper}
 JOBS=${3:-$(nproc)}
-PREFIXES=${PAPER_DTV_PREFIXES:-100}   # prefixes per dtv file
+PREFIXES=${PAPER_DTV_PREFIXES:-64}    # prefixes per dtv file
 SPECS=${PAPER_SPECS:-experiments}      # the folder of paper_code.ini and paper_sound.ini (tests: small copies)
 t0=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
@@ -29,19 +29,19 @@ stamp "sprinter score $OUT --jobs $JOBS"
 "$SPRINTER" score "$OUT" --jobs "$JOBS" --quiet
 
 # 4. exact d_TV(p, p_SPRINTER) and d_TV(q, p_SPRINTER) at temperature 1 (Theorem 3.1's setting) for
-# every verifier and tau the sprinter runs used, on held-out prompts of the verifier's dataset:
-# one `sprinter dtv` file each in OUT/dtv/, matched to the runs by verifier sha256, lambda and tau
-stamp "sprinter dtv: one file per (verifier, lambda, tau), $PREFIXES prefixes each, $JOBS at a time"
+# every verifier, lambda, tau and dataset the sprinter runs used, on the runs' own (held-out) prompts:
+# one `sprinter dtv` file each in OUT/dtv/, matched to the runs by verifier and data sha256, lambda, tau
+stamp "sprinter dtv: one file per (verifier, lambda, tau, dataset), $PREFIXES prefixes each, $JOBS at a time"
 mkdir -p "$OUT/dtv"
 sqlite3 -separator ' ' "file:$OUT/runs.sqlite?mode=ro" \
-  "SELECT DISTINCT verifier_path, substr(verifier_sha256, 1, 12), lambda, tau FROM runs
-   WHERE method = 'sprinter' AND status = 'done' ORDER BY verifier_path, lambda, tau" |
-while read -r ver sha lambda tau; do
-  out="$OUT/dtv/$sha-l$lambda-t$tau.h5"
+  "SELECT DISTINCT draft_dir, target_dir, verifier_path, substr(verifier_sha256, 1, 12), lambda, tau, dataset,
+          substr(dataset_sha256, 1, 8), prompt_offset FROM runs
+   WHERE method = 'sprinter' AND status = 'done' ORDER BY verifier_path, lambda, tau, dataset" |
+while read -r draft target ver sha lambda tau data dsha offset; do
+  out="$OUT/dtv/$sha-$dsha-l$lambda-t$tau.h5"
   [ -e "$out" ] && continue
-  echo "$SPRINTER dtv --draft data/models/regime/draft --target data/models/regime/target --verifier $ver" \
-       "--data data/datasets/encyclopedic.jsonl --offset 500 --n-prefixes $PREFIXES --lambda $lambda --tau $tau" \
-       "--temperature 1 --seed 1 --quiet --out $out"
+  echo "$SPRINTER dtv --draft $draft --target $target --verifier $ver --data $data --offset $offset" \
+       "--n-prefixes $PREFIXES --lambda $lambda --tau $tau --temperature 1 --seed 1 --quiet --out $out"
 done | xargs -P "$JOBS" -I CMD sh -c 'CMD > /dev/null'
 
 # 5. the analysis of both protocols together

@@ -1,0 +1,208 @@
+"""End-to-end test of `make paper` (scripts/paper.sh) on tiny random models, and an independent
+recomputation of FINDINGS.tsv from the record.
+
+The shipped experiments/paper_code.ini and paper_sound.ini are copied with only their models, data
+paths and sizes replaced (so the test runs the specs' real protocol settings), then scripts/paper.sh
+sweeps both, merges, scores, runs `sprinter dtv` and analyses. Checks:
+  1. report/FINDINGS.md has rows 1-6 and its definitions; index.md has the section "The review's
+     questions, answered on this pair"; FINDINGS.tsv parses;
+  2. the paper-code runs are what the spec promises: sprinter at temperature 0 with label_rule
+     paper-code, bonus 1, finish_round 1, max_run 19, rounds recorded; the sound ones at temperature 1;
+  3. recomputed here from runs.sqlite (SQL + Python, not the C code): eta_FP / eta_TP of row 1, the
+     avg tokens and tau* of row 2 (linear interpolation at 11.10), the sample sizes of row 3 (normal
+     quantiles from Python's statistics.NormalDist), the paired log-likelihood differences of row 4
+     (outputs table) and the FLOPs of row 5 (prompts table);
+  4. rerunning scripts/paper.sh resumes: no run is swept again and FINDINGS.tsv is byte-identical.
+usage: test_paper.py --sprinter BIN --source SRCDIR --work DIR
+"""
+import argparse
+import csv
+import math
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_fixture as fx  # noqa: E402
+
+PAPER_AVG_TOKENS = 11.10
+
+
+def make_specs(src, work):
+    """The shipped specs with the fixture's models, data and small sizes; returns the specs folder."""
+    fix = fx.make_models(SPRINTER, os.path.join(work, "fix"))
+    data2 = os.path.join(fix, "data2.jsonl")  # a second dataset: the first one's prompts reversed
+    with open(os.path.join(fix, "data.jsonl")) as f, open(data2, "w") as g:
+        g.writelines(reversed(f.readlines()))
+    specs = os.path.join(work, "specs")
+    os.makedirs(specs, exist_ok=True)
+    for name in ("paper_code", "paper_sound"):
+        text = open(os.path.join(src, "experiments", name + ".ini")).read()
+        text = text.replace("data/models/regime/draft", os.path.join(fix, "draft"))
+        text = text.replace("data/models/regime/target", os.path.join(fix, "target"))
+        text = text.replace("datasets = data/datasets/encyclopedic.jsonl, data/datasets/sentences.jsonl",
+                            "datasets = %s, %s" % (os.path.join(fix, "data.jsonl"), data2))
+        text = text.replace("data = data/datasets/encyclopedic.jsonl", "data = " + os.path.join(fix, "data.jsonl"))
+        text = re.sub(r"(?m)^n_prompts = 100$", "n_prompts = 10", text)
+        text = re.sub(r"(?m)^n_prompts = 500$", "n_prompts = 16", text)
+        text = re.sub(r"(?m)^offset = 500$", "offset = 20", text)
+        assert "data/" not in re.sub(r"(?m)^#.*$", "", text), name + ": a repository path is left"
+        with open(os.path.join(specs, name + ".ini"), "w") as f:
+            f.write(text)
+    return specs
+
+
+def paper(src, specs, out):
+    env = dict(os.environ, PAPER_SPECS=specs, PAPER_DTV_PREFIXES="4")
+    return subprocess.run(["bash", os.path.join(src, "scripts", "paper.sh"), SPRINTER, out, "2"], cwd=src, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+
+
+def read_tsv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def close(a, b, tol=1e-7):
+    if isinstance(a, str):
+        a = float(a)
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= tol * max(1.0, abs(b))
+
+
+def run_of(db, prefix):
+    rows = db.execute("SELECT run_hash FROM runs WHERE run_hash LIKE ? AND status = 'done'", (prefix + "%",)).fetchall()
+    return rows[0][0] if len(rows) == 1 else None
+
+
+def protocol_of(db, h):
+    rule, temp = db.execute("SELECT label_rule, temperature FROM runs WHERE run_hash = ?", (h,)).fetchone()
+    return rule if rule else ("paper-code" if temp == 0 else "sound")
+
+
+def avg_tokens(db, h):
+    rows = db.execute("SELECT rounds, round_kept FROM prompts WHERE run_hash = ? AND rounds > 0", (h,)).fetchall()
+    return sum(k / r for r, k in rows) / len(rows) if rows else float("nan")
+
+
+def llpt(db, h):
+    return {pi: lp / n for pi, lp, n in db.execute(
+        "SELECT prompt_index, target_logprob, n_tokens FROM outputs WHERE run_hash = ? AND n_tokens > 0", (h,))}
+
+
+def check_protocols(t, db):
+    pc = db.execute("SELECT temperature, bonus, finish_round, max_run FROM runs WHERE method = 'sprinter' AND "
+                    "label_rule = 'paper-code'").fetchall()
+    t.check(len(pc) == 2 * 2 * 8 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
+            "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus, temperature 0, bonus 1, finish_round 1, "
+            "max_run 19 (%d runs, first %s)" % (len(pc), pc[:1]))
+    rounds = db.execute("SELECT COUNT(*) FROM prompts p JOIN runs r USING (run_hash) WHERE r.label_rule = "
+                        "'paper-code' AND p.rounds > 0").fetchone()[0]
+    t.check(rounds == len(pc) * 10, "every paper-code prompt row records its rounds (%d of %d)" % (rounds, len(pc) * 10))
+    sound = db.execute("SELECT DISTINCT temperature FROM runs WHERE label_rule = 'sound'").fetchall()
+    t.check(sound == [(1.0,)], "sound sprinter runs sample at temperature 1: %s" % sound)
+
+
+def check_rows(t, db, rep):
+    md = open(os.path.join(rep, "FINDINGS.md")).read()
+    for k in range(1, 7):
+        t.check(re.search(r"(?m)^\| %d \| " % k, md), "FINDINGS.md has row %d" % k)
+    t.check("Definitions" in md, "FINDINGS.md states its definitions")
+    index = open(os.path.join(rep, "index.md")).read()
+    t.check("## The review's questions, answered on this pair" in index and "(FINDINGS.md)" in index,
+            "index.md has the review's-questions section linking FINDINGS.md")
+    rows = read_tsv(os.path.join(rep, "FINDINGS.tsv"))
+    iid = {r["run_hash"]: r for r in read_tsv(os.path.join(rep, "iid.tsv"))}
+    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops")}
+    nd = statistics.NormalDist()
+    for r in rows:
+        q, runs = r["quantity"], r["runs"].split()
+        hs = [run_of(db, p) for p in runs]
+        if None in hs:
+            t.check(False, "row %s %s: runs %s are done runs of runs.sqlite" % (r["row"], q, r["runs"]))
+            continue
+        if r["row"] == "1" and q in ("eta_fp", "eta_tp"):
+            col, n = ("fp", "audited_neg") if q == "eta_fp" else ("tp", "audited_pos")
+            k, m = db.execute("SELECT SUM(%s), SUM(%s) FROM prompts WHERE run_hash = ?" % (col, n), (hs[0],)).fetchone()
+            seen["eta"] += t.check(close(r["value"], k / m), "row 1 %s of %s: %s == %d / %d" % (q, runs[0], r["value"], k, m))
+        elif r["row"] == "2" and q == "avg_tokens_paper":
+            seen["avg"] += t.check(close(r["value"], avg_tokens(db, hs[0])), "row 2 avg tokens of %s" % runs[0])
+        elif r["row"] == "2" and q == "tau_star":
+            h = hs[0]
+            lam, ds = db.execute("SELECT lambda, dataset_sha256 FROM runs WHERE run_hash = ?", (h,)).fetchone()
+            cell = db.execute("SELECT run_hash, tau FROM runs WHERE method = 'sprinter' AND status = 'done' AND "
+                              "abs(lambda - ?) < 1e-9 AND dataset_sha256 = ?", (lam, ds)).fetchall()
+            pts = sorted((tau, avg_tokens(db, x)) for x, tau in cell if protocol_of(db, x) == protocol_of(db, h))
+            want = float("nan")
+            for (t0, y0), (t1, y1) in zip(pts, pts[1:]):
+                y0, y1 = y0 - PAPER_AVG_TOKENS, y1 - PAPER_AVG_TOKENS
+                if y0 == 0:
+                    want = t0
+                    break
+                if y0 * y1 < 0:
+                    want = t0 + (t1 - t0) * y0 / (y0 - y1)
+                    break
+            seen["tau"] += t.check(close(r["value"], want), "row 2 tau* of %s (%s): %s vs %s from %d taus" %
+                                   (runs[0], protocol_of(db, h), r["value"], want, len(pts)))
+        elif r["row"] == "3" and q == "needed_lag1":
+            a = 0.05 / max(1, int(iid[hs[0]]["n_tests"]))  # as the C code: no test run counts as one
+            want = math.ceil(((nd.inv_cdf(1 - a / 2) + nd.inv_cdf(0.8)) / 0.1) ** 2)
+            seen["need"] += t.check(close(r["value"], want), "row 3 decisions for lag-1 0.1: %s vs %d" % (r["value"], want))
+        elif r["row"] == "4" and q.startswith("llpt_diff_"):
+            by = {p: run_of(db, p) for p in runs}
+            meth = {db.execute("SELECT method FROM runs WHERE run_hash = ?", (h,)).fetchone()[0]: h for h in by.values()}
+            x, y = q[len("llpt_diff_"):].split("_")
+            lx, ly = llpt(db, meth[x]), llpt(db, meth[y])
+            d = [lx[p] - ly[p] for p in lx if p in ly]
+            seen["llpt"] += t.check(close(r["value"], sum(d) / len(d)), "row 4 %s: %s vs %.6f over %d prompts" %
+                                    (q, r["value"], sum(d) / len(d), len(d)))
+        elif r["row"] == "5" and q.startswith("gflop_20_"):
+            fd, fv, ft, n = db.execute("SELECT SUM(flops_draft), SUM(flops_verifier), SUM(flops_target), SUM(tokens) "
+                                       "FROM prompts WHERE run_hash = ?", (hs[0],)).fetchone()
+            want = 20 * ((fd + fv) if "draft_only" in q else (fd + fv + ft)) / n / 1e9
+            seen["flops"] += t.check(close(r["value"], want), "row 5 %s: %s vs %.9g" % (q, r["value"], want))
+    for q, n in seen.items():
+        t.check(n > 0, "FINDINGS.tsv figures of kind %s recomputed (%d)" % (q, n))
+
+
+def main():
+    global SPRINTER
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sprinter", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    SPRINTER = os.path.abspath(a.sprinter)
+    t = fx.Checks("paper")
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    specs = make_specs(a.source, a.work)
+    out = os.path.join(a.work, "paper")
+    p = paper(a.source, specs, out)
+    ok = t.check(p.returncode == 0 and os.path.exists(os.path.join(out, "report", "FINDINGS.md")),
+                 "scripts/paper.sh exits 0 and writes report/FINDINGS.md (rc %d): %s" % (p.returncode, p.stdout[-1500:]))
+    if ok:
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(out, "runs.sqlite"), uri=True)
+        check_protocols(t, db)
+        check_rows(t, db, os.path.join(out, "report"))
+        n_runs = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        db.close()
+        before = open(os.path.join(out, "report", "FINDINGS.tsv")).read()
+        p2 = paper(a.source, specs, out)
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(out, "runs.sqlite"), uri=True)
+        t.check(p2.returncode == 0 and db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == n_runs,
+                "a rerun exits 0 and adds no run (rc %d)" % p2.returncode)
+        db.close()
+        t.check(open(os.path.join(out, "report", "FINDINGS.tsv")).read() == before,
+                "a rerun reproduces FINDINGS.tsv byte for byte")
+    t.finish()
+
+
+SPRINTER = None
+if __name__ == "__main__":
+    main()
