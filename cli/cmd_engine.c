@@ -256,7 +256,11 @@ done:
 
 static const char kLogitsHelp[] =
     "usage: sprinter logits --model DIR --ids 1,2,3 [--all] [--step] [--out FILE] [--hidden-out FILE]\n"
+    "       sprinter logits --model DIR --ids 1,2,3,PAD,PAD --pad-from K --hidden-out FILE\n"
     "  --ids IDS          comma-separated token ids at positions 0..n-1\n"
+    "  --pad-from K       ids K..n-1 are right padding, as in a Hugging Face batch (attention_mask 0 there):\n"
+    "                     writes the final-norm state of the last position, which attends to ids 0..K-1 only\n"
+    "                     (session_probe; the authors' verifier trained on such states)\n"
     "  --all              output every position ([n, V] logits, [n, d] hidden), not just the last\n"
     "  --step             run one token per forward call instead of one batched call\n"
     "  --out FILE         write raw little-endian float32 logits instead of printing them\n"
@@ -265,11 +269,12 @@ static const char kLogitsHelp[] =
 int cmd_logits(int argc, char **argv) {
     const char *cmd = "logits", *dir = NULL, *ids_s = NULL, *out = NULL, *hout = NULL;
     int all = 0, step = 0;
+    long pad_from = 0;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'}, {"ids", required_argument, 0, 'i'},
         {"all", no_argument, 0, 'a'},         {"step", no_argument, 0, 's'},
         {"out", required_argument, 0, 'o'},   {"hidden-out", required_argument, 0, 'H'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+        {"pad-from", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
@@ -279,6 +284,9 @@ int cmd_logits(int argc, char **argv) {
         case 's': step = 1; break;
         case 'o': out = optarg; break;
         case 'H': hout = optarg; break;
+        case 'P':
+            if (arg_long(cmd, "pad-from", optarg, 1, MAX_IDS, &pad_from)) return 2;
+            break;
         case 'h': fputs(kLogitsHelp, stdout); return 0;
         default: return arg_bad_option(cmd, argv);
         }
@@ -287,9 +295,18 @@ int cmd_logits(int argc, char **argv) {
         fprintf(stderr, "sprinter logits: need --model and --ids\n");
         return 2;
     }
+    if (pad_from && (!hout || out || all || step)) {
+        fprintf(stderr, "sprinter logits: --pad-from writes only --hidden-out (no --out, --all, --step)\n");
+        return 2;
+    }
     int32_t *ids = NULL;
     size_t n = 0;
     if (arg_ids(cmd, "ids", ids_s, MAX_IDS, &ids, &n)) return 2;
+    if (pad_from && (size_t)pad_from >= n) {
+        fprintf(stderr, "sprinter logits: --pad-from %ld: must be below the number of ids (%zu)\n", pad_from, n);
+        free(ids);
+        return 2;
+    }
     SpErr err = {{0}};
     int rc = 1;
     Session *s = NULL;
@@ -318,6 +335,13 @@ int cmd_logits(int argc, char **argv) {
         goto done;
     }
     const float *L, *Hd;
+    if (pad_from) { /* the real tokens, then the last padding position as a probe */
+        if (session_forward(s, ids, (int)pad_from, &L, &Hd, &err) ||
+            session_probe(s, ids[n - 1], (int)n - 1, &Hd, &err) || write_f32(hout, Hd, d, &err))
+            goto done;
+        rc = 0;
+        goto done;
+    }
     if (step) {
         for (size_t i = 0; i < n; i++) {
             if (session_forward(s, ids + i, 1, &L, &Hd, &err)) goto done;

@@ -473,6 +473,10 @@ struct Session {
     size_t tile_elems;
     float *kc, *vc;             /* [L, max_ctx, Hkv*hd] */
     float *rope_cos, *rope_sin; /* [max_ctx, hd/2] Llama */
+    /* session_probe: >= 0 while a probe runs: the query attends to cache positions [0, probe_keys)
+     * only, and its own keys/values go to probe_k / probe_v [Hkv*hd] (never read), not the cache */
+    int probe_keys;
+    float *probe_k, *probe_v;
 };
 
 /* Zeroed floats, 64-byte aligned (cache lines: the few-row kernel's x rows are full-width loads). */
@@ -533,6 +537,9 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
     s->tile = alloc_f(s->tile_elems, &ok);
     s->kc = alloc_f((size_t)c->n_layers * max_ctx * kvd, &ok);
     s->vc = alloc_f((size_t)c->n_layers * max_ctx * kvd, &ok);
+    s->probe_keys = -1;
+    s->probe_k = alloc_f(kvd > d ? kvd : d, &ok);
+    s->probe_v = alloc_f(kvd > d ? kvd : d, &ok);
     if (c->arch == ARCH_LLAMA) {
         s->rope_cos = alloc_f((size_t)max_ctx * (c->head_dim / 2), &ok);
         s->rope_sin = alloc_f((size_t)max_ctx * (c->head_dim / 2), &ok);
@@ -549,7 +556,7 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
 void session_free(Session *s) {
     if (!s) return;
     float *bufs[] = {s->x, s->xn, s->q, s->att, s->ff_a, s->ff_b, s->scores, s->hidden, s->logits,
-                     s->tile, s->kc, s->vc, s->rope_cos, s->rope_sin};
+                     s->tile, s->kc, s->vc, s->rope_cos, s->rope_sin, s->probe_k, s->probe_v};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s);
 }
@@ -594,7 +601,8 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
     float *sc = s->scores; /* [T] */
     for (int i = 0; i < n; i++) {
-        int pos = p0 + i, lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0, m = pos - lo + 1;
+        int pos = p0 + i, lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
+        int last = s->probe_keys >= 0 ? s->probe_keys - 1 : pos, m = last - lo + 1; /* keys [lo, last] */
         for (int h = 0; h < H; h++) {
             const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
             const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
@@ -665,7 +673,9 @@ static void layer_forward(Session *s, int l, int n, int p0) {
     const ModelConfig *c = &m->cfg;
     const Layer *Ly = &m->layers[l];
     int d = c->d_model, hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
-    float *Kl = s->kc + ((size_t)l * s->max_ctx + p0) * kvd, *Vl = s->vc + ((size_t)l * s->max_ctx + p0) * kvd;
+    int probe = s->probe_keys >= 0; /* a probe's keys/values are never attended to: scratch */
+    float *Kl = probe ? s->probe_k : s->kc + ((size_t)l * s->max_ctx + p0) * kvd;
+    float *Vl = probe ? s->probe_v : s->vc + ((size_t)l * s->max_ctx + p0) * kvd;
 
     norm(s, Ly->ln1_w, Ly->ln1_b, s->x, n, s->xn);
     const float *q = s->q;
@@ -747,6 +757,26 @@ int session_forward_tail(Session *s, const int32_t *tokens, int n, int n_tail, c
     if (n_tail < 1 || n_tail > n) return sp_fail(err, "forward of %d tokens cannot return logits for %d rows", n, n_tail);
     if (forward_impl(s, tokens, n, n_tail, err)) return -1;
     if (logits) *logits = s->logits;
+    if (hidden) *hidden = s->hidden;
+    return 0;
+}
+
+int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpErr *err) {
+    const ModelConfig *c = &s->m->cfg;
+    if (s->len < 1) return sp_fail(err, "probe: the cache is empty, there is nothing to attend to");
+    if (pos < s->len || pos >= s->max_ctx)
+        return sp_fail(err, "probe at position %d: must be in [%d, %d) (cache length, context)", pos, s->len, s->max_ctx);
+    if (token < 0 || token >= c->vocab_size)
+        return sp_fail(err, "probe token id %d is out of range [0, %d)", token, c->vocab_size);
+    if (c->arch == ARCH_GPTNEO && c->window_size > 0 && pos - c->window_size + 1 > s->len - 1)
+        for (int l = 0; l < c->n_layers; l++)
+            if (c->layer_local[l])
+                return sp_fail(err, "probe at position %d: no cached key within the local window of %d", pos, c->window_size);
+    s->probe_keys = s->len;
+    embed(s, &token, 1, pos);
+    for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, 1, pos);
+    norm(s, s->m->lnf_w, s->m->lnf_b, s->x, 1, s->hidden);
+    s->probe_keys = -1;
     if (hidden) *hidden = s->hidden;
     return 0;
 }

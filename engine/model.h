@@ -111,6 +111,14 @@ int session_forward_tail(Session *s, const int32_t *tokens, int n, int n_tail, c
 int session_prefill(Session *s, const int32_t *tokens, int n, const float **logits,
                     const float **hidden, SpErr *err);
 
+/* One token at position pos >= session_len whose query attends to the cached positions
+ * [0, session_len) only, neither to itself nor to anything between: what a Hugging Face model
+ * computes at a right-padding position of a padded batch (attention_mask 0 from session_len on,
+ * position ids counting on through the padding). The cache is left as it was. *hidden [d] (the
+ * final-norm state) is owned by the session until its next call. Needs session_len >= 1 and
+ * pos < max_ctx; GPT-Neo local layers need a cached key within the window. */
+int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpErr *err);
+
 /* Number of positions in the cache. */
 int session_len(const Session *s);
 /* Drops cached positions >= pos (speculative rollback). 0 <= pos <= session_len. */

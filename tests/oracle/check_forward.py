@@ -366,6 +366,35 @@ def main():
                  order=shuffled(prng, tm), dtype="F32", dtypes=dts)
     R.compare("py/gpt2/mixed-dtypes", d, pick_ids(rng, d))
 
+    # ---------------------------------------------- 2b. a padding position of a right-padded batch
+    # (`sprinter logits --pad-from K`, session_probe): the last position's state when ids K.. are
+    # padding that no query may attend to, as Hugging Face computes it with attention_mask; the
+    # authors' verifier trained on such states. Negative control: the same ids without the mask.
+    for arch in ("gpt2", "gpt_neo", "llama"):
+        out = os.path.join(a.work, f"c_{arch}_config_f32")
+        if not os.path.exists(os.path.join(out, "config.json")):
+            continue
+        for n_pad in ((2,) if arch == "gpt_neo" else (2, 5)):  # gpt_neo: window 4 must reach a real key
+            ids = pick_ids(rng, out)
+            k = len(ids) - n_pad
+            pad = int(ids[0])  # any id: HF pads with eos; the state depends on which, and both sides use it
+            padded = list(ids[:k]) + [pad] * n_pad
+            name = f"probe/{arch}/pad{n_pad}"
+            hi = os.path.join(a.work, name.replace("/", "_") + ".hidden.f32")
+            r = R.sp("logits", "--model", out, "--ids", ",".join(map(str, padded)), "--pad-from", k,
+                     "--hidden-out", hi)
+            if r.returncode != 0:
+                R.result(name, False, f"rc={r.returncode}: {r.stderr.strip()}")
+                continue
+            ch = np.fromfile(hi, dtype="<f4")
+            _, ref_h = ref_model.forward(out, padded, key_limit=k)
+            _, plain_h = ref_model.forward(out, padded)
+            err = float(np.abs(ch - ref_h[-1]).max()) if ch.size == ref_h.shape[1] else float("inf")
+            ctrl = float(np.abs(ch - plain_h[-1]).max()) if ch.size == ref_h.shape[1] else 0.0
+            R.result(name, err <= TOL and ctrl > 100 * TOL,
+                     f"n={len(padded)} real={k}: max|dhidden| vs masked reference {err:.2e}; vs the unmasked "
+                     f"sequence {ctrl:.2e} (must differ)")
+
     # ---------------------------------------------- 3. negative controls
     src = os.path.join(a.work, "c_gpt2_tiny_f32")
     if os.path.exists(os.path.join(src, "model.safetensors")):

@@ -194,14 +194,22 @@ MUTATIONS = ("global_only", "rope_interleaved", "kv_tile", "no_attn_scale",
              "attn_scale", "gelu_exact")
 
 
-def gpt2_forward(c, W, ids, mutate=()):
+def pad_keys(mask, key_limit):
+    """Right padding as a Hugging Face attention_mask: keys at positions >= key_limit are hidden
+    from every query (the padding positions' own queries still run, at their positions)."""
+    if key_limit is None:
+        return mask
+    return mask & (torch.arange(mask.shape[1]) < key_limit)[None, :]
+
+
+def gpt2_forward(c, W, ids, mutate=(), key_limit=None):
     n, d, H, hd = len(ids), c["d"], c["H"], c["hd"]
     if n > c["P"]:
         raise ValueError("sequence longer than n_positions")
     act = act_fn("gelu" if "gelu_exact" in mutate else c["act"])
     wte = W("wte.weight", (c["V"], d))
     x = wte[ids] + W("wpe.weight", (c["P"], d))[torch.arange(n)]
-    mask = causal_mask(n)
+    mask = pad_keys(causal_mask(n), key_limit)
     for i in range(c["L"]):
         p = f"h.{i}."
         h = layer_norm(x, W(p + "ln_1.weight", (d,)), W(p + "ln_1.bias", (d,)), c["eps"])
@@ -226,14 +234,14 @@ def gpt2_forward(c, W, ids, mutate=()):
     return hid @ head.T, hid
 
 
-def gpt_neo_forward(c, W, ids, mutate=()):
+def gpt_neo_forward(c, W, ids, mutate=(), key_limit=None):
     n, d, H, hd = len(ids), c["d"], c["H"], c["hd"]
     if n > c["P"]:
         raise ValueError("sequence longer than max_position_embeddings")
     act = act_fn("gelu" if "gelu_exact" in mutate else c["act"])
     wte = W("wte.weight", (c["V"], d))
     x = wte[ids] + W("wpe.weight", (c["P"], d))[torch.arange(n)]
-    gmask, lmask = causal_mask(n), local_mask(n, c["window"])
+    gmask, lmask = pad_keys(causal_mask(n), key_limit), pad_keys(local_mask(n, c["window"]), key_limit)
     for i in range(c["L"]):
         p = f"h.{i}."
         a_ = p + "attn.attention."
@@ -278,12 +286,12 @@ def rotate_interleaved(x):
     return torch.stack([-x2, x1], dim=-1).flatten(-2)
 
 
-def llama_forward(c, W, ids, mutate=()):
+def llama_forward(c, W, ids, mutate=(), key_limit=None):
     n, d, H, KV, hd = len(ids), c["d"], c["H"], c["KV"], c["hd"]
     act = act_fn(c["act"])
     emb = W("embed_tokens.weight", (c["V"], d))
     x = emb[ids]
-    mask = causal_mask(n)
+    mask = pad_keys(causal_mask(n), key_limit)
     cos, sin = rope_cos_sin(n, hd, c["theta"], W.dtype)
     rep = H // KV
     for i in range(c["L"]):
@@ -331,7 +339,7 @@ def llama_forward(c, W, ids, mutate=()):
     return hid @ head.T, hid
 
 
-def forward_tensors(cfg, tensors, ids, dtype=torch.float64, mutate=()):
+def forward_tensors(cfg, tensors, ids, dtype=torch.float64, mutate=(), key_limit=None):
     c = parse_config(cfg)
     ids = torch.as_tensor(list(ids), dtype=torch.long)
     if len(ids) == 0 or int(ids.min()) < 0 or int(ids.max()) >= c["V"]:
@@ -339,11 +347,11 @@ def forward_tensors(cfg, tensors, ids, dtype=torch.float64, mutate=()):
     W = Weights(tensors, c["model_type"], dtype)
     with torch.no_grad():
         if c["model_type"] == "gpt2":
-            lg, hid = gpt2_forward(c, W, ids, mutate)
+            lg, hid = gpt2_forward(c, W, ids, mutate, key_limit)
         elif c["model_type"] == "gpt_neo":
-            lg, hid = gpt_neo_forward(c, W, ids, mutate)
+            lg, hid = gpt_neo_forward(c, W, ids, mutate, key_limit)
         else:
-            lg, hid = llama_forward(c, W, ids, mutate)
+            lg, hid = llama_forward(c, W, ids, mutate, key_limit)
     return lg.double().numpy(), hid.double().numpy()
 
 
@@ -354,9 +362,10 @@ def load(model_dir):
     return cfg, tensors
 
 
-def forward(model_dir, ids, dtype=torch.float64, mutate=()):
+def forward(model_dir, ids, dtype=torch.float64, mutate=(), key_limit=None):
+    """key_limit: ids[key_limit:] are right padding (see pad_keys)."""
     cfg, tensors = load(model_dir)
-    return forward_tensors(cfg, tensors, ids, dtype, mutate)
+    return forward_tensors(cfg, tensors, ids, dtype, mutate, key_limit)
 
 
 # ------------------------------------------------------------------ self test
