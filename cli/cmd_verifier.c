@@ -94,7 +94,10 @@ static const char kTrainHelp[] =
     "                    (the state before it, whose logits gave q: /hidden_prefix, as SPRINTER's code)\n"
     "  --recipe R        sound (default, above) or paper-code: the SPRINTER authors' train.py (Adam lr\n"
     "                    5e-4, 20 epochs, batches of 10, BCE on raw features, a token-level split, the\n"
-    "                    epoch of best test accuracy kept; --l2 unused; use --val-fraction 0.3 as theirs)\n";
+    "                    epoch of best test accuracy kept; --l2 unused; use --val-fraction 0.3 as theirs)\n"
+    "  --padded-batches  with --recipe paper-code --feature prefix: train on the features the authors'\n"
+    "                    right-padded batches gave (a shorter row's state at its batch's last, padded,\n"
+    "                    position; needs the draft named in the collect file)\n";
 
 int cmd_train_verifier(int argc, char **argv) {
     const char *cmd = "train-verifier", *data = NULL, *out = NULL;
@@ -104,7 +107,8 @@ int cmd_train_verifier(int argc, char **argv) {
         {"data", required_argument, 0, 'D'}, {"out", required_argument, 0, 'o'}, {"l2", required_argument, 0, 'l'},
         {"val-fraction", required_argument, 0, 'v'}, {"tau", required_argument, 0, 't'},
         {"seed", required_argument, 0, 's'}, {"feature", required_argument, 0, 'f'},
-        {"recipe", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"recipe", required_argument, 0, 'r'}, {"padded-batches", no_argument, 0, 'P'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
@@ -120,6 +124,7 @@ int cmd_train_verifier(int argc, char **argv) {
                 return 2;
             }
             break;
+        case 'P': t.padded_batches = 1; break;
         case 'D': data = optarg; break;
         case 'o': out = optarg; break;
         case 'l': if (arg_float(cmd, "l2", optarg, 0, 1e6, &t.l2)) return 2; break;

@@ -301,6 +301,7 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
         ts.recipe = s->ver_recipe;
         ts.tau = s->ver_tau;
         ts.feature = s->ver_feature;
+        ts.padded_batches = s->ver_padded_batches;
         ts.seed = s->ver_seed;
         VerifierMetrics m;
         if (c->o->progress) fprintf(stderr, "sweep: verifier for lambda = %g (cache %s)\n", r->dc.lambda, c->o->verifier_cache);

@@ -264,6 +264,8 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         s->ver_tau = d;
     } else if (IS("verifier", "recipe")) {
         if (train_recipe_parse(v, &s->ver_recipe)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
+    } else if (IS("verifier", "padded_batches")) {
+        if (parse_bool(v, &s->ver_padded_batches)) return fail(P, sec, key, "\"%s\" is not true or false", v);
     } else if (IS("verifier", "feature")) {
         if (verifier_feature_parse(v, &s->ver_feature)) return fail(P, sec, key, "\"%s\" is not token or prefix", v);
     } else {
@@ -323,6 +325,7 @@ static void spec_default(SweepSpec *s) {
     s->ver_tau = t.tau;
     s->ver_feature = t.feature;
     s->ver_recipe = t.recipe;
+    s->ver_padded_batches = t.padded_batches;
 }
 
 static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
@@ -340,6 +343,8 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     if (spec_needs_verifier(s) && !s->has_verifier)
         return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier", f);
     if (s->has_verifier && !s->ver_data[0]) return sp_fail(err, "%s: [verifier] data: missing", f);
+    if (s->ver_padded_batches && (s->ver_recipe != RECIPE_PAPER_CODE || s->ver_feature != VF_PREFIX))
+        return sp_fail(err, "%s: [verifier] padded_batches: needs recipe = paper-code and feature = prefix", f);
     for (int i = 0; i < s->n_methods && s->ver_feature != VF_TOKEN; i++)
         if (s->methods[i] == DM_SPECDECPP)
             return sp_fail(err, "%s: [verifier] feature: prefix does not apply to specdecpp (its stopping head scores "
@@ -371,7 +376,8 @@ const char *spec_protocol_name(SpecProtocol p) { return p == PROTOCOL_PAPER_CODE
 /* The authors' code (github MeiyuZhong/SPRINTER, sprinter.py): top_k = 1 (greedy), a round drafts
  * until the verifier rejects or 20 tokens were drafted, only the last is tested, a bonus token
  * follows an accepted one, generation runs until >= max_new tokens; the verifier reads the prefix
- * state. Every setting the spec gives itself stays as given. */
+ * state and trains as train.py does, on right-padded batches. Every setting the spec gives itself
+ * stays as given. */
 static void apply_paper_code_defaults(Parse *P) {
     SweepSpec *s = P->s;
     if (!key_seen(P, "decode.temperature")) s->sampling.temperature = 0.0f;
@@ -387,6 +393,9 @@ static void apply_paper_code_defaults(Parse *P) {
     if (!key_seen(P, "verifier.feature")) s->ver_feature = VF_PREFIX;
     if (!key_seen(P, "decode.label_rule")) s->label_rule = LABEL_PAPER_CODE;
     if (!key_seen(P, "verifier.recipe")) s->ver_recipe = RECIPE_PAPER_CODE;
+    /* their batches were right-padded; the setting exists only for their recipe on the prefix feature */
+    if (!key_seen(P, "verifier.padded_batches"))
+        s->ver_padded_batches = s->ver_feature == VF_PREFIX && s->ver_recipe == RECIPE_PAPER_CODE;
     if (!key_seen(P, "verifier.val_fraction")) s->ver_val_fraction = 0.3; /* train_test_split(test_size=0.3) */
 }
 
@@ -503,6 +512,8 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
         canon_add(b, cap, &k, "verifier_recipe %s\n", train_recipe_name(s->ver_recipe));
     if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_feature != VF_TOKEN) /* absent for the token default */
         canon_add(b, cap, &k, "verifier_feature %s\n", verifier_feature_name(s->ver_feature));
+    if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_padded_batches) /* absent by default */
+        canon_add(b, cap, &k, "verifier_padded_batches 1\n");
     if (k >= cap) return sp_fail(err, "%s: run configuration text too long", s->path);
     sha256_str(b, k, r->hash);
     return 0;

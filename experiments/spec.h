@@ -89,6 +89,8 @@ typedef struct SweepSpec {
     double ver_l2, ver_val_fraction, ver_tau;
     VerifierFeature ver_feature; /* token (default) or prefix: the hidden state the verifier scores */
     TrainRecipe ver_recipe;      /* [verifier] recipe: sound (default) or paper-code (verifier_train.h) */
+    int ver_padded_batches;      /* [verifier] padded_batches: the authors' right-padded batch features
+                                  * (TrainSpec.padded_batches; recipe paper-code, feature prefix) */
     SpecProtocol protocol;       /* [decode] protocol: which defaults the settings above started from */
     LabelRule label_rule;        /* [decode] label_rule: the audit's and the verifier data's labels (rules.h) */
     /* filled by spec_resolve() */

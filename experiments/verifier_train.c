@@ -32,6 +32,11 @@ typedef struct Cols {
     int32_t *token, *pos, *prompt;
     int64_t n, cap;
     int d;
+    /* each row's prefix (the pos tokens before its drafted token), flat: row r's at
+     * prefix_at[r] .. prefix_at[r] + pos[r] of prefix_tok (written as /prefix_ids [n, W]) */
+    int32_t *prefix_tok;
+    int64_t *prefix_at, n_tok, cap_tok;
+    int width; /* W = the longest prefix */
 } Cols;
 
 static int cols_reserve(Cols *c, int64_t more) {
@@ -54,13 +59,44 @@ static int cols_reserve(Cols *c, int64_t more) {
     if (po) c->pos = po;
     int32_t *pr = realloc(c->prompt, (size_t)nc * sizeof *pr);
     if (pr) c->prompt = pr;
-    if (!h || !hp || !q || !p || !l || !t || !po || !pr) return -1;
+    int64_t *pa = realloc(c->prefix_at, (size_t)nc * sizeof *pa);
+    if (pa) c->prefix_at = pa;
+    if (!h || !hp || !q || !p || !l || !t || !po || !pr || !pa) return -1;
     c->cap = nc;
+    return 0;
+}
+
+/* Appends n prefix tokens; -1 when out of memory. */
+static int cols_add_prefix(Cols *c, const int32_t *a, int na, const int32_t *b, int nb) {
+    if (c->n_tok + na + nb > c->cap_tok) {
+        int64_t nc = c->cap_tok ? c->cap_tok : 4096;
+        while (nc < c->n_tok + na + nb) nc *= 2;
+        int32_t *t = realloc(c->prefix_tok, (size_t)nc * sizeof *t);
+        if (!t) return -1;
+        c->prefix_tok = t, c->cap_tok = nc;
+    }
+    memcpy(c->prefix_tok + c->n_tok, a, (size_t)na * sizeof *a);
+    if (nb) memcpy(c->prefix_tok + c->n_tok + na, b, (size_t)nb * sizeof *b);
+    c->n_tok += na + nb;
+    if (na + nb > c->width) c->width = na + nb;
     return 0;
 }
 
 static void cols_free(Cols *c) {
     free(c->hidden), free(c->hidden_prefix), free(c->q), free(c->p), free(c->label), free(c->token), free(c->pos), free(c->prompt);
+    free(c->prefix_tok), free(c->prefix_at);
+}
+
+/* [n, W] prefix ids, -1 after each row's pos tokens; NULL when out of memory. */
+static int32_t *prefix_matrix(const Cols *c) {
+    int32_t *m = malloc((size_t)(c->n ? c->n : 1) * (size_t)c->width * sizeof *m);
+    if (!m) return NULL;
+    for (int64_t r = 0; r < c->n; r++) {
+        int32_t *row = m + (size_t)r * c->width;
+        memcpy(row, c->prefix_tok + c->prefix_at[r], (size_t)c->pos[r] * sizeof *row);
+        for (int j = c->pos[r]; j < c->width; j++) row[j] = -1;
+    }
+    return m;
 }
 
 static int write_collect(const char *out, const CollectSpec *s, const Cols *c, const char *dsha, const char *tsha,
@@ -76,12 +112,19 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
         {"token", H5C_I32, 1, "token id", "drafted token"},
         {"pos", H5C_I32, 1, "position", "position of the drafted token in its sequence"},
         {"prompt_index", H5C_I32, 1, NULL, "index of the prompt in the dataset"},
+        {"prefix_ids", H5C_I32, c->width, "token id",
+         "version 3: the pos tokens before the drafted token (the prompt as fed, then the context), -1 after"},
     };
+    int32_t *prefix = prefix_matrix(c);
+    if (!prefix) return sp_fail(err, "out of memory");
     H5Table t;
-    if (h5t_create(&t, out, cols, (int)(sizeof cols / sizeof *cols), 1024, err)) return -1;
-    const void *data[] = {c->hidden, c->hidden_prefix, c->q, c->p, c->label, c->token, c->pos, c->prompt};
+    if (h5t_create(&t, out, cols, (int)(sizeof cols / sizeof *cols), 1024, err)) {
+        free(prefix);
+        return -1;
+    }
+    const void *data[] = {c->hidden, c->hidden_prefix, c->q, c->p, c->label, c->token, c->pos, c->prompt, prefix};
     int rc = h5t_append(&t, c->n, data, err) || h5t_attr_str(&t, "format", "sprinter-collect", err) ||
-             h5t_attr_i64(&t, "version", 2, err) || h5t_attr_f64(&t, "lambda", s->lambda, err) ||
+             h5t_attr_i64(&t, "version", 3, err) || h5t_attr_f64(&t, "lambda", s->lambda, err) ||
              h5t_attr_str(&t, "draft", s->draft_dir, err) || h5t_attr_str(&t, "target", s->target_dir, err) ||
              h5t_attr_str(&t, "draft_sha256", dsha, err) || h5t_attr_str(&t, "target_sha256", tsha, err) ||
              h5t_attr_str(&t, "data", s->data_path, err) || h5t_attr_str(&t, "data_sha256", datasha, err) ||
@@ -90,6 +133,7 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
              h5t_attr_i64(&t, "top_k", s->sampling.top_k, err) || h5t_attr_f64(&t, "top_p", s->sampling.top_p, err) ||
              h5t_attr_i64(&t, "seed", (int64_t)s->seed, err) ||
              h5t_attr_str(&t, "label_rule", label_rule_name(s->label_rule), err);
+    free(prefix);
     if (rc) {
         h5t_abort(&t);
         return -1;
@@ -150,11 +194,12 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
         DecodeOutput o;
         int drc = use_n > 0 ? decoder_run(dec, &cfg, use, use_n, rng, &o, err) : 1;
         gsl_rng_free(rng);
-        free(ids);
+        if (drc) free(ids);
         if (drc == 1) continue; /* empty prompt: nothing to condition on */
         if (drc) goto done;
         if (cols_reserve(&c, o.n_events)) {
             decode_output_free(&o);
+            free(ids);
             sp_fail(err, "out of memory");
             goto done;
         }
@@ -167,9 +212,18 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
                    (size_t)c.d * sizeof *c.hidden_prefix);
             c.q[r] = e->q, c.p[r] = e->p, c.label[r] = e->label;
             c.token[r] = e->draft_token, c.pos[r] = e->pos, c.prompt[r] = i;
+            c.prefix_at[r] = c.n_tok;
+            if (e->pos < use_n || e->pos > use_n + k || cols_add_prefix(&c, use, use_n, o.tokens, e->pos - use_n)) {
+                decode_output_free(&o);
+                free(ids);
+                sp_fail(err, "%s: prompt %d: event %d at position %d (prompt of %d tokens): %s", s->data_path, i, k,
+                        e->pos, use_n, e->pos < use_n || e->pos > use_n + k ? "position out of order" : "out of memory");
+                goto done;
+            }
             sum->n_acceptable += e->label == 1;
         }
         decode_output_free(&o);
+        free(ids); /* use points into it */
         sum->n_prompts++;
     }
     sum->n_tokens = c.n;
@@ -197,6 +251,7 @@ void train_spec_default(TrainSpec *t) {
     t->seed = 0;
     t->feature = VF_TOKEN;
     t->recipe = RECIPE_SOUND;
+    t->padded_batches = 0;
 }
 
 /* Logistic regression on standardised features x[i] = (h[i] - mu) / sd over rows idx[0..n).
@@ -378,42 +433,206 @@ static int split_rows_by_token(int64_t n, double val_fraction, uint64_t seed, in
     return 0;
 }
 
-/* Accuracy at kAccuracyCut of (w, b) on rows idx (the authors' checkpoint criterion). */
+/* ------------------------------------------------------------------ the authors' padded batches */
+
+enum { kPaperEpochs = 20, kPaperBatch = 10 };
+
+/* The features of RECIPE_PAPER_CODE's batches. Without padding a row's feature is its own state
+ * (h[row]); with padded_batches, in a batch whose longest prefix has L tokens, a row with pos < L
+ * reads the state at position L - 1 of its prefix right-padded with eos (session_probe),
+ * precomputed for every (row, L) the epochs' batches will ask for. */
+typedef struct BatchFeats {
+    const float *h;      /* [n, d] the rows' own features */
+    const int32_t *pos;  /* [n] prefix length; NULL: no padding */
+    int d;
+    int64_t *first;      /* [n + 1] row r's padded features: entries first[r] .. first[r + 1] */
+    int32_t *len;        /* [entries] the batch's longest prefix L, ascending within a row */
+    float *feat;         /* [entries, d] */
+} BatchFeats;
+
+static const float *batch_feature(const BatchFeats *B, int64_t row, int L) {
+    if (!B->pos || B->pos[row] >= L) return B->h + (size_t)row * B->d;
+    int64_t lo = B->first[row], hi = B->first[row + 1] - 1;
+    while (lo < hi) { /* the entry with len == L (it exists: batch_feats_build saw this batch) */
+        int64_t mid = (lo + hi) / 2;
+        if (B->len[mid] < L) lo = mid + 1;
+        else hi = mid;
+    }
+    return B->feat + (size_t)lo * B->d;
+}
+
+/* The longest prefix of rows order[at .. at + nb). */
+static int batch_len(const BatchFeats *B, const int64_t *order, int64_t at, int64_t nb) {
+    int L = 0;
+    for (int64_t k = at; B->pos && k < at + nb; k++) L = B->pos[order[k]] > L ? B->pos[order[k]] : L;
+    return L;
+}
+
+typedef struct Need {
+    int64_t row;
+    int32_t len;
+} Need;
+
+static int cmp_need(const void *a, const void *b) {
+    const Need *x = a, *y = b;
+    if (x->row != y->row) return (x->row > y->row) - (x->row < y->row);
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+/* Every (row, L) of the batches of the given orders (n_orders arrays of n_each rows). */
+static int collect_needs(const BatchFeats *B, int64_t *const *orders, int n_orders, int64_t n_each, Need **needs,
+                         int64_t *n_needs, int64_t *cap) {
+    for (int e = 0; e < n_orders; e++)
+        for (int64_t at = 0; at < n_each; at += kPaperBatch) {
+            int64_t nb = n_each - at < kPaperBatch ? n_each - at : kPaperBatch;
+            int L = batch_len(B, orders[e], at, nb);
+            for (int64_t k = at; k < at + nb; k++) {
+                int64_t row = orders[e][k];
+                if (B->pos[row] >= L) continue;
+                if (*n_needs == *cap) {
+                    Need *nn = realloc(*needs, (size_t)(*cap = *cap ? 2 * *cap : 4096) * sizeof *nn);
+                    if (!nn) return -1;
+                    *needs = nn;
+                }
+                (*needs)[(*n_needs)++] = (Need){row, L};
+            }
+        }
+    return 0;
+}
+
+/* Computes the padded features of the needs (sorted, deduplicated) with the draft: per prompt one
+ * prefill of its longest prefix, then per row (longest first) a truncation to its prefix and one
+ * probe per L. prefix: [n, W] ids; prompt: [n]. */
+static int batch_feats_compute(BatchFeats *B, const Need *nd, int64_t m, int64_t n, const int32_t *prefix, int W,
+                               const int32_t *prompt, const Model *draft, SpErr *err) {
+    int32_t pad = model_config(draft)->eos_id;
+    if (pad < 0) return sp_fail(err, "padded batches: the draft has no eos_token_id to pad with");
+    B->first = calloc((size_t)n + 1, sizeof *B->first);
+    B->len = malloc((size_t)(m ? m : 1) * sizeof *B->len);
+    B->feat = malloc((size_t)(m ? m : 1) * (size_t)B->d * sizeof *B->feat);
+    int64_t *by_pos = malloc((size_t)n * sizeof *by_pos);
+    Session *s = session_new(draft, W, W, err);
+    int rc = s ? 0 : -1;
+    if (rc == 0 && (!B->first || !B->len || !B->feat || !by_pos)) rc = sp_fail(err, "out of memory (padded features)");
+    for (int64_t i = 0; rc == 0 && i < m; i++) B->first[nd[i].row + 1]++, B->len[i] = nd[i].len;
+    for (int64_t r = 0; rc == 0 && r < n; r++) B->first[r + 1] += B->first[r];
+    /* rows ordered by (prompt, pos descending): one prefill per prompt */
+    for (int64_t r = 0; rc == 0 && r < n; r++) by_pos[r] = r;
+    for (int64_t a = 1; rc == 0 && a < n; a++) { /* insertion sort: rows come grouped by prompt already */
+        int64_t x = by_pos[a], b = a;
+        while (b > 0 && (prompt[by_pos[b - 1]] > prompt[x] ||
+                         (prompt[by_pos[b - 1]] == prompt[x] && B->pos[by_pos[b - 1]] < B->pos[x])))
+            by_pos[b] = by_pos[b - 1], b--;
+        by_pos[b] = x;
+    }
+    int64_t head = -1; /* the row whose prefix is prefilled */
+    for (int64_t a = 0; rc == 0 && a < n; a++) {
+        int64_t r = by_pos[a];
+        if (B->first[r] == B->first[r + 1]) continue;
+        const int32_t *ids = prefix + (size_t)r * W;
+        int same = head >= 0 && prompt[head] == prompt[r] &&
+                   !memcmp(prefix + (size_t)head * W, ids, (size_t)B->pos[r] * sizeof *ids);
+        if (!same) {
+            head = r;
+            if (session_truncate(s, 0, err) || session_prefill(s, ids, B->pos[r], NULL, NULL, err)) rc = -1;
+        }
+        if (rc == 0 && session_truncate(s, B->pos[r], err)) rc = -1;
+        for (int64_t i = B->first[r]; rc == 0 && i < B->first[r + 1]; i++) {
+            const float *hid;
+            if (session_probe(s, pad, B->len[i] - 1, &hid, err)) rc = -1;
+            else memcpy(B->feat + (size_t)i * B->d, hid, (size_t)B->d * sizeof *hid);
+        }
+    }
+    free(by_pos);
+    session_free(s);
+    return rc;
+}
+
+static void batch_feats_free(BatchFeats *B) { free(B->first), free(B->len), free(B->feat); }
+
+/* Accuracy at kAccuracyCut of (w, b) on rows idx (the authors' checkpoint criterion), in batches of
+ * order when padded (their test loader: shuffled batches of 10). */
 static double accuracy_of(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n);
+
+static double batch_accuracy(const Verifier *v, const BatchFeats *B, const int8_t *y, const int64_t *order, int64_t n) {
+    int64_t correct = 0;
+    for (int64_t at = 0; at < n; at += kPaperBatch) {
+        int64_t nb = n - at < kPaperBatch ? n - at : kPaperBatch;
+        int L = batch_len(B, order, at, nb);
+        for (int64_t k = at; k < at + nb; k++)
+            correct += verifier_accepts(verifier_score(v, batch_feature(B, order[k], L)), kAccuracyCut) == (y[order[k]] == 1);
+    }
+    return n ? (double)correct / (double)n : 0;
+}
 
 /* The authors' recipe (RECIPE_PAPER_CODE, verifier_train.h) into v (raw features: w, b used as they are).
  * Adam on mean BCE over shuffled batches of kPaperBatch rows for kPaperEpochs epochs; after each epoch the
- * test accuracy, and the parameters of the best epoch (strictly better, as theirs) are kept. */
-enum { kPaperEpochs = 20, kPaperBatch = 10 };
+ * test accuracy, and the parameters of the best epoch (strictly better, as theirs) are kept. The
+ * epochs' orders are drawn first (train from r after the init, test from its own stream), so that
+ * padded features can be computed for exactly the batches that will be seen. */
 static const double kPaperLr = 5e-4, kAdamB1 = 0.9, kAdamB2 = 0.999, kAdamEps = 1e-8;
 
+typedef struct PadInput { /* padded_batches: what batch_feats_compute needs */
+    const int32_t *pos, *prefix, *prompt; /* [n], [n, W], [n] */
+    int W;
+    int64_t n;
+    const Model *draft;
+    Model *owned_draft;
+} PadInput;
+
 static int fit_paper_code(const float *h, const int8_t *y, const int64_t *tr, int64_t ntr, const int64_t *va,
-                          int64_t nva, uint64_t seed, Verifier *v, SpErr *err) {
+                          int64_t nva, uint64_t seed, const PadInput *pad, Verifier *v, SpErr *err) {
     int d = v->d;
     size_t np = (size_t)d + 1; /* theta = (w[0..d), b) */
     double *th = calloc(np, sizeof *th), *m = calloc(np, sizeof *m), *s2 = calloc(np, sizeof *s2);
     double *g = calloc(np, sizeof *g), *best = calloc(np, sizeof *best);
-    int64_t *order = malloc((size_t)ntr * sizeof *order);
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!th || !m || !s2 || !g || !best || !order || !r) {
-        free(th), free(m), free(s2), free(g), free(best), free(order);
-        if (r) gsl_rng_free(r);
-        return sp_fail(err, "out of memory");
+    int64_t *orders[kPaperEpochs], *tests[kPaperEpochs];
+    int ok = th && m && s2 && g && best;
+    for (int e = 0; e < kPaperEpochs; e++) {
+        orders[e] = malloc((size_t)(ntr ? ntr : 1) * sizeof **orders);
+        tests[e] = malloc((size_t)(nva ? nva : 1) * sizeof **tests);
+        ok &= orders[e] && tests[e];
     }
-    gsl_rng_set(r, (unsigned long)(seed ^ (seed >> 32)) + 1);
-    double bound = 1.0 / sqrt((double)d); /* nn.Linear's default init, weight and bias */
-    for (size_t j = 0; j < np; j++) th[j] = (2 * gsl_rng_uniform(r) - 1) * bound;
-    memcpy(best, th, np * sizeof *th);
-    memcpy(order, tr, (size_t)ntr * sizeof *order);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937), *rt = gsl_rng_alloc(gsl_rng_mt19937);
+    BatchFeats B = {.h = h, .d = d, .pos = pad ? pad->pos : NULL};
+    Need *needs = NULL;
+    int64_t n_needs = 0, cap = 0;
+    int rc = ok && r && rt ? 0 : sp_fail(err, "out of memory");
+    if (rc == 0) {
+        gsl_rng_set(r, (unsigned long)(seed ^ (seed >> 32)) + 1);
+        gsl_rng_set(rt, (unsigned long)(seed ^ (seed >> 32)) + 2);
+        double bound = 1.0 / sqrt((double)d); /* nn.Linear's default init, weight and bias */
+        for (size_t j = 0; j < np; j++) th[j] = (2 * gsl_rng_uniform(r) - 1) * bound;
+        memcpy(best, th, np * sizeof *th);
+        for (int e = 0; e < kPaperEpochs; e++) { /* each epoch reshuffles the previous order */
+            memcpy(orders[e], e ? orders[e - 1] : tr, (size_t)ntr * sizeof **orders);
+            gsl_ran_shuffle(r, orders[e], (size_t)ntr, sizeof **orders);
+            memcpy(tests[e], e ? tests[e - 1] : va, (size_t)nva * sizeof **tests);
+            gsl_ran_shuffle(rt, tests[e], (size_t)nva, sizeof **tests);
+        }
+    }
+    if (rc == 0 && pad) {
+        if (collect_needs(&B, orders, kPaperEpochs, ntr, &needs, &n_needs, &cap) ||
+            collect_needs(&B, tests, kPaperEpochs, nva, &needs, &n_needs, &cap)) {
+            rc = sp_fail(err, "out of memory (padded batches)");
+        } else {
+            qsort(needs, (size_t)n_needs, sizeof *needs, cmp_need);
+            int64_t u = 0;
+            for (int64_t i = 0; i < n_needs; i++)
+                if (u == 0 || needs[i].row != needs[u - 1].row || needs[i].len != needs[u - 1].len) needs[u++] = needs[i];
+            rc = batch_feats_compute(&B, needs, u, pad->n, pad->prefix, pad->W, pad->prompt, pad->draft, err);
+        }
+    }
     double best_acc = 0;
     int64_t step = 0;
-    for (int epoch = 0; epoch < kPaperEpochs; epoch++) {
-        gsl_ran_shuffle(r, order, (size_t)ntr, sizeof *order);
+    for (int epoch = 0; rc == 0 && epoch < kPaperEpochs; epoch++) {
+        const int64_t *order = orders[epoch];
         for (int64_t at = 0; at < ntr; at += kPaperBatch) {
             int64_t nb = ntr - at < kPaperBatch ? ntr - at : kPaperBatch;
+            int L = batch_len(&B, order, at, nb);
             memset(g, 0, np * sizeof *g);
             for (int64_t k = at; k < at + nb; k++) { /* d BCE(sigmoid(z), y) / d z = sigmoid(z) - y */
-                const float *x = h + (size_t)order[k] * d;
+                const float *x = batch_feature(&B, order[k], L);
                 double z = th[d];
                 for (int j = 0; j < d; j++) z += th[j] * x[j];
                 double e = 1.0 / (1.0 + exp(-z)) - (y[order[k]] == 1);
@@ -431,17 +650,20 @@ static int fit_paper_code(const float *h, const int8_t *y, const int64_t *tr, in
         }
         for (int j = 0; j < d; j++) v->w[j] = (float)th[j];
         v->b = (float)th[d];
-        double acc = accuracy_of(v, h, y, va, nva);
+        double acc = pad ? batch_accuracy(v, &B, y, tests[epoch], nva) : accuracy_of(v, h, y, va, nva);
         if (acc > best_acc) {
             best_acc = acc;
             memcpy(best, th, np * sizeof *th);
         }
     }
-    for (int j = 0; j < d; j++) v->w[j] = (float)best[j];
-    v->b = (float)best[d];
-    free(th), free(m), free(s2), free(g), free(best), free(order);
-    gsl_rng_free(r);
-    return 0;
+    for (int j = 0; rc == 0 && j < d; j++) v->w[j] = (float)best[j];
+    if (rc == 0) v->b = (float)best[d];
+    free(th), free(m), free(s2), free(g), free(best), free(needs);
+    for (int e = 0; e < kPaperEpochs; e++) free(orders[e]), free(tests[e]);
+    if (r) gsl_rng_free(r);
+    if (rt) gsl_rng_free(rt);
+    batch_feats_free(&B);
+    return rc;
 }
 
 static double accuracy_of(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n) {
@@ -489,6 +711,75 @@ static void metrics_json(const VerifierMetrics *m, double l2, char *buf, size_t 
     cJSON_Delete(j);
 }
 
+/* The prefixes and the draft model for padded_batches, from a version-3 collect file of n rows. */
+static int pad_input_load(hid_t f, const char *path, int64_t n, const char *draft_sha, PadInput *pad, SpErr *err) {
+    char draft[4096], sha[SP_SHA256_HEX];
+    int64_t np, nx;
+    int w, W;
+    int32_t *pos = NULL, *prefix = NULL;
+    if (h5_read_attr_str(f, path, "draft", draft, sizeof draft, err) ||
+        h5_read_column(f, path, "pos", H5C_I32, (void **)&pos, &np, &w, err))
+        return -1;
+    pad->pos = pos;
+    if (h5_read_column(f, path, "prefix_ids", H5C_I32, (void **)&prefix, &nx, &W, err))
+        return sp_err_prefix(err, "padded batches need a version-3 collect file (collect again)");
+    pad->prefix = prefix, pad->W = W, pad->n = n;
+    if (np != n || nx != n || w != 1) return sp_fail(err, "%s: pos and prefix_ids disagree with the other columns in length", path);
+    for (int64_t i = 0; i < n; i++)
+        if (pos[i] < 1 || pos[i] > W || prefix[(size_t)i * W + pos[i] - 1] < 0)
+            return sp_fail(err, "%s: row %lld: pos %d does not fit its prefix_ids (width %d)", path, (long long)i, pos[i], W);
+    if (sha256_model_dir(draft, sha, err)) return sp_err_prefix(err, "%s: attribute draft", path);
+    if (strcmp(sha, draft_sha))
+        return sp_fail(err, "%s: the draft at %s has sha256 %.12s..., the collect file was made with %.12s...", path, draft,
+                       sha, draft_sha);
+    if (!(pad->owned_draft = model_load(draft, err))) return sp_err_prefix(err, "%s", draft);
+    pad->draft = pad->owned_draft;
+    return 0;
+}
+
+static void pad_input_free(PadInput *pad) {
+    free((void *)pad->pos), free((void *)pad->prefix);
+    model_free(pad->owned_draft);
+}
+
+int collect_padded_features(const char *path, const int64_t *rows, const int32_t *lens, int64_t m, float *out,
+                            SpErr *err) {
+    hid_t f = h5_open_read(path, err);
+    if (f < 0) return -1;
+    char draft_sha[SP_SHA256_HEX];
+    PadInput pad = {0};
+    int32_t *prompt = NULL;
+    int64_t n = 0;
+    int w, rc = -1;
+    Need *nd = malloc((size_t)(m ? m : 1) * sizeof *nd);
+    BatchFeats B = {0};
+    if (!nd || h5_read_attr_str(f, path, "draft_sha256", draft_sha, sizeof draft_sha, err) ||
+        h5_read_column(f, path, "prompt_index", H5C_I32, (void **)&prompt, &n, &w, err) ||
+        pad_input_load(f, path, n, draft_sha, &pad, err))
+        goto done;
+    for (int64_t i = 0; i < m; i++) {
+        if (rows[i] < 0 || rows[i] >= n || lens[i] <= pad.pos[rows[i]] || lens[i] > pad.W) {
+            sp_fail(err, "%s: (row %lld, L %d): needs a row and pos < L <= %d", path, (long long)rows[i], lens[i], pad.W);
+            goto done;
+        }
+        nd[i] = (Need){rows[i], lens[i]};
+    }
+    qsort(nd, (size_t)m, sizeof *nd, cmp_need);
+    B.d = model_config(pad.draft)->d_model, B.pos = pad.pos;
+    if (batch_feats_compute(&B, nd, m, n, pad.prefix, pad.W, prompt, pad.draft, err)) goto done;
+    for (int64_t i = 0; i < m; i++) {
+        const float *x = batch_feature(&B, rows[i], lens[i]);
+        memcpy(out + (size_t)i * B.d, x, (size_t)B.d * sizeof *x);
+    }
+    rc = 0;
+done:
+    batch_feats_free(&B);
+    pad_input_free(&pad);
+    free(prompt), free(nd);
+    H5Fclose(f);
+    return rc;
+}
+
 int verifier_train(const char *path, const TrainSpec *t, const char *out_path, VerifierMetrics *m, SpErr *err) {
     memset(m, 0, sizeof *m);
     if (!(t->val_fraction > 0 && t->val_fraction < 1)) return sp_fail(err, "val_fraction %g must be in (0, 1)", t->val_fraction);
@@ -504,6 +795,11 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     char fmt[64], dsha[SP_SHA256_HEX], draft_sha[SP_SHA256_HEX] = "";
     gsl_vector *th = NULL;
     Verifier v = {0};
+    if (t->padded_batches && (t->recipe != RECIPE_PAPER_CODE || t->feature != VF_PREFIX)) {
+        sp_fail(err, "padded batches are the authors' recipe on the prefix feature: need recipe paper-code and feature "
+                     "prefix");
+        goto done;
+    }
     if (h5_read_attr_str(f, path, "format", fmt, sizeof fmt, err)) goto done;
     if (strcmp(fmt, "sprinter-collect") != 0) {
         sp_fail(err, "%s: attribute format is \"%s\", expected \"sprinter-collect\"", path, fmt);
@@ -548,7 +844,12 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
         goto done;
     }
     if (t->recipe == RECIPE_PAPER_CODE) {
-        if (fit_paper_code(h, y, tr, ntr, va, nva, t->seed, &v, err)) goto done;
+        PadInput pad = {0};
+        if (t->padded_batches && pad_input_load(f, path, n, draft_sha, &pad, err)) goto done;
+        pad.prompt = prompt;
+        int frc = fit_paper_code(h, y, tr, ntr, va, nva, t->seed, t->padded_batches ? &pad : NULL, &v, err);
+        pad_input_free(&pad);
+        if (frc) goto done;
         goto fitted;
     }
     for (int64_t k = 0; k < ntr; k++)
@@ -617,16 +918,16 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
         sha256_file(c->data_path, datasha, err))
         return -1;
     char desc[1024];
-    int k = snprintf(desc, sizeof desc, "collect-v2 %s %s %s %s %d %d %.17g %.9g %d %.9g %llu", dsha, tsha, datasha,
+    int k = snprintf(desc, sizeof desc, "collect-v3 %s %s %s %s %d %d %.17g %.9g %d %.9g %llu", dsha, tsha, datasha,
                      c->data_format ? c->data_format : "auto", c->n_prompts, c->max_new, c->lambda,
                      (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
                      (unsigned long long)c->seed);
     if (c->label_rule != LABEL_SOUND) /* absent for the default: keys of older caches stay valid */
         k += snprintf(desc + k, sizeof desc - (size_t)k, " label_rule=%s", label_rule_name(c->label_rule));
     sha256_str(desc, (size_t)k, ckey);
-    k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s%s", t->l2, t->val_fraction,
+    k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s%s%s", t->l2, t->val_fraction,
                   t->tau, (unsigned long long)t->seed, t->feature == VF_PREFIX ? " feature=prefix" : "",
-                  t->recipe == RECIPE_PAPER_CODE ? " recipe=paper-code" : "");
+                  t->recipe == RECIPE_PAPER_CODE ? " recipe=paper-code" : "", t->padded_batches ? " padded" : "");
     sha256_str(desc, strlen(desc), vkey);
     if (sp_mkdir_p(cache_dir, err)) return -1;
     char collect_path[4096];

@@ -7,7 +7,9 @@
  * HDF5 layout (collect file, format "sprinter-collect" version 2):
  *   /hidden [N, d] f32 (the draft's state at the drafted token), /hidden_prefix [N, d] f32 (version 2:
  *   at the position before it, whose logits gave q), /q [N] f32, /p [N] f32, /label [N] i8, /token [N] i32, /pos [N] i32,
- *   /prompt_index [N] i32; root attributes: format, version, lambda, draft, target, draft_sha256,
+ *   /prompt_index [N] i32, /prefix_ids [N, W] i32 (version 3: the pos tokens before the drafted token,
+ *   the prompt as fed then the context, -1 after; W = the longest); root attributes: format, version,
+ *   lambda, draft, target, draft_sha256,
  *   target_sha256, data, data_sha256, n_prompts, max_new, temperature, top_k, top_p, seed.
  *
  * train: logistic regression score = sigmoid(w.h + b) with L2 penalty (on w only) fitted by GSL's
@@ -45,6 +47,12 @@ typedef struct CollectSummary {
 
 int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, SpErr *err);
 
+/* out[m, d]: the padded-batch feature (TrainSpec.padded_batches) of collect row rows[i] in a batch
+ * whose longest prefix has lens[i] > pos tokens, computed the way the trainer does (one prefill
+ * per prompt, a probe per (row, L)); for the tests. */
+int collect_padded_features(const char *path, const int64_t *rows, const int32_t *lens, int64_t m, float *out,
+                            SpErr *err);
+
 /* How the verifier is fitted:
  *   RECIPE_SOUND       L2-regularised logistic regression on standardised features, to convergence
  *                      (GSL BFGS2), split by prompt (no prompt on both sides)
@@ -53,8 +61,8 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
  *                      loss, 20 epochs of shuffled batches of 10, a token-level split (rows of one prompt
  *                      on both sides; theirs is unseeded, this one seeded), the epoch with the best test
  *                      accuracy at 0.5 kept (the test split chooses the checkpoint, so its figures are
- *                      optimistic). Not reproduced: their batches were right-padded, so most training
- *                      rows' feature was the state at a pad position. */
+ *                      optimistic). Their batches were right-padded, so most training rows' feature
+ *                      was the state at a pad position: TrainSpec.padded_batches reproduces that. */
 typedef enum { RECIPE_SOUND = 0, RECIPE_PAPER_CODE } TrainRecipe;
 static inline const char *train_recipe_name(TrainRecipe r) { return r == RECIPE_PAPER_CODE ? "paper-code" : "sound"; }
 /* 0 and *r set when s is "sound" or "paper-code", else -1. */
@@ -72,6 +80,13 @@ typedef struct TrainSpec {
     uint64_t seed;
     VerifierFeature feature; /* which hidden state: token (default, /hidden) or prefix (/hidden_prefix) */
     TrainRecipe recipe;      /* sound (default) or the authors' (see above; l2 unused there) */
+    /* RECIPE_PAPER_CODE with the prefix feature only: train (and pick the epoch) on the features the
+     * authors' right-padded batches gave: in a batch whose longest prefix has L tokens, a shorter row's
+     * feature is the draft's state at position L - 1 of its prefix padded with the draft's eos token,
+     * which attends to the row's own tokens only (session_probe; tokenizer padding=True, index -1).
+     * Needs a version-3 collect file (/prefix_ids) and the draft model named by its "draft" attribute
+     * (its sha256 must match). The reported metrics stay on the inference-time features. */
+    int padded_batches;
 } TrainSpec;
 
 typedef struct VerifierMetrics {

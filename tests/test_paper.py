@@ -7,7 +7,8 @@ sweeps both, merges, scores, runs `sprinter dtv` and analyses. Checks:
   1. report/FINDINGS.md has rows 1-6 and its definitions; index.md has the section "The review's
      questions, answered on this pair"; FINDINGS.tsv parses;
   2. the paper-code runs are what the spec promises: sprinter at temperature 0 with label_rule
-     paper-code, bonus 1, finish_round 1, max_run 19, rounds recorded; the sound ones at temperature 1;
+     paper-code, bonus 1, finish_round 1, max_run 19, a verifier trained on padded batches, rounds
+     recorded; the sound ones at temperature 1;
   3. recomputed here from runs.sqlite (SQL + Python, not the C code): eta_FP / eta_TP of row 1, the
      avg tokens and tau* of row 2 (linear interpolation at 11.10), the sample sizes of row 3 (normal
      quantiles from Python's statistics.NormalDist), the paired log-likelihood differences of row 4
@@ -101,6 +102,10 @@ def check_protocols(t, db):
     t.check(len(pc) == 2 * 2 * 8 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
             "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus, temperature 0, bonus 1, finish_round 1, "
             "max_run 19 (%d runs, first %s)" % (len(pc), pc[:1]))
+    padded = db.execute("SELECT COUNT(*) FROM runs WHERE method = 'sprinter' AND label_rule = 'paper-code' AND "
+                        "config LIKE '%verifier_padded_batches 1%'").fetchone()[0]
+    t.check(padded == len(pc), "paper-code sprinter runs name the padded-batch verifier training in their "
+            "configuration (%d of %d)" % (padded, len(pc)))
     rounds = db.execute("SELECT COUNT(*) FROM prompts p JOIN runs r USING (run_hash) WHERE r.label_rule = "
                         "'paper-code' AND p.rounds > 0").fetchone()[0]
     t.check(rounds == len(pc) * 10, "every paper-code prompt row records its rounds (%d of %d)" % (rounds, len(pc) * 10))

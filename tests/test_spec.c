@@ -135,10 +135,11 @@ static void test_expand(T *t) {
               strstr(a->canon, "bonus 1\nfinish_round 1\n") && !strstr(b->canon, "bonus") &&
               a->dc.label_rule == LABEL_PAPER_CODE && strstr(a->canon, "label_rule paper-code") &&
               s2->ver_recipe == RECIPE_PAPER_CODE && s2->ver_val_fraction == 0.3 &&
-              strstr(a->canon, "verifier_recipe paper-code") &&
+              strstr(a->canon, "verifier_recipe paper-code") && s2->ver_padded_batches == 1 &&
+              strstr(a->canon, "verifier_padded_batches 1") &&
               b->dc.label_rule == LABEL_SOUND && !strstr(b->canon, "label_rule"),
-          "paper-code: greedy, bonus 1, finish_round 1, max_run 19, prefix feature, the authors' label rule (the "
-          "round and the label rule for sprinter only)");
+          "paper-code: greedy, bonus 1, finish_round 1, max_run 19, prefix feature, padded batches, the authors' "
+          "label rule (the round and the label rule for sprinter only)");
     free(r2);
     static const char kPaperOwn[] =
         "[sweep]\nmethods = ar, sd, sprinter\n[models]\ndraft = d\ntarget = t\n"
@@ -150,9 +151,13 @@ static void test_expand(T *t) {
           err.msg);
     a = find(r2, n2, DM_SPRINTER, 2, 1.2, 0.5, 0);
     check(a && a->dc.sampling.temperature == 1 && a->dc.bonus == 0 && a->dc.finish_round == 1 && a->dc.max_run == 5 &&
-              s2->ver_feature == VF_TOKEN,
-          "paper-code: the spec's own temperature, max_run, bonus and feature are kept");
+              s2->ver_feature == VF_TOKEN && s2->ver_padded_batches == 0,
+          "paper-code: the spec's own temperature, max_run, bonus and feature are kept (no padded batches on the "
+          "token feature)");
     free(r2);
+    variant(txt, sizeof txt, "n_prompts = 10\n", "n_prompts = 10\npadded_batches = true\n");
+    check(load(t, "padded", txt, s2, &err) != 0 && strstr(err.msg, "padded_batches") && strstr(err.msg, "paper-code"),
+          "padded_batches on the sound recipe is refused: %s", err.msg);
     variant(txt, sizeof txt, "gamma = 3, 5", "gamma = 3, 5\nfinish_round = 1");
     check(load(t, "finish", txt, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) != 0 && strstr(err.msg, "max_run"),
           "finish_round without a cap is refused at expansion: %s", err.msg);

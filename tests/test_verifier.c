@@ -149,6 +149,98 @@ static void test_planted(const char *work) {
     verifier_free(&v);
 }
 
+/* The collect file's /prefix_ids (version 3) are the contexts the draft saw: consecutive rows of a
+ * prompt extend each other by one token; a fresh forward of a row's prefix gives its /hidden_prefix;
+ * and the trainer's padded-batch features (one prefill per prompt, probes) equal a fresh prefill of
+ * the row's prefix followed by session_probe of the draft's eos at position L - 1. */
+static void test_prefixes(const char *path, const char *draft_dir) {
+    SpErr err = {{0}};
+    hid_t h = h5_open_read(path, &err);
+    int32_t *pos = NULL, *pre = NULL, *pr = NULL;
+    float *hp = NULL;
+    int64_t n1 = 0, n2 = 0, n3 = 0, n4 = 0;
+    int w1, W = 0, w3, d = 0;
+    int ok = h >= 0 && h5_read_column(h, path, "pos", H5C_I32, (void **)&pos, &n1, &w1, &err) == 0 &&
+             h5_read_column(h, path, "prefix_ids", H5C_I32, (void **)&pre, &n2, &W, &err) == 0 &&
+             h5_read_column(h, path, "prompt_index", H5C_I32, (void **)&pr, &n3, &w3, &err) == 0 &&
+             h5_read_column(h, path, "hidden_prefix", H5C_F32, (void **)&hp, &n4, &d, &err) == 0;
+    if (h >= 0) H5Fclose(h);
+    Model *dm = ok ? model_load(draft_dir, &err) : NULL;
+    Session *s = dm ? session_new(dm, W + 1, W + 1, &err) : NULL;
+    check(ok && s && n1 == n2 && n2 == n3 && n3 == n4, "collect v3: pos, prefix_ids [%lld, %d], prompt_index: %s",
+          (long long)n2, W, ok && s ? "read" : err.msg);
+    if (!(ok && s)) goto done;
+    int bad_chain = 0;
+    for (int64_t r = 1; r < n1; r++)
+        if (pr[r] == pr[r - 1])
+            bad_chain += pos[r] != pos[r - 1] + 1 || memcmp(pre + (size_t)r * W, pre + (size_t)(r - 1) * W,
+                                                            (size_t)pos[r - 1] * sizeof *pre) != 0 ||
+                         (pos[r] < W && pre[(size_t)r * W + pos[r]] != -1);
+    check(bad_chain == 0, "prefix_ids: each row extends the previous row of its prompt by one token, -1 after (%d bad)",
+          bad_chain);
+    double max_h = 0;
+    const int64_t some[] = {0, 7, 14, 15, 33, n1 - 1};
+    for (size_t k = 0; k < sizeof some / sizeof *some; k++) {
+        const float *H;
+        int64_t r = some[k];
+        if (session_truncate(s, 0, &err) || session_prefill(s, pre + (size_t)r * W, pos[r], NULL, &H, &err)) break;
+        for (int j = 0; j < d; j++) max_h = fmax(max_h, fabs((double)H[j] - hp[(size_t)r * d + j]));
+    }
+    check(max_h < 1e-4, "a fresh forward of prefix_ids[r] gives hidden_prefix[r] (max |diff| %.2e over 6 rows)", max_h);
+    /* padded features: rows of one prompt (longest first and not), several L, another prompt */
+    int64_t rows[] = {16, 18, 18, 20, 3, 29};
+    int32_t lens[6];
+    for (int k = 0; k < 6; k++) lens[k] = pos[rows[k]] + 1 + (k * 5) % (W - pos[rows[k]] > 0 ? W - pos[rows[k]] : 1);
+    float *got = malloc(6 * (size_t)d * sizeof *got);
+    int rc = got ? collect_padded_features(path, rows, lens, 6, got, &err) : -1;
+    double max_p = 0, max_vs_plain = 0;
+    int32_t eos = model_config(dm)->eos_id;
+    for (int k = 0; rc == 0 && k < 6; k++) {
+        const float *H;
+        int64_t r = rows[k];
+        if (session_truncate(s, 0, &err) || session_prefill(s, pre + (size_t)r * W, pos[r], NULL, NULL, &err) ||
+            session_probe(s, eos, lens[k] - 1, &H, &err)) {
+            rc = -1;
+            break;
+        }
+        for (int j = 0; j < d; j++) {
+            max_p = fmax(max_p, fabs((double)H[j] - got[(size_t)k * d + j]));
+            max_vs_plain = fmax(max_vs_plain, fabs((double)got[(size_t)k * d + j] - hp[(size_t)r * d + j]));
+        }
+    }
+    check(rc == 0 && max_p < 1e-5 && max_vs_plain > 1e-3,
+          "padded-batch features as the trainer computes them == fresh prefill + probe of eos at L - 1 (max |diff| "
+          "%.2e over 6 (row, L)); they differ from the row's own state (%.2e)%s%s", max_p, max_vs_plain, rc ? ": " : "",
+          rc ? err.msg : "");
+    free(got);
+    /* training: padded features change the authors' verifier; the option needs their recipe and feature */
+    TrainSpec t;
+    train_spec_default(&t);
+    t.recipe = RECIPE_PAPER_CODE, t.feature = VF_PREFIX, t.val_fraction = 0.3;
+    char v0[4096], v1[4096];
+    snprintf(v0, sizeof v0, "%s.plain.safetensors", path);
+    snprintf(v1, sizeof v1, "%s.padded.safetensors", path);
+    VerifierMetrics m0, m1;
+    int ok0 = verifier_train(path, &t, v0, &m0, &err) == 0;
+    t.padded_batches = 1;
+    int ok1 = verifier_train(path, &t, v1, &m1, &err) == 0;
+    Verifier a = {0}, b = {0};
+    double dw = 0;
+    if (ok0 && ok1 && verifier_load(v0, &a, &err) == 0 && verifier_load(v1, &b, &err) == 0) {
+        for (int j = 0; j < a.d; j++) dw = fmax(dw, fabs((double)a.w[j] - b.w[j]));
+        verifier_free(&a), verifier_free(&b);
+    }
+    check(ok0 && ok1 && dw > 1e-6, "paper-code recipe with padded batches trains, and to other weights (max |dw| %.2e)%s%s",
+          dw, ok0 && ok1 ? "" : ": ", ok0 && ok1 ? "" : err.msg);
+    t.recipe = RECIPE_SOUND;
+    int refused = verifier_train(path, &t, v1, &m1, &err) != 0 && strstr(err.msg, "paper-code");
+    check(refused, "padded batches with the sound recipe are refused: %s", err.msg);
+done:
+    session_free(s);
+    model_free(dm);
+    free(pos), free(pre), free(pr), free(hp);
+}
+
 static void test_collect(const char *work, const char *tokdir) {
     char dd[1024], td[1024], data[1024], out[1024];
     snprintf(dd, sizeof dd, "%s/draft", work);
@@ -203,6 +295,7 @@ static void test_collect(const char *work, const char *tokdir) {
           bad);
     if (h >= 0) H5Fclose(h);
     free(q), free(p), free(lab), free(hid);
+    test_prefixes(out, dd);
     /* a verifier trains on it and the cache finds it again without recomputing */
     TrainSpec t;
     train_spec_default(&t);
