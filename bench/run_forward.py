@@ -165,7 +165,7 @@ def merge(name, source, c, t, s):
     for k in ("tokens_per_s", "tokens_per_s_median", "decode_step_ms_median", "roofline_tokens_per_s",
               "roofline_fraction", "prefill_tokens_per_s", "peak_rss_mb", "bandwidth_gbs", "verify_ms", "stream"):
         r[k] = c.get(k)
-    for g in range(1, 9):
+    for g in range(1, s["max_gamma"] + 1):
         r[f"verify_cost_ratio_g{g}"] = c.get(f"verify_cost_ratio_g{g}")
     r["pytorch_tokens_per_s"] = r["speedup_vs_pytorch"] = None
     if t:
