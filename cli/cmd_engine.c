@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "fsutil.h"
 #include "jsonutil.h"
+#include "gguf.h"
 #include "model.h"
 #include "presets.h"
 #include "sampling.h"
@@ -465,6 +466,51 @@ int cmd_info(int argc, char **argv) {
            arch_name(c->arch), c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff,
            c->max_pos, c->tie_embeddings, (long long)model_n_params(m), (long long)model_weight_bytes(m));
     model_free(m);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ export-gguf */
+
+static const char kGgufHelp[] =
+    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16]\n"
+    "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2 and Llama; GPT-Neo is refused: llama.cpp has\n"
+    "  no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
+    "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/gguf.h).\n"
+    "  --dtype  matrices in f32 (default), f16 or bf16 (round to nearest even); norms and biases stay f32\n";
+
+int cmd_export_gguf(int argc, char **argv) {
+    const char *cmd = "export-gguf", *dir = NULL, *out = NULL;
+    DType dt = DT_F32;
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"out", required_argument, 0, 'o'},
+                                         {"dtype", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'm': dir = optarg; break;
+        case 'o': out = optarg; break;
+        case 'd':
+            if (!strcmp(optarg, "f32")) dt = DT_F32;
+            else if (!strcmp(optarg, "f16")) dt = DT_F16;
+            else if (!strcmp(optarg, "bf16")) dt = DT_BF16;
+            else {
+                fprintf(stderr, "sprinter export-gguf: --dtype: \"%s\" is not f32, f16 or bf16\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': fputs(kGgufHelp, stdout); return 0;
+        default: return arg_bad_option(cmd, argv);
+        }
+    }
+    if (!dir || !out) {
+        fprintf(stderr, "sprinter export-gguf: need --model and --out\n");
+        return 2;
+    }
+    SpErr err = {{0}};
+    GgufSummary s;
+    if (gguf_export(dir, out, dt, &s, &err)) return fail(cmd, &err);
+    printf("wrote %s: %d tensors, %d tokens, %d merges, %lld bytes\n", out, s.n_tensors, s.n_tokens, s.n_merges,
+           (long long)s.bytes);
     return 0;
 }
 

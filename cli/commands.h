@@ -9,6 +9,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_init_random(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_export_gguf(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);

@@ -41,6 +41,43 @@ static inline float bf16_to_float(uint16_t h) {
     return f;
 }
 
+static uint16_t float_to_bf16(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    b += 0x7fff + ((b >> 16) & 1); /* round to nearest even (finite values) */
+    return (uint16_t)(b >> 16);
+}
+
+static uint16_t float_to_half(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint32_t sign = (b >> 16) & 0x8000;
+    int32_t exp = (int32_t)((b >> 23) & 0xff) - 127 + 15;
+    uint32_t man = b & 0x7fffff;
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++; /* may carry into the exponent: correct */
+    return (uint16_t)h;
+}
+
+void narrow(const float *src, size_t n, DType t, void *dst) {
+    uint16_t *h = dst;
+    switch (t) {
+    case DT_F32: memmove(dst, src, n * sizeof *src); break;
+    case DT_F16: for (size_t i = 0; i < n; i++) h[i] = float_to_half(src[i]); break;
+    case DT_BF16: for (size_t i = 0; i < n; i++) h[i] = float_to_bf16(src[i]); break;
+    }
+}
+
 void widen(const void *src, DType t, size_t off, size_t n, float *dst) {
     switch (t) {
     case DT_F32: memcpy(dst, (const float *)src + off, n * sizeof(float)); break;

@@ -12,6 +12,9 @@
 
 /* Widen n stored values of dtype t starting at element offset `off` of src into dst[n]. */
 void widen(const void *src, DType t, size_t off, size_t n, float *dst);
+/* The reverse: n floats to dtype t in dst, rounding to nearest even (f16: subnormals kept, overflow to
+ * infinity). dst may alias src for DT_F32. */
+void narrow(const float *src, size_t n, DType t, void *dst);
 
 /* A weight matrix W with logical shape [in, out] for y = x W, stored either as
  * [out, in] (nn.Linear, out_major = 1) or [in, out] (GPT-2 Conv1D, out_major = 0). */

@@ -160,7 +160,7 @@ int model_tensor_specs(const ModelConfig *cfg, TensorSpec **out, int *n, SpErr *
 
 /* Finds a tensor under its canonical name or the prefix variants real checkpoints use
  * (original gpt2 files have no "transformer." prefix; some exports drop "model."). */
-static const StEntry *find_tensor(const StArchive *st, const char *name) {
+const StEntry *model_find_tensor(const StArchive *st, const char *name) {
     const StEntry *e = st_find(st, name);
     if (e) return e;
     static const char *const prefixes[] = {"transformer.", "model."};
@@ -183,7 +183,7 @@ static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
 
 /* Looks up spec, checks dtype and shape, returns a view. */
 static int bind(Model *m, const TensorSpec *spec, Tensor *t, SpErr *err) {
-    const StEntry *e = find_tensor(&m->st, spec->name);
+    const StEntry *e = model_find_tensor(&m->st, spec->name);
     if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(m), spec->name);
     const char *file = st_entry_file(&m->st, e);
     if (e->dtype == ST_F32) t->dtype = DT_F32;

@@ -70,6 +70,11 @@ typedef struct TensorSpec {
 
 /* Fills *out (malloc'd, caller frees) with the n tensors the config needs. */
 int model_tensor_specs(const ModelConfig *cfg, TensorSpec **out, int *n, SpErr *err);
+/* A TensorSpec's tensor in an opened checkpoint: the exact name, else without its "transformer." /
+ * "model." prefix (checkpoints saved from the base model class); NULL if absent. */
+struct StArchive;
+struct StEntry;
+const struct StEntry *model_find_tensor(const struct StArchive *st, const char *name);
 
 /* Loads dir/config.json and dir/model.safetensors (or the sharded form named by
  * dir/model.safetensors.index.json). Shapes are checked against the config. */

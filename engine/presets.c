@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "jsonutil.h"
+#include "kernels.h"
 #include "safetensors.h"
 
 /* Real shapes are those of the public checkpoints' config.json files. */
@@ -139,34 +140,6 @@ typedef struct FillCtx {
     float *scratch; /* one tensor in f32 */
 } FillCtx;
 
-static uint16_t float_to_bf16(float f) {
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    b += 0x7fff + ((b >> 16) & 1); /* round to nearest even (values here are finite) */
-    return (uint16_t)(b >> 16);
-}
-
-static uint16_t float_to_half(float f) {
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    uint32_t sign = (b >> 16) & 0x8000;
-    int32_t exp = (int32_t)((b >> 23) & 0xff) - 127 + 15;
-    uint32_t man = b & 0x7fffff;
-    if (exp >= 31) return (uint16_t)(sign | 0x7c00);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        man |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1))) half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
-    uint32_t rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++; /* may carry into the exponent: correct */
-    return (uint16_t)h;
-}
-
 static int fill_tensor(void *vctx, int i, void *buf, size_t nbytes, SpErr *err) {
     (void)err;
     FillCtx *c = vctx;
@@ -177,11 +150,7 @@ static int fill_tensor(void *vctx, int i, void *buf, size_t nbytes, SpErr *err) 
         double z = gsl_ran_gaussian_ziggurat(c->rng, c->std);
         v[k] = (float)(s->role == TR_NORM_WEIGHT ? 1.0 + z : z);
     }
-    uint16_t *h = buf;
-    if (c->dtype == DT_F16)
-        for (size_t k = 0; k < n; k++) h[k] = float_to_half(v[k]);
-    else if (c->dtype == DT_BF16)
-        for (size_t k = 0; k < n; k++) h[k] = float_to_bf16(v[k]);
+    if (c->dtype != DT_F32) narrow(v, n, c->dtype, buf);
     (void)nbytes;
     return 0;
 }

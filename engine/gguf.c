@@ -1,0 +1,465 @@
+/* gguf.c - Hugging Face checkpoint -> GGUF v3 for llama.cpp (see gguf.h). */
+#include "gguf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "jsonutil.h"
+#include "kernels.h"
+#include "safetensors.h"
+
+#define GGUF_ALIGN 32
+#define GGUF_MAX_NAME 64 /* ggml's GGML_MAX_NAME, the terminating NUL included */
+enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };      /* gguf_type */
+enum { GT_F32 = 0, GT_F16 = 1, GT_BF16 = 30 };                                              /* ggml_type */
+enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_UNUSED = 5 };                                    /* llama_token_type */
+
+/* ------------------------------------------------------------------ a growable byte buffer */
+
+typedef struct Buf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} Buf;
+
+static void put(Buf *b, const void *src, size_t n) {
+    if (b->oom) return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->n + n) nc *= 2;
+        unsigned char *q = realloc(b->p, nc);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q, b->cap = nc;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+static void put_u32(Buf *b, uint32_t v) { put(b, &v, 4); } /* little-endian host (x86-64, aarch64) */
+static void put_u64(Buf *b, uint64_t v) { put(b, &v, 8); }
+static void put_str(Buf *b, const char *s) {
+    put_u64(b, strlen(s));
+    put(b, s, strlen(s));
+}
+
+/* Metadata: the key, its type, its value. */
+typedef struct Meta {
+    Buf b;
+    uint64_t n_kv;
+} Meta;
+
+static void kv_head(Meta *m, const char *key, uint32_t type) {
+    put_str(&m->b, key);
+    put_u32(&m->b, type);
+    m->n_kv++;
+}
+static void kv_u32(Meta *m, const char *key, uint32_t v) { kv_head(m, key, GV_U32), put_u32(&m->b, v); }
+static void kv_f32(Meta *m, const char *key, float v) { kv_head(m, key, GV_F32), put(&m->b, &v, 4); }
+static void kv_bool(Meta *m, const char *key, int v) {
+    unsigned char c = (unsigned char)(v != 0);
+    kv_head(m, key, GV_BOOL), put(&m->b, &c, 1);
+}
+static void kv_str(Meta *m, const char *key, const char *v) { kv_head(m, key, GV_STRING), put_str(&m->b, v); }
+static void kv_arr_head(Meta *m, const char *key, uint32_t elem, uint64_t n) {
+    kv_head(m, key, GV_ARRAY);
+    put_u32(&m->b, elem);
+    put_u64(&m->b, n);
+}
+
+/* ------------------------------------------------------------------ the tokenizer */
+
+typedef struct Vocab {
+    char **tok;    /* [n] byte-level token strings (NULL: no entry for that id) */
+    int32_t *type; /* [n] */
+    int n;
+    char **merges;
+    int n_merges;
+} Vocab;
+
+static void vocab_free(Vocab *v) {
+    for (int i = 0; v->tok && i < v->n; i++) free(v->tok[i]);
+    for (int i = 0; v->merges && i < v->n_merges; i++) free(v->merges[i]);
+    free(v->tok), free(v->type), free(v->merges);
+    memset(v, 0, sizeof *v);
+}
+
+static int set_token(Vocab *v, const char *file, const char *s, long long id, SpErr *err) {
+    if (id < 0 || id >= v->n) return sp_fail(err, "%s: token \"%.40s\" has id %lld outside [0, %d)", file, s, id, v->n);
+    if (v->tok[id]) return sp_fail(err, "%s: id %lld is given to two tokens", file, id);
+    if (!(v->tok[id] = strdup(s))) return sp_fail(err, "out of memory");
+    v->type[id] = TOK_NORMAL;
+    return 0;
+}
+
+static int add_merge(Vocab *v, const char *s, int cap) {
+    if (v->n_merges == cap) return 0; /* counted beforehand: never reached */
+    return (v->merges[v->n_merges++] = strdup(s)) ? 0 : -1;
+}
+
+/* vocab.json (token -> id) and merges.txt ("a b" lines after an optional #version line). */
+static int read_vocab_merges(const char *dir, Vocab *v, SpErr *err) {
+    char path[4200], mpath[4200];
+    if (sp_path_join(path, sizeof path, dir, "vocab.json", err) || sp_path_join(mpath, sizeof mpath, dir, "merges.txt", err))
+        return -1;
+    cJSON *j = sp_json_load(path, (size_t)64 << 20, err);
+    if (!j) return -1;
+    int rc = 0;
+    if (!cJSON_IsObject(j)) rc = sp_fail(err, "%s: not a JSON object of token -> id", path);
+    for (const cJSON *e = j->child; rc == 0 && e; e = e->next) {
+        if (!cJSON_IsNumber(e)) rc = sp_fail(err, "%s: token \"%.40s\": id is not a number", path, e->string);
+        else rc = set_token(v, path, e->string, (long long)e->valuedouble, err);
+    }
+    cJSON_Delete(j);
+    if (rc) return rc;
+    size_t len;
+    char *text = sp_read_file(mpath, (size_t)256 << 20, &len, err);
+    if (!text) return -1;
+    int cap = 1;
+    for (size_t i = 0; i < len; i++) cap += text[i] == '\n';
+    if (!(v->merges = calloc((size_t)cap, sizeof *v->merges))) rc = sp_fail(err, "out of memory");
+    int line = 0;
+    for (char *s = text, *nl; rc == 0 && s < text + len; s = nl + 1) {
+        nl = strchr(s, '\n');
+        if (!nl) nl = text + len;
+        *nl = '\0';
+        line++;
+        size_t k = strlen(s);
+        if (k && s[k - 1] == '\r') s[--k] = '\0';
+        if (k == 0 || (line == 1 && !strncmp(s, "#version", 8))) continue;
+        const char *sp = strchr(s + 1, ' ');
+        if (!sp || sp[1] == '\0' || strchr(sp + 1, ' ')) rc = sp_fail(err, "%s:%d: not a merge \"a b\"", mpath, line);
+        else if (add_merge(v, s, cap)) rc = sp_fail(err, "out of memory");
+    }
+    free(text);
+    return rc;
+}
+
+/* tokenizer.json: model.vocab, model.merges ("a b" strings or [a, b] pairs), added_tokens. */
+static int read_tokenizer_json(const char *dir, Vocab *v, SpErr *err) {
+    char path[4200];
+    if (sp_path_join(path, sizeof path, dir, "tokenizer.json", err)) return -1;
+    cJSON *j = sp_json_load(path, (size_t)256 << 20, err);
+    if (!j) return -1;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    const cJSON *vocab = model ? cJSON_GetObjectItemCaseSensitive(model, "vocab") : NULL;
+    const cJSON *merges = model ? cJSON_GetObjectItemCaseSensitive(model, "merges") : NULL;
+    const cJSON *type = model ? cJSON_GetObjectItemCaseSensitive(model, "type") : NULL;
+    int rc = 0;
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE") || !cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
+        rc = sp_fail(err, "%s: model: expected a BPE model with a vocab object and a merges array", path);
+    for (const cJSON *e = rc ? NULL : vocab->child; rc == 0 && e; e = e->next)
+        rc = cJSON_IsNumber(e) ? set_token(v, path, e->string, (long long)e->valuedouble, err)
+                               : sp_fail(err, "%s: model.vocab[\"%.40s\"] is not a number", path, e->string);
+    int cap = rc ? 0 : cJSON_GetArraySize(merges);
+    if (rc == 0 && !(v->merges = calloc((size_t)(cap ? cap : 1), sizeof *v->merges))) rc = sp_fail(err, "out of memory");
+    for (const cJSON *m = rc ? NULL : merges->child; rc == 0 && m; m = m->next) {
+        char pair[1024];
+        if (cJSON_IsString(m)) snprintf(pair, sizeof pair, "%s", m->valuestring);
+        else if (cJSON_IsArray(m) && cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) && cJSON_IsString(m->child->next))
+            snprintf(pair, sizeof pair, "%s %s", m->child->valuestring, m->child->next->valuestring);
+        else rc = sp_fail(err, "%s: model.merges[%d]: not \"a b\" nor [a, b]", path, v->n_merges);
+        if (rc == 0 && add_merge(v, pair, cap)) rc = sp_fail(err, "out of memory");
+    }
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(j, "added_tokens");
+    for (const cJSON *a = cJSON_IsArray(added) ? added->child : NULL; rc == 0 && a; a = a->next) {
+        long long id;
+        const char *content;
+        if (sp_json_int(a, path, "id", 0, v->n - 1, 0, 0, &id, err) || sp_json_str(a, path, "content", 0, &content, err)) {
+            rc = -1;
+            break;
+        }
+        if (!v->tok[id]) rc = set_token(v, path, content, id, err);
+        const cJSON *special = cJSON_GetObjectItemCaseSensitive(a, "special");
+        if (rc == 0 && cJSON_IsTrue(special)) v->type[id] = TOK_CONTROL;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* The model's vocabulary as llama.cpp wants it: n = config vocab_size entries. */
+static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *err) {
+    v->n = c->vocab_size;
+    v->tok = calloc((size_t)v->n, sizeof *v->tok);
+    v->type = calloc((size_t)v->n, sizeof *v->type);
+    if (!v->tok || !v->type) return sp_fail(err, "out of memory");
+    char path[4200];
+    if (sp_path_join(path, sizeof path, dir, "vocab.json", err)) return -1;
+    int rc = access(path, R_OK) == 0 ? read_vocab_merges(dir, v, err) : read_tokenizer_json(dir, v, err);
+    if (rc) return rc;
+    if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_CONTROL;
+    if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_CONTROL;
+    for (int i = 0; i < v->n; i++) /* an entry per id, with a unique text (llama.cpp asserts it) */
+        if (!v->tok[i]) {
+            char pad[32];
+            snprintf(pad, sizeof pad, "[PAD%d]", i);
+            if (!(v->tok[i] = strdup(pad))) return sp_fail(err, "out of memory");
+            v->type[i] = TOK_UNUSED;
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ tensors */
+
+typedef enum { X_COPY = 0, X_TRANSPOSE, X_ROPE_PERMUTE } Xform;
+
+typedef struct GTensor {
+    char name[GGUF_MAX_NAME];
+    const StEntry *src;
+    int ndim;
+    int64_t ne[2];  /* ne[0]: the contiguous row length */
+    DType dtype;
+    Xform xform;
+    int heads;      /* X_ROPE_PERMUTE: heads of this projection */
+    uint64_t offset, nbytes;
+} GTensor;
+
+typedef struct Plan {
+    GTensor *t;
+    int n, cap;
+} Plan;
+
+static size_t dtype_size(DType t) { return t == DT_F32 ? 4 : 2; }
+static uint32_t ggml_type(DType t) { return t == DT_F32 ? GT_F32 : t == DT_F16 ? GT_F16 : GT_BF16; }
+
+/* Adds the HF tensor hf as GGUF tensor gname of ne = {ne0, ne1} (ne1 = 0: 1-D). */
+static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gname, int64_t ne0, int64_t ne1, DType dtype,
+                    Xform x, int heads, SpErr *err) {
+    const StEntry *e = model_find_tensor(st, hf);
+    if (!e) return sp_fail(err, "model.safetensors: missing tensor %s", hf);
+    if (e->numel != ne0 * (ne1 ? ne1 : 1))
+        return sp_fail(err, "model.safetensors: %s has %lld values, expected %lld", hf, (long long)e->numel,
+                       (long long)(ne0 * (ne1 ? ne1 : 1)));
+    if (e->dtype != ST_F32 && e->dtype != ST_F16 && e->dtype != ST_BF16)
+        return sp_fail(err, "model.safetensors: %s has dtype %s (F32, F16 or BF16 expected)", hf, st_dtype_name(e->dtype));
+    if (p->n == p->cap) {
+        GTensor *nt = realloc(p->t, (size_t)(p->cap = p->cap ? 2 * p->cap : 64) * sizeof *nt);
+        if (!nt) return sp_fail(err, "out of memory");
+        p->t = nt;
+    }
+    GTensor *t = &p->t[p->n++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", gname);
+    t->src = e, t->ndim = ne1 ? 2 : 1, t->ne[0] = ne0, t->ne[1] = ne1;
+    t->dtype = ne1 ? dtype : DT_F32; /* norms and biases stay F32 */
+    t->xform = x, t->heads = heads;
+    t->nbytes = (uint64_t)(ne0 * (ne1 ? ne1 : 1)) * dtype_size(t->dtype);
+    return 0;
+}
+
+static int plan_llama(Plan *p, const StArchive *st, const ModelConfig *c, DType dt, SpErr *err) {
+    int64_t E = c->d_model, V = c->vocab_size, F = c->d_ff, Q = (int64_t)c->n_heads * c->head_dim,
+            K = (int64_t)c->n_kv_heads * c->head_dim;
+    char hf[128], g[GGUF_MAX_NAME];
+    int rc = plan_add(p, st, "model.embed_tokens.weight", "token_embd.weight", E, V, dt, X_COPY, 0, err);
+    for (int i = 0; rc == 0 && i < c->n_layers; i++) {
+        const struct {
+            const char *hf, *g;
+            int64_t ne0, ne1;
+            Xform x;
+            int heads;
+        } L[] = {{"input_layernorm.weight", "attn_norm.weight", E, 0, X_COPY, 0},
+                 {"self_attn.q_proj.weight", "attn_q.weight", E, Q, X_ROPE_PERMUTE, c->n_heads},
+                 {"self_attn.k_proj.weight", "attn_k.weight", E, K, X_ROPE_PERMUTE, c->n_kv_heads},
+                 {"self_attn.v_proj.weight", "attn_v.weight", E, K, X_COPY, 0},
+                 {"self_attn.o_proj.weight", "attn_output.weight", Q, E, X_COPY, 0},
+                 {"post_attention_layernorm.weight", "ffn_norm.weight", E, 0, X_COPY, 0},
+                 {"mlp.gate_proj.weight", "ffn_gate.weight", E, F, X_COPY, 0},
+                 {"mlp.up_proj.weight", "ffn_up.weight", E, F, X_COPY, 0},
+                 {"mlp.down_proj.weight", "ffn_down.weight", F, E, X_COPY, 0}};
+        for (size_t k = 0; rc == 0 && k < sizeof L / sizeof *L; k++) {
+            snprintf(hf, sizeof hf, "model.layers.%d.%s", i, L[k].hf);
+            snprintf(g, sizeof g, "blk.%d.%s", i, L[k].g);
+            rc = plan_add(p, st, hf, g, L[k].ne0, L[k].ne1, dt, L[k].x, L[k].heads, err);
+        }
+    }
+    if (rc == 0) rc = plan_add(p, st, "model.norm.weight", "output_norm.weight", E, 0, dt, X_COPY, 0, err);
+    if (rc == 0 && !c->tie_embeddings) rc = plan_add(p, st, "lm_head.weight", "output.weight", E, V, dt, X_COPY, 0, err);
+    return rc;
+}
+
+static int plan_gpt2(Plan *p, const StArchive *st, const ModelConfig *c, DType dt, SpErr *err) {
+    int64_t E = c->d_model, V = c->vocab_size, F = c->d_ff;
+    char hf[128], g[GGUF_MAX_NAME];
+    int rc = plan_add(p, st, "transformer.wte.weight", "token_embd.weight", E, V, dt, X_COPY, 0, err);
+    if (rc == 0) rc = plan_add(p, st, "transformer.wpe.weight", "position_embd.weight", E, c->max_pos, dt, X_COPY, 0, err);
+    for (int i = 0; rc == 0 && i < c->n_layers; i++) {
+        const struct {
+            const char *hf, *g;
+            int64_t ne0, ne1;
+            Xform x;
+        } L[] = {{"ln_1.weight", "attn_norm.weight", E, 0, X_COPY},        {"ln_1.bias", "attn_norm.bias", E, 0, X_COPY},
+                 {"attn.c_attn.weight", "attn_qkv.weight", E, 3 * E, X_TRANSPOSE},
+                 {"attn.c_attn.bias", "attn_qkv.bias", 3 * E, 0, X_COPY},
+                 {"attn.c_proj.weight", "attn_output.weight", E, E, X_TRANSPOSE},
+                 {"attn.c_proj.bias", "attn_output.bias", E, 0, X_COPY},    {"ln_2.weight", "ffn_norm.weight", E, 0, X_COPY},
+                 {"ln_2.bias", "ffn_norm.bias", E, 0, X_COPY},             {"mlp.c_fc.weight", "ffn_up.weight", E, F, X_TRANSPOSE},
+                 {"mlp.c_fc.bias", "ffn_up.bias", F, 0, X_COPY},           {"mlp.c_proj.weight", "ffn_down.weight", F, E, X_TRANSPOSE},
+                 {"mlp.c_proj.bias", "ffn_down.bias", E, 0, X_COPY}};
+        for (size_t k = 0; rc == 0 && k < sizeof L / sizeof *L; k++) {
+            snprintf(hf, sizeof hf, "transformer.h.%d.%s", i, L[k].hf);
+            snprintf(g, sizeof g, "blk.%d.%s", i, L[k].g);
+            rc = plan_add(p, st, hf, g, L[k].ne0, L[k].ne1, dt, L[k].x, 0, err);
+        }
+    }
+    if (rc == 0) rc = plan_add(p, st, "transformer.ln_f.weight", "output_norm.weight", E, 0, dt, X_COPY, 0, err);
+    if (rc == 0) rc = plan_add(p, st, "transformer.ln_f.bias", "output_norm.bias", E, 0, dt, X_COPY, 0, err);
+    if (rc == 0 && !c->tie_embeddings) rc = plan_add(p, st, "lm_head.weight", "output.weight", E, V, dt, X_COPY, 0, err);
+    return rc;
+}
+
+static DType st_to_dtype(StDType t) { return t == ST_F16 ? DT_F16 : t == ST_BF16 ? DT_BF16 : DT_F32; }
+
+/* The GGUF data of t (rows of ne[0] values, ne[1] rows) into out, via f32 in work / work2. */
+static void convert(const GTensor *t, float *work, float *work2, void *out) {
+    size_t n = (size_t)t->src->numel, cols = (size_t)t->ne[0], rows = t->ndim == 2 ? (size_t)t->ne[1] : 1;
+    widen(t->src->data, st_to_dtype(t->src->dtype), 0, n, work);
+    const float *src = work;
+    if (t->xform == X_TRANSPOSE) { /* HF [cols][rows] (Conv1D [in, out]) -> [rows][cols] */
+        for (size_t r = 0; r < rows; r++)
+            for (size_t k = 0; k < cols; k++) work2[r * cols + k] = work[k * rows + r];
+        src = work2;
+    } else if (t->xform == X_ROPE_PERMUTE) { /* per head of d rows: row 2i + j <- HF row j d/2 + i */
+        size_t d = rows / (size_t)t->heads, half = d / 2;
+        for (size_t h = 0; h < (size_t)t->heads; h++)
+            for (size_t i = 0; i < half; i++)
+                for (size_t j = 0; j < 2; j++)
+                    memcpy(work2 + (h * d + 2 * i + j) * cols, work + (h * d + j * half + i) * cols, cols * sizeof *work);
+        src = work2;
+    }
+    narrow(src, n, t->dtype, out);
+}
+
+/* ------------------------------------------------------------------ writing */
+
+static void write_metadata(Meta *m, const ModelConfig *c, const char *name, DType dt, const Vocab *v) {
+    const char *arch = c->arch == ARCH_LLAMA ? "llama" : "gpt2";
+    char k[96];
+#define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", arch, suffix), k)
+    kv_str(m, "general.architecture", arch);
+    kv_str(m, "general.name", name);
+    kv_u32(m, "general.file_type", dt == DT_F32 ? 0 : dt == DT_F16 ? 1 : 32);
+    kv_u32(m, KEY("context_length"), (uint32_t)c->max_pos);
+    kv_u32(m, KEY("embedding_length"), (uint32_t)c->d_model);
+    kv_u32(m, KEY("block_count"), (uint32_t)c->n_layers);
+    kv_u32(m, KEY("feed_forward_length"), (uint32_t)c->d_ff);
+    kv_u32(m, KEY("attention.head_count"), (uint32_t)c->n_heads);
+    if (c->arch == ARCH_LLAMA) {
+        kv_u32(m, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
+        kv_f32(m, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
+        kv_f32(m, KEY("rope.freq_base"), c->rope_theta);
+        kv_u32(m, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
+        kv_u32(m, KEY("vocab_size"), (uint32_t)c->vocab_size);
+        if (c->head_dim * c->n_heads != c->d_model) {
+            kv_u32(m, KEY("attention.key_length"), (uint32_t)c->head_dim);
+            kv_u32(m, KEY("attention.value_length"), (uint32_t)c->head_dim);
+        }
+    } else {
+        kv_f32(m, KEY("attention.layer_norm_epsilon"), c->norm_eps);
+    }
+#undef KEY
+    kv_str(m, "tokenizer.ggml.model", "gpt2");
+    kv_str(m, "tokenizer.ggml.pre", "gpt-2");
+    kv_arr_head(m, "tokenizer.ggml.tokens", GV_STRING, (uint64_t)v->n);
+    for (int i = 0; i < v->n; i++) put_str(&m->b, v->tok[i]);
+    kv_arr_head(m, "tokenizer.ggml.token_type", GV_I32, (uint64_t)v->n);
+    for (int i = 0; i < v->n; i++) put_u32(&m->b, (uint32_t)v->type[i]);
+    kv_arr_head(m, "tokenizer.ggml.merges", GV_STRING, (uint64_t)v->n_merges);
+    for (int i = 0; i < v->n_merges; i++) put_str(&m->b, v->merges[i]);
+    if (c->bos_id >= 0) kv_u32(m, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_id);
+    if (c->eos_id >= 0) kv_u32(m, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_id);
+    kv_bool(m, "tokenizer.ggml.add_bos_token", c->arch == ARCH_LLAMA);
+    kv_bool(m, "tokenizer.ggml.add_eos_token", 0);
+}
+
+static uint64_t pad_to(uint64_t n) { return (n + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN; }
+
+static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
+
+static int write_padding(FILE *f, uint64_t n) {
+    static const unsigned char zeros[GGUF_ALIGN] = {0};
+    return n ? write_all(f, zeros, (size_t)n) : 0;
+}
+
+static int write_file(FILE *f, const Meta *m, const Plan *p, SpErr *err, const char *tmp) {
+    Buf h = {0};
+    put(&h, "GGUF", 4);
+    put_u32(&h, 3);
+    put_u64(&h, (uint64_t)p->n);
+    put_u64(&h, m->n_kv);
+    put(&h, m->b.p, m->b.n);
+    uint64_t off = 0, max_n = 0;
+    for (int i = 0; i < p->n; i++) {
+        GTensor *t = &p->t[i];
+        put_str(&h, t->name);
+        put_u32(&h, (uint32_t)t->ndim);
+        for (int d = 0; d < t->ndim; d++) put_u64(&h, (uint64_t)t->ne[d]);
+        put_u32(&h, ggml_type(t->dtype));
+        put_u64(&h, off);
+        t->offset = off;
+        off += pad_to(t->nbytes);
+        if ((uint64_t)t->src->numel > max_n) max_n = (uint64_t)t->src->numel;
+    }
+    float *work = malloc(max_n * sizeof *work), *work2 = malloc(max_n * sizeof *work2);
+    void *out = malloc(max_n * sizeof(float));
+    int rc = h.oom || !work || !work2 || !out ? sp_fail(err, "out of memory") : 0;
+    if (rc == 0 && (write_all(f, h.p, h.n) || write_padding(f, pad_to(h.n) - h.n))) rc = sp_fail(err, "%s: write failed", tmp);
+    for (int i = 0; rc == 0 && i < p->n; i++) {
+        const GTensor *t = &p->t[i];
+        convert(t, work, work2, out);
+        if (write_all(f, out, (size_t)t->nbytes) || write_padding(f, pad_to(t->nbytes) - t->nbytes))
+            rc = sp_fail(err, "%s: write failed (tensor %s)", tmp, t->name);
+    }
+    free(h.p), free(work), free(work2), free(out);
+    return rc;
+}
+
+int gguf_export(const char *model_dir, const char *out_path, DType dtype, GgufSummary *sum, SpErr *err) {
+    memset(sum, 0, sizeof *sum);
+    char path[4200], tmp[4300];
+    ModelConfig c;
+    if (sp_path_join(path, sizeof path, model_dir, "config.json", err) || config_load(path, &c, err)) return -1;
+    StArchive st = {0};
+    Vocab v = {0};
+    Plan p = {0};
+    Meta m = {0};
+    FILE *f = NULL;
+    int rc = 0;
+    if (c.arch == ARCH_GPTNEO)
+        rc = sp_fail(err, "%s: GPT-Neo: llama.cpp has no GPT-Neo architecture to export to", path);
+    else if (c.arch == ARCH_GPT2 && c.scale_attn_by_layer)
+        rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's gpt2 does not scale by layer", path);
+    else if (c.arch == ARCH_LLAMA && c.head_dim % 2)
+        rc = sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c.head_dim);
+    if (rc == 0) rc = sp_output_check(out_path, err) || st_open_dir(model_dir, &st, err) || read_vocab(model_dir, &c, &v, err);
+    if (rc == 0) rc = c.arch == ARCH_LLAMA ? plan_llama(&p, &st, &c, dtype, err) : plan_gpt2(&p, &st, &c, dtype, err);
+    if (rc == 0) {
+        const char *base = strrchr(model_dir, '/');
+        char name[256];
+        snprintf(name, sizeof name, "%s", base && base[1] ? base + 1 : model_dir);
+        write_metadata(&m, &c, name, dtype, &v);
+        if (m.b.oom) rc = sp_fail(err, "out of memory");
+    }
+    if (rc == 0 && !(f = sp_output_fopen_tmp(out_path, tmp, sizeof tmp, err))) rc = -1;
+    if (rc == 0) rc = write_file(f, &m, &p, err, tmp);
+    if (f) {
+        if (fclose(f) != 0 && rc == 0) rc = sp_fail(err, "%s: write failed", tmp);
+        if (rc == 0) rc = sp_output_commit(tmp, out_path, err);
+        else unlink(tmp);
+    }
+    if (rc == 0) {
+        sum->n_tensors = p.n, sum->n_tokens = v.n, sum->n_merges = v.n_merges;
+        FILE *g = fopen(out_path, "rb");
+        if (g && fseek(g, 0, SEEK_END) == 0) sum->bytes = ftell(g);
+        if (g) fclose(g);
+    }
+    free(m.b.p), free(p.t);
+    vocab_free(&v);
+    st_close(&st);
+    config_free(&c);
+    return rc;
+}

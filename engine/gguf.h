@@ -1,0 +1,42 @@
+/* gguf.h - export a Hugging Face checkpoint directory (config.json, safetensors, a byte-level BPE
+ * tokenizer) to a GGUF v3 file that llama.cpp loads (`sprinter export-gguf`).
+ *
+ * GGUF v3 (ggml's gguf.h / gguf.cpp): "GGUF", u32 version 3, i64 tensor count, i64 key count; keys
+ * as (string, i32 type, value), arrays as (i32 element type, u64 count, elements); strings as u64
+ * length + bytes; tensor infos as (name, u32 n_dims, i64 ne[n_dims] with ne[0] the contiguous row
+ * length, i32 ggml type, u64 offset from the data section); then zero padding to 32 bytes and the
+ * data, each tensor padded to 32 and placed at the offset its info names.
+ *
+ * Architectures (llama.cpp's own names and shapes):
+ *   llama  token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate,
+ *          ffn_up, ffn_down}, output_norm, output (absent when tied). HF's q_proj / k_proj rows are
+ *          permuted from rotate_half to llama.cpp's adjacent-pair RoPE: within each head (k: each
+ *          KV head) of dimension d, output row 2i + j is HF row j d/2 + i (i < d/2, j in {0, 1}).
+ *   gpt2   token_embd, position_embd, blk.N.{attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up,
+ *          ffn_down} with biases, output_norm, output (absent when tied); HF's Conv1D weights
+ *          ([in, out]) are transposed to [out, in].
+ *   GPT-Neo is refused: llama.cpp has no GPT-Neo architecture.
+ * Norm weights and biases are stored as F32 whatever the dtype; matrices in the chosen dtype (f32,
+ * f16 or bf16, rounded to nearest even from the checkpoint's values).
+ * Tokenizer: tokenizer.ggml.model "gpt2", pre "gpt-2" (the GPT-2 pre-tokenizer regex), tokens and
+ * merges as the byte-level strings of vocab.json + merges.txt (else tokenizer.json), token types 1
+ * normal, 3 control (added special tokens, bos, eos), 5 unused (ids the vocabulary lacks, named
+ * [PADn]); bos / eos ids from config.json; add_bos_token true for llama (as this engine's encoder
+ * adds BOS for Llama), false for gpt2.
+ * The file is written to OUT.tmp and renamed; nothing is left behind on error. */
+#ifndef SP_GGUF_H
+#define SP_GGUF_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "model.h"
+
+typedef struct GgufSummary {
+    int n_tensors, n_tokens, n_merges;
+    int64_t bytes;
+} GgufSummary;
+
+int gguf_export(const char *model_dir, const char *out_path, DType dtype, GgufSummary *sum, SpErr *err);
+
+#endif
