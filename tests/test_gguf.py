@@ -3,7 +3,7 @@ production implementation written apart from this engine, a second forward-pass 
 tests/oracle/ref_model.py).
 
 1. installs node-llama-cpp@3.21.1 and its linux-x64 binaries (optional GPU builds left out) into
-   WORK/npm (once; exit 77 = skipped when node/npm are missing or the install fails);
+   WORK/npm (once; exit 77 = skipped when node >= 20 or npm is missing or the install fails);
 2. exports to GGUF (f32): the trained regime pair (Llama, GQA, untied / tied), the trained default
    target (GPT-2), and random-init Llama (GQA, head_dim 32) and GPT-2 (untied head) checkpoints
    carrying the same 2048-token tokenizer;
@@ -44,6 +44,10 @@ def install(npm_dir, src):
     if os.path.exists(os.path.join(npm_dir, "node_modules", "node-llama-cpp", "package.json")):
         return True
     if not shutil.which("node") or not shutil.which("npm"):
+        return False
+    v = sh(["node", "--version"]).stdout.strip().lstrip("v").split(".")
+    if not v[0].isdigit() or int(v[0]) < 20:  # node-llama-cpp 3.21.1: engines node >= 20
+        print("node %s: node-llama-cpp needs >= 20" % ".".join(v))
         return False
     r = sh(["npm", "i", "-E", "--omit=optional", "--no-audit", "--no-fund", "--ignore-scripts", *NPM_PKGS], cwd=npm_dir)
     if r.returncode != 0:
