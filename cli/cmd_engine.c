@@ -472,23 +472,26 @@ int cmd_info(int argc, char **argv) {
 /* ------------------------------------------------------------------ export-gguf */
 
 static const char kGgufHelp[] =
-    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16]\n"
+    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16] [--tokenizer DIR]\n"
     "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2 and Llama; GPT-Neo is refused: llama.cpp has\n"
     "  no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
     "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/gguf.h).\n"
-    "  --dtype  matrices in f32 (default), f16 or bf16 (round to nearest even); norms and biases stay f32\n";
+    "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even); norms and biases stay f32\n"
+    "  --tokenizer  the directory of vocab.json + merges.txt or tokenizer.json (default: the model's); ids\n"
+    "               it lacks are written as unused [PADn] tokens (for random-init checkpoints)\n";
 
 int cmd_export_gguf(int argc, char **argv) {
-    const char *cmd = "export-gguf", *dir = NULL, *out = NULL;
+    const char *cmd = "export-gguf", *dir = NULL, *out = NULL, *tok = NULL;
     DType dt = DT_F32;
     static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"out", required_argument, 0, 'o'},
-                                         {"dtype", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+                                         {"dtype", required_argument, 0, 'd'}, {"tokenizer", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
         case 'm': dir = optarg; break;
         case 'o': out = optarg; break;
+        case 't': tok = optarg; break;
         case 'd':
             if (!strcmp(optarg, "f32")) dt = DT_F32;
             else if (!strcmp(optarg, "f16")) dt = DT_F16;
@@ -508,7 +511,7 @@ int cmd_export_gguf(int argc, char **argv) {
     }
     SpErr err = {{0}};
     GgufSummary s;
-    if (gguf_export(dir, out, dt, &s, &err)) return fail(cmd, &err);
+    if (gguf_export(dir, tok, out, dt, &s, &err)) return fail(cmd, &err);
     printf("wrote %s: %d tensors, %d tokens, %d merges, %lld bytes\n", out, s.n_tensors, s.n_tokens, s.n_merges,
            (long long)s.bytes);
     return 0;

@@ -418,7 +418,8 @@ static int write_file(FILE *f, const Meta *m, const Plan *p, SpErr *err, const c
     return rc;
 }
 
-int gguf_export(const char *model_dir, const char *out_path, DType dtype, GgufSummary *sum, SpErr *err) {
+int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path, DType dtype, GgufSummary *sum,
+                SpErr *err) {
     memset(sum, 0, sizeof *sum);
     char path[4200], tmp[4300];
     ModelConfig c;
@@ -435,7 +436,7 @@ int gguf_export(const char *model_dir, const char *out_path, DType dtype, GgufSu
         rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's gpt2 does not scale by layer", path);
     else if (c.arch == ARCH_LLAMA && c.head_dim % 2)
         rc = sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c.head_dim);
-    if (rc == 0) rc = sp_output_check(out_path, err) || st_open_dir(model_dir, &st, err) || read_vocab(model_dir, &c, &v, err);
+    if (rc == 0) rc = sp_output_check(out_path, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
     if (rc == 0) rc = c.arch == ARCH_LLAMA ? plan_llama(&p, &st, &c, dtype, err) : plan_gpt2(&p, &st, &c, dtype, err);
     if (rc == 0) {
         const char *base = strrchr(model_dir, '/');

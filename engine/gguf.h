@@ -37,6 +37,9 @@ typedef struct GgufSummary {
     int64_t bytes;
 } GgufSummary;
 
-int gguf_export(const char *model_dir, const char *out_path, DType dtype, GgufSummary *sum, SpErr *err);
+/* tok_dir: where the tokenizer files are (NULL: model_dir); ids of the model's vocabulary it lacks
+ * become unused [PADn] entries (random-init checkpoints of real shapes carry no tokenizer). */
+int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path, DType dtype, GgufSummary *sum,
+                SpErr *err);
 
 #endif
