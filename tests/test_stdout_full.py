@@ -33,6 +33,7 @@ def typical(w):
         "logits": ["--model", t, "--ids", "1,2"],
         "init-random": ["--arch", "gpt2", "--preset", "tiny", "--seed", "1", "--out", os.path.join(w, "ir{n}")],
         "info": ["--model", t],
+        "export-gguf": ["--model", t, "--out", os.path.join(w, "g{n}.gguf")],
         "sweep": [os.path.join(w, "s.ini"), "--out", os.path.join(w, "sw{n}")],
         "merge": ["--out", os.path.join(w, "merged{n}"), os.path.join(w, "res")],
         "summary": [os.path.join(w, "res")],
