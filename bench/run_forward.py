@@ -192,6 +192,24 @@ def fmt(x, f="{:.1f}"):
     return "–" if x is None else f.format(x)
 
 
+def llamacpp_rows(path, doc):
+    """llama.cpp beside the table, from `make -f Makefile.bench llamacpp` (bench/bench_llamacpp.py) when
+    it has run: its and the engine's greedy decode at this run's thread count, measured there in paired
+    reps (not in this process)."""
+    if not os.path.exists(path):
+        return []
+    rows = [r for r in json.load(open(path))["rows"] if r["kind"] == "decode" and r["threads"] == doc["threads"]]
+    if not rows:
+        return []
+    L = ["", f"llama.cpp on the same weights (GGUF export; llamacpp.json, {doc['threads']} thread(s), median of paired "
+         "reps, greedy decode):", "", "| model | dtype | engine tok/s | llama.cpp tok/s | engine / llama.cpp |",
+         "|---|---|---:|---:|---:|"]
+    for r in rows:
+        L.append(f"| {r['model']} | {r['dtype']} | {r['engine_tok_s']['median']:.1f} | {r['llamacpp_tok_s']['median']:.1f} "
+                 f"| {r['ratio']:.2f}x |")
+    return L
+
+
 def write_md(path, doc):
     m = doc["machine"]
     L = ["# Forward-pass benchmark", "",
@@ -222,6 +240,7 @@ def write_md(path, doc):
             f"{fmt(r['prefill_tokens_per_s'], '{:.0f}')} / {fmt(r.get('pytorch_prefill_tokens_per_s'), '{:.0f}')} | "
             f"{fmt(r['peak_rss_mb'], '{:.0f}')} / {fmt(r.get('pytorch_peak_rss_mb'), '{:.0f}')} | "
             f"{fmt(r['bandwidth_gbs'])} |")
+    L += llamacpp_rows(os.path.join(os.path.dirname(path), "llamacpp.json"), doc)
     bf = [r for r in doc["models"] if len(r.get("pytorch_by_dtype", {})) > 1]
     if bf:
         L += ["", "PyTorch by compute dtype (for bf16 checkpoints; f32 widens the weights once at load):", ""]

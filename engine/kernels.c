@@ -293,21 +293,29 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
 
 #ifdef SP_HAVE_X86_KERNELS
 /* One pass of the panel kernel: R input rows against one panel (KERNEL_PANEL = 4 x 16 outputs);
- * writes y[r, 0 .. nout) (the caller offsets y to the panel's first output). */
-#define SP_PANEL(R)                                                                                         \
-    __attribute__((target("avx512f"))) static void pnl_r##R(const float *panel, int in, const float *x, int ldx, \
-                                                           float *y, int ldy, int nout) {                   \
+ * writes y[r, 0 .. nout) (the caller offsets y to the panel's first output). The panel holds f32,
+ * or bf16 / f16 widened to f32 in registers (exact: a bf16 is the top half of its f32; vcvtph2ps), so
+ * a 16-bit panel streams half the bytes for the same arithmetic. LOAD(w, v) gives the 16 floats of
+ * panel-row elements 16 v .. 16 v + 15; ROW_BYTES is one panel row's size (the prefetch stride). */
+#define PNL_LOAD_F32(w, v) _mm512_load_ps((const float *)(w) + 16 * (v))
+#define PNL_LOAD_BF16(w, v)                                                                                 \
+    _mm512_castsi512_ps(_mm512_slli_epi32(                                                                  \
+        _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)((const uint16_t *)(w) + 16 * (v)))), 16))
+#define PNL_LOAD_F16(w, v) _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)((const uint16_t *)(w) + 16 * (v))))
+#define SP_PANEL(NAME, R, ELEM, LOAD)                                                                       \
+    __attribute__((target("avx512f"))) static void NAME##_r##R(const void *panel_v, int in, const float *x, int ldx, \
+                                                              float *y, int ldy, int nout) {                \
+        const ELEM *panel = panel_v;                                                                        \
         __m512 acc[R][4];                                                                                   \
         _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
         for (int i = 0; i < in; i++) {                                                                      \
-            const float *w = panel + (size_t)i * KERNEL_PANEL;                                              \
+            const ELEM *w = panel + (size_t)i * KERNEL_PANEL;                                               \
             __m512 wv[4];                                                                                   \
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                          \
-                wv[v] = _mm512_load_ps(w + 16 * v);                                                         \
-                /* 16 panel rows (4 kB) ahead; prefetching past the end never faults */                     \
-                _mm_prefetch((const char *)(w + 16 * KERNEL_PANEL + 16 * v), _MM_HINT_T0);                 \
-            }                                                                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) wv[v] = LOAD(w, v);                        \
+            /* 16 panel rows ahead; prefetching past the end never faults */                               \
+            for (size_t b = 0; b < KERNEL_PANEL * sizeof(ELEM); b += 64)                                    \
+                _mm_prefetch((const char *)(w + 16 * KERNEL_PANEL) + b, _MM_HINT_T0);                      \
             _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
                 __m512 xb = _mm512_set1_ps(x[(size_t)r * ldx + i]);                                         \
                 _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(wv[v], xb, acc[r][v]); \
@@ -321,10 +329,17 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
                 _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
             }                                                                                               \
     }
-SP_PANEL(1) SP_PANEL(2) SP_PANEL(3) SP_PANEL(4) SP_PANEL(5) SP_PANEL(6) SP_PANEL(7) SP_PANEL(8) SP_PANEL(9)
-typedef void (*PanelFn)(const float *panel, int in, const float *x, int ldx, float *y, int ldy, int nout);
-static const PanelFn kPanelPass[KERNEL_PANEL_ROWS + 1] = {NULL,   pnl_r1, pnl_r2, pnl_r3, pnl_r4,
-                                                           pnl_r5, pnl_r6, pnl_r7, pnl_r8, pnl_r9};
+#define SP_PANEL_ALL(NAME, ELEM, LOAD)                                                                      \
+    SP_PANEL(NAME, 1, ELEM, LOAD) SP_PANEL(NAME, 2, ELEM, LOAD) SP_PANEL(NAME, 3, ELEM, LOAD)               \
+    SP_PANEL(NAME, 4, ELEM, LOAD) SP_PANEL(NAME, 5, ELEM, LOAD) SP_PANEL(NAME, 6, ELEM, LOAD)               \
+    SP_PANEL(NAME, 7, ELEM, LOAD) SP_PANEL(NAME, 8, ELEM, LOAD) SP_PANEL(NAME, 9, ELEM, LOAD)
+SP_PANEL_ALL(pnl, float, PNL_LOAD_F32)
+SP_PANEL_ALL(pnl_bf16, uint16_t, PNL_LOAD_BF16)
+SP_PANEL_ALL(pnl_f16, uint16_t, PNL_LOAD_F16)
+typedef void (*PanelFn)(const void *panel, int in, const float *x, int ldx, float *y, int ldy, int nout);
+#define SP_PANEL_TABLE(NAME) {NULL, NAME##_r1, NAME##_r2, NAME##_r3, NAME##_r4, NAME##_r5, NAME##_r6, NAME##_r7, NAME##_r8, NAME##_r9}
+static const PanelFn kPanelPass[3][KERNEL_PANEL_ROWS + 1] = {SP_PANEL_TABLE(pnl), SP_PANEL_TABLE(pnl_f16),
+                                                              SP_PANEL_TABLE(pnl_bf16)}; /* by DType */
 #endif
 
 int kernel_panel_supported(void) {
@@ -335,39 +350,42 @@ int kernel_panel_supported(void) {
 #endif
 }
 
-size_t panel_floats(int in, int out) {
+size_t panel_elems(int in, int out) {
     return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * KERNEL_PANEL * (size_t)in;
 }
 
-void panel_pack(const float *W, int in, int out, int out_major, float *panels) {
+void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *panels) {
     int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
-    for (int p = 0; p < n_panels; p++) {
-        float *dst = panels + (size_t)p * KERNEL_PANEL * in;
+    size_t es = dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
+    const char *src = W;
+    char *dst = panels;
+    for (int p = 0; p < n_panels; p++)
         for (int i = 0; i < in; i++)
             for (int j = 0; j < KERNEL_PANEL; j++) {
                 int o = p * KERNEL_PANEL + j;
-                dst[(size_t)i * KERNEL_PANEL + j] =
-                    o >= out ? 0.0f : out_major ? W[(size_t)o * in + i] : W[(size_t)i * out + o];
+                char *d = dst + (((size_t)p * in + (size_t)i) * KERNEL_PANEL + (size_t)j) * es;
+                if (o >= out) memset(d, 0, es); /* 0.0 in every dtype */
+                else memcpy(d, src + (out_major ? (size_t)o * in + i : (size_t)i * out + o) * es, es);
             }
-    }
 }
 
-void matmul_panels(const float *panels, int in, int out, const float *x, int n, int ldx, float *y, int ldy, int p0,
-                   int p1) {
+void matmul_panels(const void *panels, DType dt, int in, int out, const float *x, int n, int ldx, float *y, int ldy,
+                   int p0, int p1) {
 #ifdef SP_HAVE_X86_KERNELS
+    size_t es = dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
+    const PanelFn *pass = kPanelPass[dt];
     int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS; /* balanced: 10 rows -> 5 + 5 */
     for (int p = p0; p < p1; p++) {
         int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
-        const float *panel = panels + (size_t)p * KERNEL_PANEL * in;
+        const char *panel = (const char *)panels + (size_t)p * KERNEL_PANEL * in * es;
         for (int g = 0, r0 = 0; g < passes; g++) { /* the panel stays in L2 between passes */
             int rows = (n - r0 + (passes - g) - 1) / (passes - g);
-            kPanelPass[rows](panel, in, x + (size_t)r0 * ldx, ldx, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy,
-                             nout);
+            pass[rows](panel, in, x + (size_t)r0 * ldx, ldx, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout);
             r0 += rows;
         }
     }
 #else
-    (void)panels, (void)in, (void)out, (void)x, (void)n, (void)ldx, (void)y, (void)ldy, (void)p0, (void)p1;
+    (void)panels, (void)dt, (void)in, (void)out, (void)x, (void)n, (void)ldx, (void)y, (void)ldy, (void)p0, (void)p1;
 #endif
 }
 
@@ -534,14 +552,14 @@ static void linear_panels(const LinearW *L, const float *x, int n, int ldx, floa
     int n_panels = (L->out + KERNEL_PANEL - 1) / KERNEL_PANEL;
     int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
     if (T <= 1 || n_panels < 2) {
-        matmul_panels(L->w, L->in, L->out, x, n, ldx, y, ldy, 0, n_panels);
+        matmul_panels(L->w, L->dtype, L->in, L->out, x, n, ldx, y, ldy, 0, n_panels);
         return;
     }
 #pragma omp parallel num_threads(T)
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
         int p0 = (int)((long)n_panels * t / nt), p1 = (int)((long)n_panels * (t + 1) / nt);
-        if (p0 < p1) matmul_panels(L->w, L->in, L->out, x, n, ldx, y, ldy, p0, p1);
+        if (p0 < p1) matmul_panels(L->w, L->dtype, L->in, L->out, x, n, ldx, y, ldy, p0, p1);
     }
 }
 

@@ -26,7 +26,7 @@ typedef struct LinearW {
     const float *bias; /* [out] or NULL */
     int few_rows;      /* 1: out-major, of a dtype matmul_few_rows runs on this CPU (decided once, by the
                         * loader); linear() then takes that kernel for <= KERNEL_MAX_ROWS rows */
-    int panels;        /* 1: f32 packed into KERNEL_PANEL-wide panels (panel_pack; the loader decides, on a
+    int panels;        /* 1: packed into KERNEL_PANEL-wide panels of its dtype (panel_pack; the loader decides, on a
                         * CPU with AVX-512); linear() then takes matmul_panels for every row count */
 } LinearW;
 
@@ -67,15 +67,16 @@ void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float
 #define KERNEL_PANEL_ROWS 9 /* input rows one pass holds in registers (8, 9 spill a few to L1) */
 /* 1 when this CPU runs the panel kernel (AVX-512F). */
 int kernel_panel_supported(void);
-/* Floats of the packed copy of an [out, in] matrix: ceil(out / P) P in. */
-size_t panel_floats(int in, int out);
-/* Packs W into panels: W out-major [out, in] (out_major = 1) or in-major [in, out] (GPT-2 Conv1D). */
-void panel_pack(const float *W, int in, int out, int out_major, float *panels);
+/* Elements of the packed copy of an [out, in] matrix: ceil(out / P) P in. */
+size_t panel_elems(int in, int out);
+/* Packs W (dtype dt, kept as it is: f32, f16 or bf16) into panels: W out-major [out, in] (out_major
+ * = 1) or in-major [in, out] (GPT-2 Conv1D). panels: 64-byte aligned. */
+void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *panels);
 /* y[r, o] = x[r, :] . W[o, :] for r < n (any n >= 1; passes of <= KERNEL_PANEL_ROWS rows), outputs of
  * panels [p0, p1) (o < out). x: [n, in] (row stride ldx); y: [n, *] (row stride ldy). Needs
  * kernel_panel_supported(). */
-void matmul_panels(const float *panels, int in, int out, const float *x, int n, int ldx, float *y, int ldy, int p0,
-                   int p1);
+void matmul_panels(const void *panels, DType dt, int in, int out, const float *x, int n, int ldx, float *y, int ldy,
+                   int p0, int p1);
 
 /* dst[cols, rows] = src[rows, cols]^T for elem-byte elements (the loader stores Conv1D weights
  * out-major). */

@@ -346,25 +346,26 @@ static int kernel_matrices(Model *m, LinearW **out) {
  * the panel kernel's per-panel passes (measured on the default draft: 27.5k vs 21.6k tokens/s). */
 #define PANEL_MIN_BYTES ((size_t)256 << 10)
 
-/* The packed layout a matrix gets: panels for f32 on an AVX-512 CPU (the broadcast kernel, any row
- * count) when it is not L2-sized. A tied LM head is packed too; the embedding lookup then keeps
- * reading its rows from the file map (a few rows per token). */
+/* The packed layout a matrix gets: panels of its own dtype (f32, or f16 / bf16 widened in registers)
+ * on an AVX-512 CPU (the broadcast kernel, any row count) when it is not L2-sized. A tied LM head is
+ * packed too; the embedding lookup then keeps reading its rows from the file map (a few rows per
+ * token). */
 static int packs_to_panels(const Model *m, const LinearW *L) {
     (void)m;
-    return L->dtype == DT_F32 && kernel_panel_supported() &&
-           (size_t)L->in * (size_t)L->out * sizeof(float) >= PANEL_MIN_BYTES;
+    return kernel_panel_supported() && (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype) >= PANEL_MIN_BYTES;
 }
 
 /* Arena bytes of matrix L in its new layout, rounded up to ARENA_ALIGN. */
 static size_t arena_bytes(const Model *m, const LinearW *L) {
-    size_t bytes = packs_to_panels(m, L) ? panel_floats(L->in, L->out) * sizeof(float)
-                                         : (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype);
+    size_t bytes = (packs_to_panels(m, L) ? panel_elems(L->in, L->out) : (size_t)L->in * (size_t)L->out) *
+                   dtype_bytes(L->dtype);
     return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
 }
 
 /* The kernel's matrices move from the file map into one owned arena in their stored dtype, 64-byte
- * aligned, backed by transparent huge pages where the kernel allows: f32 matrices packed into panels
- * for the broadcast kernel (kernels.h) where the CPU has AVX-512, every other one out-major (GPT-2's
+ * aligned, backed by transparent huge pages where the kernel allows: matrices of >= PANEL_MIN_BYTES
+ * (f32, f16, bf16) packed into panels for the broadcast kernel (kernels.h) where the CPU has AVX-512,
+ * every other one out-major (GPT-2's
  * Conv1D [in, out] is transposed) for the few-row kernel. Both kernels stream their layout
  * sequentially, and 4 kB pages cost them ~20% of their bandwidth (TLB misses; hardware prefetchers
  * stop at page boundaries). The stored pages are dropped as each matrix is copied, so peak RSS stays
@@ -392,7 +393,7 @@ static int relayout_weights(Model *m, SpErr *err) {
         void *dst = at;
         int panels = packs_to_panels(m, L);
         if (panels)
-            panel_pack(L->w, L->in, L->out, L->out_major, dst);
+            panel_pack(L->w, L->dtype, L->in, L->out, L->out_major, dst);
         else if (L->out_major)
             memcpy(dst, L->w, bytes);
         else

@@ -222,48 +222,58 @@ static void test_few_rows(void) {
 
 /* The panel kernel (AVX-512) against float64 for every row count up to 2 x KERNEL_PANEL_ROWS + 1 (one,
  * two and three passes per panel), in- and out-major sources, partial last panels, strides and a
- * sub-range of panels (outputs outside it keep their sentinel). */
+ * sub-range of panels (outputs outside it keep their sentinel), for f32, f16 and bf16 panels (the
+ * reference uses the weights as stored, widened exactly). */
 static void test_panels(void) {
     if (!kernel_panel_supported()) {
         printf("panel kernel: no AVX-512 on this CPU, skipped\n");
         return;
     }
     const int shapes[][2] = {{1, 1}, {7, 3}, {64, 16}, {65, 33}, {130, 257}, {200, 768}, {1408, 96}}; /* {out, in} */
-    uint64_t seed = 7;
-    int bad = 0, cases = 0;
-    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
-        for (int major = 0; major <= 1; major++)
-            for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
-                int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
-                int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
-                int p0 = n_panels > 2 ? 1 : 0, p1 = n_panels; /* skip the first panel when there are three */
-                float *W = malloc((size_t)out * in * sizeof *W), *x = malloc((size_t)n * ldx * sizeof *x);
-                float *packed = aligned_alloc(64, panel_floats(in, out) * sizeof(float) + 64);
-                float *y = malloc((size_t)n * ldy * sizeof *y);
-                for (size_t i = 0; i < (size_t)out * in; i++) W[i] = rnd_unit(&seed);
-                for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
-                for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f; /* sentinel */
-                panel_pack(W, in, out, major, packed);
-                matmul_panels(packed, in, out, x, n, ldx, y, ldy, p0, p1);
-                for (int r = 0; r < n; r++)
-                    for (int o = 0; o < ldy; o++) {
-                        float got = y[(size_t)r * ldy + o];
-                        if (o < p0 * KERNEL_PANEL || o >= out) {
-                            bad += got != 12345.0f;
-                            continue;
+    const DType dts[] = {DT_F32, DT_F16, DT_BF16};
+    const char *dtn[] = {"f32", "f16", "bf16"};
+    for (int t = 0; t < 3; t++) {
+        uint64_t seed = 7;
+        int bad = 0, cases = 0;
+        size_t es = dts[t] == DT_F32 ? 4 : 2;
+        for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+            for (int major = 0; major <= 1; major++)
+                for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
+                    int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
+                    int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
+                    int p0 = n_panels > 2 ? 1 : 0, p1 = n_panels; /* skip the first panel when there are three */
+                    size_t nw = (size_t)out * in;
+                    float *W = malloc(nw * sizeof *W), *x = malloc((size_t)n * ldx * sizeof *x);
+                    void *Ws = malloc(nw * es);
+                    void *packed = aligned_alloc(64, panel_elems(in, out) * es + 64);
+                    float *y = malloc((size_t)n * ldy * sizeof *y);
+                    for (size_t i = 0; i < nw; i++) W[i] = rnd_unit(&seed);
+                    narrow(W, nw, dts[t], Ws);  /* as stored */
+                    widen(Ws, dts[t], 0, nw, W); /* the values the kernel must use, exactly */
+                    for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
+                    for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f; /* sentinel */
+                    panel_pack(Ws, dts[t], in, out, major, packed);
+                    matmul_panels(packed, dts[t], in, out, x, n, ldx, y, ldy, p0, p1);
+                    for (int r = 0; r < n; r++)
+                        for (int o = 0; o < ldy; o++) {
+                            float got = y[(size_t)r * ldy + o];
+                            if (o < p0 * KERNEL_PANEL || o >= out) {
+                                bad += got != 12345.0f;
+                                continue;
+                            }
+                            double ref = 0, mag = 0;
+                            for (int i = 0; i < in; i++) {
+                                double w = major ? W[(size_t)o * in + i] : W[(size_t)i * out + o];
+                                ref += w * x[(size_t)r * ldx + i];
+                                mag += fabs(w * x[(size_t)r * ldx + i]);
+                            }
+                            bad += !(fabs(got - ref) <= 1e-6 * (1.0 + mag));
                         }
-                        double ref = 0, mag = 0;
-                        for (int i = 0; i < in; i++) {
-                            double w = major ? W[(size_t)o * in + i] : W[(size_t)i * out + o];
-                            ref += w * x[(size_t)r * ldx + i];
-                            mag += fabs(w * x[(size_t)r * ldx + i]);
-                        }
-                        bad += !(fabs(got - ref) <= 1e-6 * (1.0 + mag));
-                    }
-                cases++;
-                free(W), free(x), free(packed), free(y);
-            }
-    check(bad == 0, "panel kernel == float64 product (%d shapes x layouts x rows, %d bad values)", cases, bad);
+                    cases++;
+                    free(W), free(Ws), free(x), free(packed), free(y);
+                }
+        check(bad == 0, "panel kernel %s == float64 product (%d shapes x layouts x rows, %d bad values)", dtn[t], cases, bad);
+    }
 }
 
 int main(int argc, char **argv) {

@@ -276,6 +276,28 @@ def main():
                 # f32: also --step (KV cache), text output and last-position files
                 R.compare(name, out, ids, check_last=(dt == "f32"))
 
+    # 1b. matrices big enough (>= 256 kB) for the loader to pack them into panels, in every stored
+    #     dtype: the panel kernel's f32 and its in-register f16 / bf16 widening, Llama (GQA) and GPT-2
+    #     (Conv1D in-major sources)
+    panel_cfgs = {
+        "llama": dict(CONFIGS["llama"], hidden_size=512, num_hidden_layers=2, num_attention_heads=8,
+                      num_key_value_heads=4, intermediate_size=640, initializer_range=0.05),
+        "gpt2": dict(CONFIGS["gpt2"], n_embd=512, n_layer=2, n_head=8, n_inner=768, initializer_range=0.05),
+    }
+    for arch, cfg in panel_cfgs.items():
+        cfg_path = os.path.join(a.work, f"{arch}_panel_config.json")
+        with open(cfg_path, "w") as f:
+            json.dump(cfg, f, indent=2)
+        for dt in ("f32", "f16", "bf16"):
+            name = f"c/{arch}/panel/{dt}"
+            out = os.path.join(a.work, name.replace("/", "_"))
+            try:
+                R.init_random(arch, out, dt, seed=13, config=cfg_path)
+            except Exception as e:  # noqa: BLE001
+                R.result(name, False, str(e))
+                continue
+            R.compare(name, out, pick_ids(rng, out, 6, 12))
+
     if a.big:
         for arch, preset in (("llama", "vicuna-68m"), ("gpt_neo", "gpt-neo-125m"),
                              ("gpt2", "gpt2")):
