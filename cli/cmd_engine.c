@@ -197,7 +197,11 @@ done:
 
 static const char kTokenizeHelp[] =
     "usage: sprinter tokenize --model DIR (--text TEXT | --decode IDS) [--bos]\n"
-    "  --model DIR     directory with tokenizer.json, or vocab.json + merges.txt\n"
+    "  --model DIR     directory with the tokenizer, in the first of these layouts it holds:\n"
+    "                    tokenizer.json (Hugging Face tokenizers: byte-level BPE as GPT-2, or\n"
+    "                      SentencePiece-style BPE with byte fallback as Llama / Mistral);\n"
+    "                    vocab.json + merges.txt (GPT-2 as transformers saves it);\n"
+    "                    encoder.json + vocab.bpe (GPT-2 as OpenAI published it)\n"
     "  --text TEXT     print the token ids of TEXT, space-separated\n"
     "  --decode IDS    print the text of comma-separated token ids\n"
     "  --bos           prepend the BOS token (Llama convention)\n";
@@ -429,8 +433,11 @@ int cmd_init_random(int argc, char **argv) {
     int rc = 1;
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, want)) {
         sp_fail(&err, "%s: key \"model_type\" must be \"%s\" for --arch %s", cfg_path ? cfg_path : "preset", want, arch);
-    } else if (init_random_model(cfg, dtype, seed, out, &err) == 0) {
-        rc = 0;
+    } else {
+        char name[4200];
+        if (cfg_path) snprintf(name, sizeof name, "%s", cfg_path);
+        else snprintf(name, sizeof name, "preset %s", preset);
+        if (init_random_model(cfg, name, dtype, seed, out, &err) == 0) rc = 0;
     }
     if (rc) fail(cmd, &err);
     cJSON_Delete(cfg);

@@ -168,9 +168,9 @@ static int write_text_atomic(const char *path, const char *text, SpErr *err) {
     return sp_output_commit(tmp, path, err);
 }
 
-int init_random_model(const cJSON *config, DType dtype, uint64_t seed, const char *out_dir, SpErr *err) {
+int init_random_model(const cJSON *config, const char *name, DType dtype, uint64_t seed, const char *out_dir, SpErr *err) {
     ModelConfig cfg;
-    if (config_parse(config, "config", &cfg, err)) return -1;
+    if (config_parse(config, name, &cfg, err)) return -1;
     TensorSpec *specs = NULL;
     StWriteSpec *ws = NULL;
     FillCtx ctx = {0};

@@ -18,6 +18,7 @@ cJSON *preset_config(const char *arch, const char *preset, SpErr *err);
 /* Writes out_dir/config.json and out_dir/model.safetensors (dtype F32/F16/BF16) with weights drawn
  * from the seeded RNG: matrices and biases ~ N(0, initializer_range^2), norm weights
  * 1 + N(0, initializer_range^2). Creates out_dir if needed; each file is written atomically. */
-int init_random_model(const cJSON *config, DType dtype, uint64_t seed, const char *out_dir, SpErr *err);
+/* name: what errors call the configuration (its file path, or "preset NAME"). */
+int init_random_model(const cJSON *config, const char *name, DType dtype, uint64_t seed, const char *out_dir, SpErr *err);
 
 #endif

@@ -12,7 +12,7 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 expect() { if eval "$2"; then ok; else bad "$1"; fi; }
 
-for c in generate tokenize logits init-random info; do
+for c in generate tokenize logits init-random info export-gguf; do
   out=$("$S" "$c" --help 2>&1); rc=$?
   expect "$c --help exits 0 and prints usage" '[[ $rc -eq 0 && $out == *usage* ]]'
 done
@@ -24,6 +24,11 @@ err=$("$S" generate --model x --prompt-ids 1 --max-new abc 2>&1); rc=$?
 expect "bad --max-new names the option" '[[ $rc -eq 2 && $err == *--max-new* ]]'
 err=$("$S" init-random --arch gpt2 --preset nope --out "$W/x" 2>&1); rc=$?
 expect "unknown preset lists the presets" '[[ $rc -ne 0 && $err == *tiny* && ! -e $W/x/model.safetensors ]]'
+echo '{"model_type": "gpt2", "n_embd": 16}' > "$W/bad_config.json"
+err=$("$S" init-random --arch gpt2 --config "$W/bad_config.json" --out "$W/y" 2>&1); rc=$?
+expect "a bad --config names its file first: $err" '[[ $rc -eq 1 && $err == "sprinter init-random: $W/bad_config.json: "* ]]'
+out=$("$S" tokenize --help 2>&1)
+expect "tokenize --help lists every tokenizer layout" '[[ $out == *tokenizer.json* && $out == *merges.txt* && $out == *vocab.bpe* ]]'
 
 for arch in gpt2 gpt-neo llama; do
   M=$W/$arch

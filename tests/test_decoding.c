@@ -65,7 +65,7 @@ static int make_model(const char *dir, int d, int layers, double std, uint64_t s
     cJSON_ReplaceItemInObject(cfg, "n_embd", cJSON_CreateNumber(d));
     cJSON_ReplaceItemInObject(cfg, "n_layer", cJSON_CreateNumber(layers));
     cJSON_ReplaceItemInObject(cfg, "initializer_range", cJSON_CreateNumber(std));
-    int rc = init_random_model(cfg, DT_F32, seed, dir, &err);
+    int rc = init_random_model(cfg, "config", DT_F32, seed, dir, &err);
     if (rc) fprintf(stderr, "init: %s\n", err.msg);
     cJSON_Delete(cfg);
     return rc;

@@ -63,7 +63,7 @@ static int make_model(const char *dir, const char *tokdir, int d, int layers, ui
     cJSON_ReplaceItemInObject(cfg, "initializer_range", cJSON_CreateNumber(0.2));
     cJSON_ReplaceItemInObject(cfg, "bos_token_id", cJSON_CreateNumber(V - 1));
     cJSON_ReplaceItemInObject(cfg, "eos_token_id", cJSON_CreateNumber(V - 1));
-    int rc = init_random_model(cfg, DT_F32, seed, dir, &err);
+    int rc = init_random_model(cfg, "config", DT_F32, seed, dir, &err);
     cJSON_Delete(cfg);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "cp '%s/vocab.json' '%s/merges.txt' '%s/'", tokdir, tokdir, dir);

@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
             cJSON *cfg = preset_config(archs[a], "tiny", &err);
             /* a small window so GPT-Neo's local attention is exercised within 20 tokens */
             if (a == 1) cJSON_ReplaceItemInObject(cfg, "window_size", cJSON_CreateNumber(5));
-            int ok = cfg && init_random_model(cfg, dts[t], 1234 + (uint64_t)a, dir, &err) == 0;
+            int ok = cfg && init_random_model(cfg, "config", dts[t], 1234 + (uint64_t)a, dir, &err) == 0;
             cJSON_Delete(cfg);
             if (check(ok, "%s: init-random (%s)", label, err.msg)) test_model_dir(dir, label);
         }

