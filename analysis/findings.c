@@ -25,6 +25,7 @@
 #define FIND_LAG1_EFFECT 0.10 /* (3): lag-1 autocorrelation to detect */
 #define FIND_GAP_EFFECT 0.10  /* (3): gap in eta between the easiest and hardest quartile to detect */
 #define FIND_TOKENS 20        /* (5): FLOPs for this many tokens */
+#define FIND_Z95 1.959964     /* two-sided 95% normal quantile: the intervals mean +- FIND_Z95 SE */
 
 typedef struct FindRow {
     char id[8], claim[160], protocol[16], dataset[64];
@@ -89,13 +90,16 @@ static Est eta_of(const RunAn *a, int cls) {
     Est e = {n ? (double)k / (double)n : NAN, NAN, NAN};
     double se = a->has_tc ? a->tc.se_meas[cls ? TQ_ETA_TP : TQ_ETA_FP] : NAN;
     if (!isnan(se) && !isnan(e.v)) {
-        e.lo = fmax(0, e.v - 1.959964 * se), e.hi = fmin(1, e.v + 1.959964 * se);
+        e.lo = fmax(0, e.v - FIND_Z95 * se), e.hi = fmin(1, e.v + FIND_Z95 * se);
     } else if (n) {
         Interval w = wilson_interval(k, n, 0.95);
         e.lo = w.lo, e.hi = w.hi;
     }
     return e;
 }
+
+/* v with its normal 95% interval v +- FIND_Z95 se. */
+static Est normal_ci(double v, double se) { return (Est){v, v - FIND_Z95 * se, v + FIND_Z95 * se}; }
 
 static void cat_est(char *buf, size_t cap, const char *name, Est e) {
     if (isnan(e.v)) cat(buf, cap, "%s -", name);
@@ -148,24 +152,22 @@ enum { N_PROTOCOLS = 2 };
 
 static void deployed_row(Findings *F, const RunAn *a) {
     if (!a->has_op) return;
-    {
-        char claim[160];
-        snprintf(claim, sizeof claim, "deployed (eta_FP, eta_TP) at lambda %g, tau %g: never reported", a->ri->lambda,
-                 a->ri->tau);
-        FindRow *w = add_row(F, "1", claim, protocol_of(a->ri), a->dataset);
-        if (!w) return;
-        Est fp = eta_of(a, 0), tp = eta_of(a, 1);
-        cat_est(w->measured, sizeof w->measured, "eta_FP", fp);
-        cat(w->measured, sizeof w->measured, " (%lld of %lld), ", (long long)a->fp, (long long)a->nneg);
-        cat_est(w->measured, sizeof w->measured, "eta_TP", tp);
-        cat(w->measured, sizeof w->measured, " (%lld of %lld); AUC %.3f", (long long)a->tp, (long long)a->npos, a->auc);
-        double b = SP_REVIEW_ETA_FP_BOUND;
-        snprintf(w->verdict, sizeof w->verdict, "measured; eta_FP %s the review's %.2f for the paper's pairs",
-                 isnan(fp.lo) ? "not comparable with" : fp.lo >= b ? "above" : fp.hi < b ? "below" : "not separable from", b);
-        add_run(w, a);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "eta_fp", fp.v, fp.lo, fp.hi, w->runs);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "eta_tp", tp.v, tp.lo, tp.hi, w->runs);
-    }
+    char claim[160];
+    snprintf(claim, sizeof claim, "deployed (eta_FP, eta_TP) at lambda %g, tau %g: never reported", a->ri->lambda,
+             a->ri->tau);
+    FindRow *w = add_row(F, "1", claim, protocol_of(a->ri), a->dataset);
+    if (!w) return;
+    Est fp = eta_of(a, 0), tp = eta_of(a, 1);
+    cat_est(w->measured, sizeof w->measured, "eta_FP", fp);
+    cat(w->measured, sizeof w->measured, " (%lld of %lld), ", (long long)a->fp, (long long)a->nneg);
+    cat_est(w->measured, sizeof w->measured, "eta_TP", tp);
+    cat(w->measured, sizeof w->measured, " (%lld of %lld); AUC %.3f", (long long)a->tp, (long long)a->npos, a->auc);
+    double b = SP_REVIEW_ETA_FP_BOUND;
+    snprintf(w->verdict, sizeof w->verdict, "measured; eta_FP %s the review's %.2f for the paper's pairs",
+             isnan(fp.lo) ? "not comparable with" : fp.lo >= b ? "above" : fp.hi < b ? "below" : "not separable from", b);
+    add_run(w, a);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "eta_fp", fp.v, fp.lo, fp.hi, w->runs);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "eta_tp", tp.v, tp.lo, tp.hi, w->runs);
 }
 
 /* ------------------------------------------------------------------ (2) tau at avg tokens = 11.10 */
@@ -228,8 +230,8 @@ static void avg_tokens_rows(Findings *F, const char *protocol, const char *datas
     const DtvFile *d = dtv_of(R, at);
     if (d)
         cat(w->measured, sizeof w->measured, ", d_TV(p, p_S) %.3f +- %.3f, d_TV(q, p_S) %.3f +- %.3f (exact, %d prefixes, "
-            "temperature-1 laws; d_TV(p, q) %.3f)", d->dtv_p_ps, 1.959964 * d->se_dtv_p_ps, d->dtv_q_ps,
-            1.959964 * d->se_dtv_q_ps, d->n, d->dtv_pq);
+            "temperature-1 laws; d_TV(p, q) %.3f)", d->dtv_p_ps, FIND_Z95 * d->se_dtv_p_ps, d->dtv_q_ps,
+            FIND_Z95 * d->se_dtv_q_ps, d->n, d->dtv_pq);
     else cat(w->measured, sizeof w->measured, ", d_TV: no dtv file for this verifier and tau");
     /* the review's bound: E[N] <= (r - 1) + 1 / (1 - eta_FP) (Thm 3.3 with eta_TP <= 1), E[N] = 11.10 */
     double r = mean_r(at), slack = target - r + 1, bound = slack > 1 ? 1 - 1 / slack : 0;
@@ -252,10 +254,9 @@ static void avg_tokens_rows(Findings *F, const char *protocol, const char *datas
     tsv(F, w, lambda, at->ri->tau, "mean_r", r, NAN, NAN, w->runs);
     tsv(F, w, lambda, at->ri->tau, "review_bound_eta_fp", isnan(r) ? NAN : bound, NAN, NAN, w->runs);
     if (d) {
-        tsv(F, w, lambda, at->ri->tau, "dtv_p_ps", d->dtv_p_ps, d->dtv_p_ps - 1.959964 * d->se_dtv_p_ps,
-            d->dtv_p_ps + 1.959964 * d->se_dtv_p_ps, w->runs);
-        tsv(F, w, lambda, at->ri->tau, "dtv_q_ps", d->dtv_q_ps, d->dtv_q_ps - 1.959964 * d->se_dtv_q_ps,
-            d->dtv_q_ps + 1.959964 * d->se_dtv_q_ps, w->runs);
+        Est ps = normal_ci(d->dtv_p_ps, d->se_dtv_p_ps), qs = normal_ci(d->dtv_q_ps, d->se_dtv_q_ps);
+        tsv(F, w, lambda, at->ri->tau, "dtv_p_ps", ps.v, ps.lo, ps.hi, w->runs);
+        tsv(F, w, lambda, at->ri->tau, "dtv_q_ps", qs.v, qs.lo, qs.hi, w->runs);
     }
 }
 
@@ -279,38 +280,36 @@ static double n_gap(double eta, double gap, double a, double pw) {
 static void iid_row(Findings *F, const RunAn *a) {
     const Report *R = F->R;
     if (!a->has_iid) return;
-    {
-        const IidResult *t = &a->iid;
-        double level = R->o->alpha / (t->n_tests ? t->n_tests : 1);
-        double need_lag = n_lag1(FIND_LAG1_EFFECT, level, FIND_POWER);
-        Est fp = eta_of(a, 0), tp = eta_of(a, 1);
-        /* the difficulty test compares quartiles within a class: 4 groups of the per-group size */
-        double need_fp = 4 * n_gap(isnan(fp.v) ? 0.5 : fp.v, FIND_GAP_EFFECT, level, FIND_POWER);
-        double need_tp = 4 * n_gap(isnan(tp.v) ? 0.5 : tp.v, FIND_GAP_EFFECT, level, FIND_POWER);
-        char claim[160];
-        snprintf(claim, sizeof claim, "Thm 3.1-3.4 assume i.i.d. verifier errors (lambda %g, tau %g)", a->ri->lambda,
-                 a->ri->tau);
-        FindRow *w = add_row(F, "3", claim, protocol_of(a->ri), a->dataset);
-        if (!w) return;
-        int reach_lag = (double)t->n >= need_lag, reach_gap = (double)a->nneg >= need_fp && (double)a->npos >= need_tp;
-        cat(w->measured, sizeof w->measured,
-            "%lld labelled decisions (%lld unacceptable, %lld acceptable); lag-1 autocorrelation of the decisions: %.3f "
-            "(unacceptable), %.3f (acceptable); Ljung-Box p %.2g; min p %.2g over %d tests. Power %.0f%% at level %.4f "
-            "(alpha / tests) needs %.0f decisions for a lag-1 autocorrelation of %.2f, and %.0f unacceptable / %.0f "
-            "acceptable ones for a %.2f gap in eta between the easiest and hardest quartile",
-            (long long)t->n, (long long)a->nneg, (long long)a->npos, t->lag1[0], t->lag1[1], t->lb.p_value, t->min_p,
-            t->n_tests, 100 * FIND_POWER, level, need_lag, FIND_LAG1_EFFECT, need_fp, need_tp, FIND_GAP_EFFECT);
-        snprintf(w->verdict, sizeof w->verdict, "i.i.d. %s%s%s; the run %s the lag-1 size and %s the gap size",
-                 t->rejected ? "rejected (" : "not rejected", t->rejected ? t->which : "", t->rejected ? ")" : "",
-                 reach_lag ? "reaches" : "does not reach", reach_gap ? "reaches" : "does not reach");
-        add_run(w, a);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "decisions", (double)t->n, NAN, NAN, w->runs);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "needed_lag1", need_lag, NAN, NAN, w->runs);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "needed_gap_unacceptable", need_fp, NAN, NAN, w->runs);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "needed_gap_acceptable", need_tp, NAN, NAN, w->runs);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "iid_min_p", t->min_p, NAN, NAN, w->runs);
-        tsv(F, w, a->ri->lambda, a->ri->tau, "iid_rejected", t->rejected, NAN, NAN, w->runs);
-    }
+    const IidResult *t = &a->iid;
+    double level = R->o->alpha / (t->n_tests ? t->n_tests : 1);
+    double need_lag = n_lag1(FIND_LAG1_EFFECT, level, FIND_POWER);
+    Est fp = eta_of(a, 0), tp = eta_of(a, 1);
+    /* the difficulty test compares quartiles within a class: 4 groups of the per-group size */
+    double need_fp = 4 * n_gap(isnan(fp.v) ? 0.5 : fp.v, FIND_GAP_EFFECT, level, FIND_POWER);
+    double need_tp = 4 * n_gap(isnan(tp.v) ? 0.5 : tp.v, FIND_GAP_EFFECT, level, FIND_POWER);
+    char claim[160];
+    snprintf(claim, sizeof claim, "Thm 3.1-3.4 assume i.i.d. verifier errors (lambda %g, tau %g)", a->ri->lambda,
+             a->ri->tau);
+    FindRow *w = add_row(F, "3", claim, protocol_of(a->ri), a->dataset);
+    if (!w) return;
+    int reach_lag = (double)t->n >= need_lag, reach_gap = (double)a->nneg >= need_fp && (double)a->npos >= need_tp;
+    cat(w->measured, sizeof w->measured,
+        "%lld labelled decisions (%lld unacceptable, %lld acceptable); lag-1 autocorrelation of the decisions: %.3f "
+        "(unacceptable), %.3f (acceptable); Ljung-Box p %.2g; min p %.2g over %d tests. Power %.0f%% at level %.4f "
+        "(alpha / tests) needs %.0f decisions for a lag-1 autocorrelation of %.2f, and %.0f unacceptable / %.0f "
+        "acceptable ones for a %.2f gap in eta between the easiest and hardest quartile",
+        (long long)t->n, (long long)a->nneg, (long long)a->npos, t->lag1[0], t->lag1[1], t->lb.p_value, t->min_p,
+        t->n_tests, 100 * FIND_POWER, level, need_lag, FIND_LAG1_EFFECT, need_fp, need_tp, FIND_GAP_EFFECT);
+    snprintf(w->verdict, sizeof w->verdict, "i.i.d. %s%s%s; the run %s the lag-1 size and %s the gap size",
+             t->rejected ? "rejected (" : "not rejected", t->rejected ? t->which : "", t->rejected ? ")" : "",
+             reach_lag ? "reaches" : "does not reach", reach_gap ? "reaches" : "does not reach");
+    add_run(w, a);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "decisions", (double)t->n, NAN, NAN, w->runs);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "needed_lag1", need_lag, NAN, NAN, w->runs);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "needed_gap_unacceptable", need_fp, NAN, NAN, w->runs);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "needed_gap_acceptable", need_tp, NAN, NAN, w->runs);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "iid_min_p", t->min_p, NAN, NAN, w->runs);
+    tsv(F, w, a->ri->lambda, a->ri->tau, "iid_rejected", t->rejected, NAN, NAN, w->runs);
 }
 
 /* ------------------------------------------------------------------ (4) quality, paired by prompt */
@@ -382,8 +381,9 @@ static void quality_rows(Findings *F, const char *protocol, const char *dataset)
     if (sp->has_tc) {
         double dps = sp->tc.est.meas[TQ_DTV], se = sp->tc.se_meas[TQ_DTV];
         cat(w->measured, sizeof w->measured, "; d_TV(p, p_S) on the visited prefixes %.3f +- %.3f, d_TV(p, q) %.3f "
-            "(the draft-only law's distance)", dps, 1.959964 * se, sp->tc.est.dtv_pq);
-        tsv(F, w, NAN, NAN, "dtv_p_ps_visited", dps, dps - 1.959964 * se, dps + 1.959964 * se, sp->ri->hash);
+            "(the draft-only law's distance)", dps, FIND_Z95 * se, sp->tc.est.dtv_pq);
+        Est e = normal_ci(dps, se);
+        tsv(F, w, NAN, NAN, "dtv_p_ps_visited", e.v, e.lo, e.hi, sp->ri->hash);
         tsv(F, w, NAN, NAN, "dtv_p_q_visited", sp->tc.est.dtv_pq, NAN, NAN, sp->ri->hash);
     }
     snprintf(w->verdict, sizeof w->verdict, "sprinter %s sd; sprinter %s draft-only",

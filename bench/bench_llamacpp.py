@@ -24,16 +24,15 @@ import re
 import shutil
 import statistics
 import struct
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NPM_PKGS = ["node-llama-cpp@3.21.1", "@node-llama-cpp/linux-x64@3.21.1"]
+sys.path.insert(0, os.path.join(ROOT, "tests", "gguf"))
+import llamacpp as lc  # noqa: E402
 PROMPT = "The history of the city begins with a small settlement on the river, where traders met"
 
 
-def sh(args, **kw):
-    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
+sh = lc.sh
 
 
 def bf16_copy(src, dst):
@@ -69,23 +68,8 @@ def bf16_copy(src, dst):
     return dst
 
 
-def install(npm_dir):
-    os.makedirs(npm_dir, exist_ok=True)
-    shutil.copy(os.path.join(ROOT, "tests", "gguf", "llamacpp_run.mjs"), npm_dir)
-    if not os.path.exists(os.path.join(npm_dir, "node_modules", "node-llama-cpp")):
-        r = sh(["npm", "i", "-E", "--omit=optional", "--no-audit", "--no-fund", "--ignore-scripts", *NPM_PKGS], cwd=npm_dir)
-        if r.returncode != 0:
-            sys.exit("npm install failed: " + r.stderr[-1500:])
-
-
 def llamacpp(npm_dir, job, work):
-    path = os.path.join(work, "bench_job.json")
-    with open(path, "w") as f:
-        json.dump(job, f)
-    r = sh(["node", os.path.join(npm_dir, "llamacpp_run.mjs"), path], timeout=900)
-    if r.returncode != 0:
-        raise RuntimeError(r.stderr[-1500:])
-    return json.loads(r.stdout)["bench"]
+    return lc.run(npm_dir, job, os.path.join(work, "bench_job.json"), timeout=900)["bench"]
 
 
 def engine_decode(sprinter, target, draft, method, gamma, n, temperature, threads, ids):
@@ -121,7 +105,9 @@ def main():
     work = os.path.join(a.out_dir, "llamacpp")
     npm_dir = os.path.join(work, "npm")
     os.makedirs(work, exist_ok=True)
-    install(npm_dir)
+    why = lc.install(npm_dir)
+    if why:
+        sys.exit(why)
     regime = os.path.join(ROOT, "data", "models", "regime")
     models = {"gpt2-124m": os.path.join(a.out_dir, "models", "gpt2-124m"), "regime-target": os.path.join(regime, "target"),
               "regime-draft": os.path.join(regime, "draft")}
@@ -176,11 +162,11 @@ def main():
             print("sd T=%g t%d: engine %.2fx, llama.cpp %.2fx" % (temp, th, rows[-1]["engine_speedup"],
                                                                   rows[-1]["llamacpp_speedup"]), flush=True)
     res = {"generated": t_start.isoformat(timespec="seconds"), "n": a.n, "reps": a.reps, "prompt": PROMPT,
-           "node_llama_cpp": NPM_PKGS[0], "rows": rows}
+           "node_llama_cpp": lc.NPM_PKGS[0], "rows": rows}
     with open(os.path.join(a.out_dir, "llamacpp.json"), "w") as f:
         json.dump(res, f, indent=1)
     with open(os.path.join(a.out_dir, "llamacpp.md"), "w") as f:
-        f.write("# The engine beside llama.cpp (%s), same GGUF-exported weights\n\n" % NPM_PKGS[0])
+        f.write("# The engine beside llama.cpp (%s), same GGUF-exported weights\n\n" % lc.NPM_PKGS[0])
         f.write("Generated %s by bench/bench_llamacpp.py; %d paired reps (median [min, max]); greedy decoding of %d "
                 "tokens after a 16-token prompt, tok/s from the first to the last generated token; llama.cpp with "
                 "its default F16 KV cache.\n\n" % (res["generated"], a.reps, a.n))

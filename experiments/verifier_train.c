@@ -550,10 +550,9 @@ static int batch_feats_compute(BatchFeats *B, const Need *nd, int64_t m, int64_t
 
 static void batch_feats_free(BatchFeats *B) { free(B->first), free(B->len), free(B->feat); }
 
-/* Accuracy at kAccuracyCut of (w, b) on rows idx (the authors' checkpoint criterion), in batches of
- * order when padded (their test loader: shuffled batches of 10). */
-static double accuracy_of(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n);
-
+/* Accuracy at kAccuracyCut of (w, b) on the rows of order (the authors' checkpoint criterion), each
+ * scored on the feature of its batch of kPaperBatch (their test loader's shuffled batches; without
+ * padding a row's own feature, so the order does not matter). */
 static double batch_accuracy(const Verifier *v, const BatchFeats *B, const int8_t *y, const int64_t *order, int64_t n) {
     int64_t correct = 0;
     for (int64_t at = 0; at < n; at += kPaperBatch) {
@@ -650,7 +649,7 @@ static int fit_paper_code(const float *h, const int8_t *y, const int64_t *tr, in
         }
         for (int j = 0; j < d; j++) v->w[j] = (float)th[j];
         v->b = (float)th[d];
-        double acc = pad ? batch_accuracy(v, &B, y, tests[epoch], nva) : accuracy_of(v, h, y, va, nva);
+        double acc = batch_accuracy(v, &B, y, tests[epoch], nva);
         if (acc > best_acc) {
             best_acc = acc;
             memcpy(best, th, np * sizeof *th);
@@ -664,13 +663,6 @@ static int fit_paper_code(const float *h, const int8_t *y, const int64_t *tr, in
     if (rt) gsl_rng_free(rt);
     batch_feats_free(&B);
     return rc;
-}
-
-static double accuracy_of(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n) {
-    int64_t correct = 0;
-    for (int64_t k = 0; k < n; k++)
-        correct += verifier_accepts(verifier_score(v, h + (size_t)idx[k] * v->d), kAccuracyCut) == (y[idx[k]] == 1);
-    return n ? (double)correct / (double)n : 0;
 }
 
 static int fit(Problem *P, gsl_vector *th, SpErr *err) {

@@ -23,46 +23,22 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf"))
+import llamacpp as lc  # noqa: E402
 import sweep_fixture as fx  # noqa: E402
 
-NPM_PKGS = ["node-llama-cpp@3.21.1", "@node-llama-cpp/linux-x64@3.21.1"]
 PROB_TOL, TIE, N_GREEDY = 1e-3, 1e-3, 12
 EOS = 2047  # <|endoftext|> of the 2048-token tokenizer every model here carries
 
 
-def sh(args, **kw):
-    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
-
-
-def install(npm_dir, src):
-    os.makedirs(npm_dir, exist_ok=True)
-    shutil.copy(os.path.join(src, "tests", "gguf", "llamacpp_run.mjs"), npm_dir)
-    if os.path.exists(os.path.join(npm_dir, "node_modules", "node-llama-cpp", "package.json")):
-        return True
-    if not shutil.which("node") or not shutil.which("npm"):
-        return False
-    v = sh(["node", "--version"]).stdout.strip().lstrip("v").split(".")
-    if not v[0].isdigit() or int(v[0]) < 20:  # node-llama-cpp 3.21.1: engines node >= 20
-        print("node %s: node-llama-cpp needs >= 20" % ".".join(v))
-        return False
-    r = sh(["npm", "i", "-E", "--omit=optional", "--no-audit", "--no-fund", "--ignore-scripts", *NPM_PKGS], cwd=npm_dir)
-    if r.returncode != 0:
-        print(r.stderr[-2000:])
-    return r.returncode == 0
+sh = lc.sh
 
 
 def llamacpp(npm_dir, job, work):
-    path = os.path.join(work, "job.json")
-    with open(path, "w") as f:
-        json.dump(job, f)
-    r = sh(["node", os.path.join(npm_dir, "llamacpp_run.mjs"), path], timeout=600)
-    if r.returncode != 0:
-        raise RuntimeError("llama.cpp run failed (rc %d): %s" % (r.returncode, r.stderr[-1500:]))
-    return json.loads(r.stdout)
+    return lc.run(npm_dir, job, os.path.join(work, "job.json"))
 
 
 def softmax(logits):
@@ -115,8 +91,9 @@ def main():
     sprinter, src, work = os.path.abspath(a.sprinter), os.path.abspath(a.source), os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
     npm_dir = os.path.join(work, "npm")
-    if not install(npm_dir, src):
-        print("SKIP: node/npm missing or node-llama-cpp could not be installed")
+    why = lc.install(npm_dir)
+    if why:
+        print("SKIP: " + why)
         sys.exit(77)
     t = fx.Checks("gguf_llamacpp")
     models = {
