@@ -116,7 +116,12 @@ kill -KILL "$first" 2>/dev/null; wait "$first" 2>/dev/null
 # the file; nothing is recorded under a hash it was not computed with (issue 18, inputs)
 "$S" sweep "$GOOD" --out "$W/changed" --verifier-cache "$W/vcache" --quiet --test-delay-ms 300 >/dev/null 2>"$W/changed.err" &
 sweeper=$!
-for _ in $(seq 100); do [[ -f $W/changed/runs.sqlite ]] && break; sleep 0.1; done
+# touch only once a run has begun: the sweep stamps the model files after it creates runs.sqlite (while
+# loading the models), so a touch between the two is stamped as the content and not seen as a change
+for _ in $(seq 200); do
+  [[ $(sqlite3 "file:$W/changed/runs.sqlite?mode=ro" "select count(*) from runs" 2>/dev/null) -gt 0 ]] 2>/dev/null && break
+  sleep 0.1
+done
 sleep 0.3; touch "$W/target/model.safetensors"
 wait "$sweeper"; rc=$?
 last=$(tail -1 "$W/changed.err")
