@@ -205,6 +205,7 @@ static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunM
     int uses_draft = method_is(c->method, MC_USES_DRAFT), uses_target = method_is(c->method, MC_USES_TARGET);
 #define AT(col) (1 + RUNS_##col)
     sqlite3_bind_text(st, AT(run_hash), r->hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, AT(prompt_template), prompt_template_name(s->prompt_template), -1, SQLITE_STATIC);
     bind_opt_text(st, AT(label_rule), method_is(c->method, MC_SEQUENTIAL) ? label_rule_name(c->label_rule) : NULL);
     sqlite3_bind_int(st, AT(run_index), r->index);
     sqlite3_bind_text(st, AT(status), "running", -1, SQLITE_STATIC);
@@ -267,6 +268,8 @@ static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const Promp
     sqlite3_bind_text(st, AT(run_hash), hash, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, AT(prompt_index), p->prompt_index);
     bind_opt_text(st, AT(example_id), p->example_id);
+    bind_opt_text(st, AT(category), p->category && p->category[0] ? p->category : NULL);
+    sqlite3_bind_int(st, AT(turn), p->turn);
     sqlite3_bind_int(st, AT(n_prompt_tokens), p->n_prompt_tokens);
     sqlite3_bind_int(st, AT(prompt_truncated), p->truncated);
     sqlite3_bind_text(st, AT(rng_seed), seed, -1, SQLITE_TRANSIENT);

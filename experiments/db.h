@@ -46,6 +46,8 @@ typedef struct RunMeta {
 typedef struct PromptRow {
     int prompt_index;       /* in the dataset file, offset included */
     const char *example_id; /* borrowed */
+    const char *category;   /* borrowed; NULL or "" = none */
+    int turn;               /* 0-based turn of the example's conversation */
     int n_prompt_tokens, truncated;
     uint64_t rng_seed;
     DecodeStats st;

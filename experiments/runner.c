@@ -114,9 +114,11 @@ static void progress_print(Progress *p, int final, const char *what) {
 
 typedef struct Prompts {
     Dataset ds;
-    int32_t **ids; /* [n_prompts] token ids (truncated to max_prompt) */
+    int32_t **ids; /* [n_prompts] token ids (truncated to max_prompt); NULL for a conversation's later
+                      turn, whose prompt holds the run's own earlier answers (made in decode_prompts) */
     int *n, *truncated;
-    int n_max;     /* longest prompt */
+    int n_max;      /* longest prompt (max_prompt when later turns are made at run time) */
+    int max_prompt; /* the most prompt tokens a context leaves room for */
 } Prompts;
 
 typedef struct VerEntry {
@@ -231,7 +233,8 @@ static int context_cap(const Ctx *c) {
     return cap;
 }
 
-/* Loads and tokenizes the prompts of dataset d; prompts longer than max_prompt keep their last
+/* Loads dataset d and tokenizes the prompts that do not depend on a run: every first turn, laid out
+ * by [data] prompt_template (data/loaders/prompt.h). Prompts longer than max_prompt keep their last
  * max_prompt tokens (the part that conditions the continuation), as verifier collection does. */
 static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
     SweepSpec *s = c->s;
@@ -242,29 +245,28 @@ static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
     if (P->ds.n < need)
         return sp_fail(err, "%s: [data] n_prompts: %s has %d prompts, offset %d + n_prompts %d needs %d", s->path, path,
                        P->ds.n, s->prompt_offset, s->n_prompts, need);
+    const Example *first = &P->ds.ex[s->prompt_offset];
+    if (first->turn > 0)
+        return sp_fail(err, "%s: [data] offset: prompt %d of %s is turn %d of question %s, whose earlier turns the "
+                            "sweep would not run (start the offset at its turn 1)",
+                       s->path, s->prompt_offset, path, first->turn + 1, first->id);
     P->ids = calloc((size_t)s->n_prompts, sizeof *P->ids);
     P->n = calloc((size_t)s->n_prompts, sizeof *P->n);
     P->truncated = calloc((size_t)s->n_prompts, sizeof *P->truncated);
     if (!P->ids || !P->n || !P->truncated) return sp_fail(err, "out of memory");
+    P->max_prompt = max_prompt;
+    if (dataset_has_turns(&P->ds, s->prompt_offset, s->n_prompts)) P->n_max = max_prompt;
     const ModelConfig *mc = model_config(any_model(c));
     for (int i = 0; i < s->n_prompts; i++) {
-        const Example *ex = &P->ds.ex[s->prompt_offset + i];
-        size_t n;
-        if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, &P->ids[i], &n, err))
-            return sp_err_prefix(err, "%s: prompt %d (id %s)", path, s->prompt_offset + i, ex->id);
-        if (n == 0) {
-            if (mc->bos_id < 0) return sp_fail(err, "%s: prompt %d (id %s) encodes to no tokens", path, s->prompt_offset + i, ex->id);
-            free(P->ids[i]);
-            if (!(P->ids[i] = malloc(sizeof **P->ids))) return sp_fail(err, "out of memory");
-            P->ids[i][0] = mc->bos_id;
-            n = 1;
+        int index = s->prompt_offset + i;
+        if (P->ds.ex[index].turn > 0) continue;
+        char *text = prompt_text(s->prompt_template, &P->ds, index, NULL, err);
+        if (!text || prompt_encode(c->tok, mc->arch == ARCH_LLAMA, mc->bos_id, text, max_prompt, &P->ids[i], &P->n[i],
+                                   &P->truncated[i], err)) {
+            free(text);
+            return sp_err_prefix(err, "%s: prompt %d (id %s)", path, index, P->ds.ex[index].id);
         }
-        if (n > (size_t)max_prompt) {
-            memmove(P->ids[i], P->ids[i] + (n - (size_t)max_prompt), (size_t)max_prompt * sizeof **P->ids);
-            n = (size_t)max_prompt;
-            P->truncated[i] = 1;
-        }
-        P->n[i] = (int)n;
+        free(text);
         if (P->n[i] > P->n_max) P->n_max = P->n[i];
     }
     return 0;
@@ -353,46 +355,96 @@ static void remove_run_files(const Ctx *c, const RunConfig *r) {
     unlink(tmp);
 }
 
+/* The token ids of prompt i of run r: the shared ones of a first turn (*owned NULL), or, for a later
+ * turn, its conversation with this run's answers[] to the earlier turns, encoded now (*owned: the
+ * caller frees it). */
+static int run_prompt_ids(const Ctx *c, const RunConfig *r, int i, const char *const *answers, const int32_t **ids,
+                          int32_t **owned, int *n, int *truncated, SpErr *err) {
+    const Prompts *P = &c->prompts[r->dataset];
+    const SweepSpec *s = c->s;
+    int index = s->prompt_offset + i, turn = P->ds.ex[index].turn;
+    *owned = NULL;
+    if (turn == 0) {
+        *ids = P->ids[i];
+        *n = P->n[i];
+        *truncated = P->truncated[i];
+        return 0;
+    }
+    const ModelConfig *mc = model_config(any_model(c));
+    char *text = prompt_text(s->prompt_template, &P->ds, index, answers + (i - turn), err);
+    int rc = text ? prompt_encode(c->tok, mc->arch == ARCH_LLAMA, mc->bos_id, text, P->max_prompt, owned, n, truncated, err)
+                  : -1;
+    free(text);
+    *ids = *owned;
+    return rc ? sp_err_prefix(err, "%s: prompt %d (id %s, turn %d)", s->datasets[r->dataset], index, P->ds.ex[index].id, turn + 1)
+              : 0;
+}
+
 /* Decodes every prompt of r with dc (r->dc, maybe with a test fault) and appends its events to log:
- * 0, RUN_FAILED (non-finite logits; err: "prompt P: draft model: logits ... contain NaN ...") or -1. */
+ * 0, RUN_FAILED (non-finite logits; err: "prompt P: draft model: logits ... contain NaN ...") or -1.
+ * A conversation's turns run in order, each after the run's answer to the one before. */
 static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Decoder *dec, TokenLog *log,
                           PromptRow *rows, SpErr *err) {
     const SweepSpec *s = c->s;
     const Prompts *P = &c->prompts[r->dataset];
-    for (int i = 0; i < s->n_prompts; i++) {
+    char **answers = calloc((size_t)s->n_prompts, sizeof *answers); /* [n_prompts] this run's answers */
+    if (!answers) return sp_fail(err, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < s->n_prompts && !rc; i++) {
         PromptRow *row = &rows[i];
         row->prompt_index = s->prompt_offset + i;
-        row->example_id = P->ds.ex[row->prompt_index].id;
-        row->n_prompt_tokens = P->n[i];
-        row->truncated = P->truncated[i];
+        const Example *ex = &P->ds.ex[row->prompt_index];
+        row->example_id = ex->id;
+        row->category = ex->category;
+        row->turn = ex->turn;
+        const int32_t *ids;
+        int32_t *owned;
+        if (run_prompt_ids(c, r, i, (const char *const *)answers, &ids, &owned, &row->n_prompt_tokens, &row->truncated,
+                           err)) {
+            rc = -1;
+            break;
+        }
         row->rng_seed = prompt_seed(r->seed, row->prompt_index);
         gsl_rng *rng = sampler_rng_new(row->rng_seed);
-        if (!rng) return sp_fail(err, "out of memory");
+        if (!rng) {
+            free(owned);
+            rc = sp_fail(err, "out of memory");
+            break;
+        }
         DecodeOutput out;
-        int rc = decoder_run(dec, dc, P->ids[i], P->n[i], rng, &out, err);
+        rc = decoder_run(dec, dc, ids, row->n_prompt_tokens, rng, &out, err);
         gsl_rng_free(rng);
+        free(owned);
         /* non-finite logits: the run fails (the same configuration fails again), the sweep goes on */
         if (rc == DECODE_ERR_NONFINITE) {
             sp_err_prefix(err, "prompt %d", row->prompt_index);
-            return RUN_FAILED;
+            rc = RUN_FAILED;
+            break;
         }
-        if (rc) return sp_err_prefix(err, "run %.12s (%s) prompt %d", r->hash, decode_method_name(r->dc.method), row->prompt_index);
+        if (rc) {
+            sp_err_prefix(err, "run %.12s (%s) prompt %d", r->hash, decode_method_name(r->dc.method), row->prompt_index);
+            break;
+        }
         fill_row(row, r, &out);
         size_t len;
         if (tokenizer_decode(c->tok, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL) == 0)
             db_text_sanitize(row->output_text);
         else
             row->output_text = NULL;
-        rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);
+        /* the answer a later turn sees: what `sprinter score` rebuilds from prompts.output_text */
+        if (!(answers[i] = prompt_answer(row->output_text))) rc = sp_fail(err, "out of memory");
+        if (!rc) rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);
         c->prog.tokens += out.n_tokens;
         decode_output_free(&out);
-        if (rc) return -1;
+        if (rc) break;
         progress_print(&c->prog, 0, NULL);
         if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
         checkpoint(c);
-        if (g_stop_signal) return sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
+        if (g_stop_signal) rc = sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
     }
-    return 0;
+    for (int i = 0; i < s->n_prompts; i++) free(answers[i]);
+    free(answers);
+    return rc;
 }
 
 /* Runs r from scratch: RUN_DONE (0), RUN_FAILED (marked failed in the database: decoding hit non-finite

@@ -2,6 +2,7 @@
 #include "score.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -74,6 +75,7 @@ typedef struct ScoreRun {
     char dataset[1024], dataset_sha[SP_SHA256_HEX], format[32];
     char target_sha[SP_SHA256_HEX]; /* "" when the run used no target */
     char token_log[256];
+    PromptTemplate prompt_template; /* runs.prompt_template (NULL in files before schema 7: none) */
     int n_todo, n_have, max_index;
     int data; /* index into Ctx.data */
 } ScoreRun;
@@ -108,12 +110,14 @@ static int plan_runs(Ctx *c, Db *db, SpErr *err) {
     sqlite3 *h = db_sqlite(db);
     const char *sql =
         "SELECT r.run_hash, r.method, r.dataset, r.dataset_sha256, r.data_format, r.target_sha256, r.token_log,"
+        " COALESCE(r.prompt_template, 'none'),"
         " (SELECT COUNT(*) FROM prompts p WHERE p.run_hash = r.run_hash AND NOT EXISTS"
         "   (SELECT 1 FROM outputs o WHERE o.run_hash = p.run_hash AND o.prompt_index = p.prompt_index)),"
         " (SELECT COUNT(*) FROM outputs o WHERE o.run_hash = r.run_hash),"
         " (SELECT COALESCE(MAX(p.prompt_index), -1) FROM prompts p WHERE p.run_hash = r.run_hash)"
         " FROM runs r WHERE r.status = 'done' ORDER BY r.run_index, r.run_hash";
-    enum { R_HASH, R_METHOD, R_DATASET, R_DATASET_SHA, R_FORMAT, R_TARGET_SHA, R_TOKEN_LOG, R_TODO, R_HAVE, R_MAX_INDEX };
+    enum { R_HASH, R_METHOD, R_DATASET, R_DATASET_SHA, R_FORMAT, R_TARGET_SHA, R_TOKEN_LOG, R_TEMPLATE, R_TODO, R_HAVE,
+           R_MAX_INDEX };
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "read runs");
     int cap = 0, rc = 0;
@@ -139,6 +143,12 @@ static int plan_runs(Ctx *c, Db *db, SpErr *err) {
         copy_col(st, R_FORMAT, r->format, sizeof r->format);
         copy_col(st, R_TARGET_SHA, r->target_sha, sizeof r->target_sha);
         copy_col(st, R_TOKEN_LOG, r->token_log, sizeof r->token_log);
+        const char *tpl = (const char *)sqlite3_column_text(st, R_TEMPLATE);
+        if (prompt_template_parse(tpl ? tpl : "", &r->prompt_template)) {
+            rc = sp_fail(err, "%s: runs.prompt_template of run %.12s is \"%s\", not none or vicuna", c->db_path, r->hash,
+                         tpl ? tpl : "");
+            break;
+        }
         r->n_todo = sqlite3_column_int(st, R_TODO);
         r->n_have = sqlite3_column_int(st, R_HAVE);
         r->max_index = sqlite3_column_int(st, R_MAX_INDEX);
@@ -217,9 +227,44 @@ static int load_datasets(Ctx *c, SpErr *err) {
 /* ------------------------------------------------------------------ one run */
 
 typedef struct TodoPrompt {
-    int prompt_index, n_prompt_tokens, truncated;
+    int prompt_index, n_prompt_tokens, truncated, turn;
     int64_t tokens;
+    char **answers; /* [turn] the run's answers to the conversation's earlier turns (prompt_answer() of
+                       their prompts.output_text, as the runner made them); NULL for a first turn */
 } TodoPrompt;
+
+static void todo_free(TodoPrompt *todo, int n) {
+    for (int i = 0; todo && i < n; i++) {
+        for (int k = 0; todo[i].answers && k < todo[i].turn; k++) free(todo[i].answers[k]);
+        free(todo[i].answers);
+    }
+    free(todo);
+}
+
+/* p->answers from the run's prompt rows p->prompt_index - p->turn .. p->prompt_index - 1. */
+static int earlier_answers(sqlite3 *h, const char *db_path, const char *hash, TodoPrompt *p, SpErr *err) {
+    if (p->turn == 0) return 0;
+    if (!(p->answers = calloc((size_t)p->turn, sizeof *p->answers))) return sp_fail(err, "out of memory");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, "SELECT output_text FROM prompts WHERE run_hash = ? AND prompt_index = ?", -1, &st, NULL) !=
+        SQLITE_OK)
+        return fail_sql(h, db_path, err, "read prompts");
+    int rc = 0;
+    for (int k = 0; k < p->turn && !rc; k++) {
+        int index = p->prompt_index - p->turn + k;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, index);
+        int step = sqlite3_step(st);
+        if (step == SQLITE_DONE)
+            rc = sp_fail(err, "%s: run %.12s: prompt %d is turn %d, but the run has no row for prompt %d (its turn %d)",
+                         db_path, hash, p->prompt_index, p->turn + 1, index, k + 1);
+        else if (step != SQLITE_ROW) rc = fail_sql(h, db_path, err, "read prompts");
+        else if (!(p->answers[k] = prompt_answer((const char *)sqlite3_column_text(st, 0)))) rc = sp_fail(err, "out of memory");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
 
 typedef struct OutRow {
     int prompt_index, n_prompt, n_tokens;
@@ -242,10 +287,11 @@ static int read_log(const Ctx *c, const ScoreRun *r, TokenRows *l, SpErr *err) {
 
 /* The prompts of the run without an outputs row. */
 static int todo_prompts(sqlite3 *h, const char *db_path, const char *hash, TodoPrompt **out, int *n, SpErr *err) {
-    const char *sql = "SELECT p.prompt_index, p.n_prompt_tokens, p.prompt_truncated, p.tokens FROM prompts p"
+    const char *sql = "SELECT p.prompt_index, p.n_prompt_tokens, p.prompt_truncated, p.tokens, COALESCE(p.turn, 0)"
+                      " FROM prompts p"
                       " WHERE p.run_hash = ? AND NOT EXISTS (SELECT 1 FROM outputs o WHERE o.run_hash = p.run_hash"
                       " AND o.prompt_index = p.prompt_index) ORDER BY p.prompt_index";
-    enum { P_INDEX, P_N_PROMPT_TOKENS, P_TRUNCATED, P_TOKENS };
+    enum { P_INDEX, P_N_PROMPT_TOKENS, P_TRUNCATED, P_TOKENS, P_TURN };
     sqlite3_stmt *st;
     *out = NULL;
     *n = 0;
@@ -270,36 +316,40 @@ static int todo_prompts(sqlite3 *h, const char *db_path, const char *hash, TodoP
         p->n_prompt_tokens = sqlite3_column_int(st, P_N_PROMPT_TOKENS);
         p->truncated = sqlite3_column_int(st, P_TRUNCATED);
         p->tokens = sqlite3_column_int64(st, P_TOKENS);
+        p->turn = sqlite3_column_int(st, P_TURN);
+        p->answers = NULL;
     }
     sqlite3_finalize(st);
+    for (int i = 0; i < *n && !rc; i++) rc = earlier_answers(h, db_path, hash, &(*out)[i], err);
     return rc;
 }
 
-/* The prompt's token ids as the runner made them: *ids malloc'd, *n == p->n_prompt_tokens. */
+/* The prompt's token ids as the runner made them (data/loaders/prompt.h: its conversation, this
+ * run's earlier answers, the run's template): *ids malloc'd, p->n_prompt_tokens of them. */
 static int prompt_ids(const Ctx *c, const ScoreRun *r, const TodoPrompt *p, int32_t **ids, SpErr *err) {
     const DataEntry *e = &c->data[r->data];
+    *ids = NULL;
     if (p->prompt_index < 0 || p->prompt_index >= e->ds.n)
         return sp_fail(err, "%s: prompts.prompt_index %d of run %.12s is not in the dataset", c->db_path, p->prompt_index, r->hash);
-    const Example *ex = &e->ds.ex[p->prompt_index];
+    if (e->ds.ex[p->prompt_index].turn != p->turn)
+        return sp_fail(err, "%s: prompt %d is turn %d, prompts.turn of run %.12s says %d (dataset changed since the sweep?)",
+                       e->path, p->prompt_index, e->ds.ex[p->prompt_index].turn + 1, r->hash, p->turn + 1);
     const ModelConfig *mc = model_config(c->target);
-    size_t n;
-    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, ids, &n, err))
-        return sp_err_prefix(err, "%s: prompt %d", e->path, p->prompt_index);
-    if (n == 0 && mc->bos_id >= 0) { /* the runner's rule: an empty prompt becomes BOS */
-        free(*ids);
-        if (!(*ids = malloc(sizeof **ids))) return sp_fail(err, "out of memory");
-        (*ids)[0] = mc->bos_id;
-        n = 1;
-    }
-    size_t want = (size_t)p->n_prompt_tokens;
-    if (p->n_prompt_tokens < 1 || (p->truncated ? n <= want : n != want)) {
+    int n, truncated;
+    /* the runner's cut is max_prompt; any cut at or above n_prompt_tokens finds the same last tokens */
+    char *text = prompt_text(r->prompt_template, &e->ds, p->prompt_index, (const char *const *)p->answers, err);
+    int rc = text ? prompt_encode(c->tok, mc->arch == ARCH_LLAMA, mc->bos_id, text, INT_MAX, ids, &n, &truncated, err) : -1;
+    free(text);
+    if (rc) return sp_err_prefix(err, "%s: prompt %d", e->path, p->prompt_index);
+    int want = p->n_prompt_tokens;
+    if (want < 1 || (p->truncated ? n <= want : n != want)) {
         free(*ids);
         *ids = NULL;
-        return sp_fail(err, "%s: prompt %d encodes to %zu tokens, prompts.n_prompt_tokens of run %.12s is %d%s "
+        return sp_fail(err, "%s: prompt %d encodes to %d tokens, prompts.n_prompt_tokens of run %.12s is %d%s "
                             "(dataset or tokenizer changed since the sweep?)",
                        e->path, p->prompt_index, n, r->hash, p->n_prompt_tokens, p->truncated ? " (truncated)" : "");
     }
-    if (n > want) memmove(*ids, *ids + (n - want), want * sizeof **ids); /* keep the last tokens */
+    if (n > want) memmove(*ids, *ids + (n - want), (size_t)want * sizeof **ids); /* keep the last tokens */
     return 0;
 }
 
@@ -425,7 +475,7 @@ static int score_run(const Ctx *c, Db *db, Session *s, const ScoreRun *r, int64_
 done:
     for (int i = 0; rows && i < n; i++) free(rows[i].text);
     free(rows);
-    free(todo);
+    todo_free(todo, n);
     free(lp);
     tokrows_free(&l);
     return rc;

@@ -222,6 +222,10 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         snprintf(!strcmp(sec, "data") ? s->data_format : s->ver_format, 32, "%s", v);
     } else if (IS("data", "n_prompts")) {
         if (parse_int(v, 1, 1 << 24, &s->n_prompts)) return fail(P, sec, key, "\"%s\" is not an integer >= 1", v);
+    } else if (IS("data", "prompt_template")) {
+        if (!strcmp(v, "chat_template"))
+            return fail(P, sec, key, "%s", "chat_template is not supported (rendering Jinja is not implemented): use none or vicuna");
+        if (prompt_template_parse(v, &s->prompt_template)) return fail(P, sec, key, "\"%s\" is not none or vicuna", v);
     } else if (IS("data", "offset")) {
         if (parse_int(v, 0, 1 << 30, &s->prompt_offset)) return fail(P, sec, key, "\"%s\" is not an integer >= 0", v);
     } else if (IS("decode", "max_new_tokens")) {
@@ -506,6 +510,8 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
         canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
                   s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
                   (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
+    if (s->prompt_template != PROMPT_TEMPLATE_NONE) /* absent for the default (hashes as before) */
+        canon_add(b, cap, &k, "prompt_template %s\n", prompt_template_name(s->prompt_template));
     if (c->label_rule != LABEL_SOUND) /* set for sprinter-type runs only; absent by default (hashes as before) */
         canon_add(b, cap, &k, "label_rule %s\n", label_rule_name(c->label_rule));
     if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_recipe != RECIPE_SOUND) /* absent by default */

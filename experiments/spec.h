@@ -9,7 +9,10 @@
  *              oracle-markov)
  *   [models]   draft, target (directories; required: target, and draft unless only ar is run)
  *   [data]     datasets (required; list of files, each a grid value), format (jsonl, specbench,
- *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index)
+ *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index),
+ *              prompt_template (none, the default, or vicuna: data/loaders/prompt.h; a Spec-Bench
+ *              question's later turns are always generated after its earlier ones, in one
+ *              conversation; chat_template is refused: no Jinja renderer)
  *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit, protocol
  *              (sound, the default, or paper-code: what the SPRINTER authors' code runs, issue 14;
  *              it changes the defaults of the settings it differs in, each of which a spec may
@@ -38,6 +41,8 @@
  */
 #ifndef SP_SPEC_H
 #define SP_SPEC_H
+
+#include "prompt.h"
 
 #include <stdint.h>
 
@@ -73,6 +78,7 @@ typedef struct SweepSpec {
     int n_datasets;
     char data_format[32]; /* "" = infer from the file name */
     int n_prompts, prompt_offset;
+    PromptTemplate prompt_template; /* [data] prompt_template */
     int max_new;
     SamplerParams sampling;
     int stop_at_eos, audit;

@@ -18,6 +18,10 @@
  *        other methods and in rows of older files, where it was 0), runs.label_rule ('sound' or
  *        'paper-code' for sprinter-type runs, else NULL); + prompts.rounds and
  *        prompts.round_kept (the authors' "avg tokens" per prompt = round_kept / rounds)
+ *   7  + runs.prompt_template ('none' or 'vicuna'; NULL in rows of older files, where it was none);
+ *        + prompts.category (Spec-Bench's category, or the jsonl "category"; NULL when the data has
+ *        none) and prompts.turn (0-based turn of the example's conversation; NULL in older files,
+ *        where it was 0) (issue 15)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row.
@@ -31,7 +35,7 @@
 #include "error.h"
 #include "params.h"
 
-#define DB_SCHEMA_VERSION 6
+#define DB_SCHEMA_VERSION 7
 #define DB_SCHEMA_MIN 1
 #define DB_FORMAT "sprinter-runs"
 
@@ -96,7 +100,8 @@ typedef struct DbTable {
     X(failure, "TEXT", 4, 0, NOPARAM)                                                                    \
     X(bonus, "INTEGER", 6, 0, RP_BONUS)                                                                       \
     X(finish_round, "INTEGER", 6, 0, RP_FINISH_ROUND)                                                         \
-    X(label_rule, "TEXT", 6, 0, NOPARAM)
+    X(label_rule, "TEXT", 6, 0, NOPARAM)                                                                     \
+    X(prompt_template, "TEXT", 7, 0, NOPARAM)
 
 #define PROMPTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 1, 0, NOPARAM)                                                               \
@@ -140,7 +145,9 @@ typedef struct DbTable {
     X(quality_json, "TEXT", 1, 5, NOPARAM)                                                                    \
     X(rejected, "INTEGER", 5, 0, NOPARAM)                                                                     \
     X(rounds, "INTEGER", 6, 0, NOPARAM)                                                                       \
-    X(round_kept, "INTEGER", 6, 0, NOPARAM)
+    X(round_kept, "INTEGER", 6, 0, NOPARAM)                                                                  \
+    X(category, "TEXT", 7, 0, NOPARAM)                                                                        \
+    X(turn, "INTEGER", 7, 0, NOPARAM)
 
 #define OUTPUTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 2, 0, NOPARAM)                                                               \

@@ -11,7 +11,8 @@
 #define MAX_FILE ((size_t)1 << 31)
 #define PROMPT_FRACTION 0.3
 
-static int push(Dataset *d, int *cap, const char *id, const char *prompt, const char *ref, const char *src) {
+/* Appends a copy of the example's strings (NULL reference/source/category: ""). */
+static int push(Dataset *d, int *cap, const Example *x) {
     if (d->n == *cap) {
         int nc = *cap ? *cap * 2 : 256;
         Example *ne = realloc(d->ex, (size_t)nc * sizeof *ne);
@@ -20,12 +21,14 @@ static int push(Dataset *d, int *cap, const char *id, const char *prompt, const 
         *cap = nc;
     }
     Example *e = &d->ex[d->n];
-    e->id = strdup(id);
-    e->prompt = strdup(prompt);
-    e->reference = strdup(ref ? ref : "");
-    e->source = strdup(src ? src : "");
-    if (!e->id || !e->prompt || !e->reference || !e->source) {
-        free(e->id), free(e->prompt), free(e->reference), free(e->source);
+    e->id = strdup(x->id);
+    e->prompt = strdup(x->prompt);
+    e->reference = strdup(x->reference ? x->reference : "");
+    e->source = strdup(x->source ? x->source : "");
+    e->category = strdup(x->category ? x->category : "");
+    e->turn = x->turn;
+    if (!e->id || !e->prompt || !e->reference || !e->source || !e->category) {
+        free(e->id), free(e->prompt), free(e->reference), free(e->source), free(e->category);
         return -1;
     }
     d->n++;
@@ -60,7 +63,7 @@ static int split_words(const char *text, double fraction, char **prompt, char **
 static int push_split(Dataset *d, int *cap, const char *id, const char *text, const char *src) {
     char *pr, *rf;
     if (split_words(text, PROMPT_FRACTION, &pr, &rf)) return -1;
-    int rc = push(d, cap, id, pr, rf, src);
+    int rc = push(d, cap, &(Example){.id = (char *)id, .prompt = pr, .reference = rf, .source = (char *)src});
     free(pr);
     free(rf);
     return rc;
@@ -85,6 +88,39 @@ static int has_nul_escape(const char *line) {
             p++; /* the escaped character */
             if (*p == 'u' && !strncmp(p + 1, "0000", 4)) return 1;
         }
+    }
+    return 0;
+}
+
+/* One Spec-Bench question (a parsed line): an example per turn, up to max_n examples in all.
+ * "turns" must be a non-empty array of non-empty strings; "reference", when present, an array of
+ * strings (at most one per turn: reference[k] belongs to turn k); "category" a string. */
+static int push_specbench(const char *path, int line_no, const cJSON *o, int max_n, Dataset *d, int *cap, SpErr *err) {
+    const cJSON *turns = cJSON_GetObjectItemCaseSensitive(o, "turns");
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(o, "reference");
+    const cJSON *qid = cJSON_GetObjectItemCaseSensitive(o, "question_id");
+    const cJSON *cat = cJSON_GetObjectItemCaseSensitive(o, "category");
+    int n_turns = cJSON_GetArraySize(turns);
+    if (!cJSON_IsArray(turns) || n_turns == 0)
+        return sp_fail(err, "%s: line %d: field \"turns\" must be a non-empty array of strings", path, line_no);
+    if (refs && (!cJSON_IsArray(refs) || cJSON_GetArraySize(refs) > n_turns))
+        return sp_fail(err, "%s: line %d: field \"reference\" must be an array of at most one string per turn", path,
+                       line_no);
+    if (cat && !cJSON_IsString(cat)) return sp_fail(err, "%s: line %d: field \"category\" must be a string", path, line_no);
+    char idbuf[32];
+    if (cJSON_IsNumber(qid)) snprintf(idbuf, sizeof idbuf, "%d", qid->valueint);
+    else if (cJSON_IsString(qid) && qid->valuestring[0]) snprintf(idbuf, sizeof idbuf, "%s", qid->valuestring);
+    else if (!qid) snprintf(idbuf, sizeof idbuf, "%d", d->n); /* no id: the example's index, as other formats */
+    else return sp_fail(err, "%s: line %d: field \"question_id\" must be a number or a non-empty string", path, line_no);
+    for (int k = 0; k < n_turns && (max_n <= 0 || d->n < max_n); k++) {
+        const cJSON *turn = cJSON_GetArrayItem(turns, k), *ref = refs ? cJSON_GetArrayItem(refs, k) : NULL;
+        if (!cJSON_IsString(turn) || !turn->valuestring[0])
+            return sp_fail(err, "%s: line %d: field \"turns\"[%d] must be a non-empty string", path, line_no, k);
+        if (ref && !cJSON_IsString(ref))
+            return sp_fail(err, "%s: line %d: field \"reference\"[%d] must be a string", path, line_no, k);
+        Example x = {.id = idbuf, .prompt = turn->valuestring, .reference = ref ? ref->valuestring : NULL,
+                     .source = (char *)"spec-bench", .category = cat ? cat->valuestring : NULL, .turn = k};
+        if (push(d, cap, &x)) return sp_fail(err, "out of memory");
     }
     return 0;
 }
@@ -120,15 +156,7 @@ static int load_jsonl(const char *path, char *text, const char *fmt, int max_n, 
         snprintf(idbuf, sizeof idbuf, "%d", d->n);
         int rc = 0;
         if (!strcmp(fmt, "specbench")) {
-            const cJSON *turns = cJSON_GetObjectItemCaseSensitive(o, "turns");
-            const cJSON *first = cJSON_GetArrayItem(turns, 0);
-            const cJSON *qid = cJSON_GetObjectItemCaseSensitive(o, "question_id");
-            const cJSON *cat = cJSON_GetObjectItemCaseSensitive(o, "category");
-            if (!cJSON_IsString(first)) rc = sp_fail(err, "%s: line %d: field \"turns\" must hold strings", path, line_no);
-            if (cJSON_IsNumber(qid)) snprintf(idbuf, sizeof idbuf, "%d", qid->valueint);
-            else if (cJSON_IsString(qid)) snprintf(idbuf, sizeof idbuf, "%s", qid->valuestring);
-            if (!rc && push(d, &cap, idbuf, first->valuestring, "", cJSON_IsString(cat) ? cat->valuestring : "spec-bench"))
-                rc = sp_fail(err, "out of memory");
+            rc = push_specbench(path, line_no, o, max_n, d, &cap, err);
         } else if (!strcmp(fmt, "wikisum")) {
             const char *k = text_key(o);
             if (!k) rc = sp_fail(err, "%s: line %d: no \"summary\", \"text\" or \"article\" field", path, line_no);
@@ -139,15 +167,18 @@ static int load_jsonl(const char *path, char *text, const char *fmt, int max_n, 
             const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, "prompt");
             const cJSON *rf = cJSON_GetObjectItemCaseSensitive(o, "reference");
             const cJSON *sr = cJSON_GetObjectItemCaseSensitive(o, "source");
+            const cJSON *ct = cJSON_GetObjectItemCaseSensitive(o, "category");
             if (!cJSON_IsString(pr) || !*pr->valuestring)
                 rc = sp_fail(err, "%s: line %d: field \"prompt\" must be a non-empty string", path, line_no);
             else if (rf && !cJSON_IsString(rf))
                 rc = sp_fail(err, "%s: line %d: field \"reference\" must be a string", path, line_no);
+            else if (ct && !cJSON_IsString(ct))
+                rc = sp_fail(err, "%s: line %d: field \"category\" must be a string", path, line_no);
             if (cJSON_IsString(id)) snprintf(idbuf, sizeof idbuf, "%s", id->valuestring);
             else if (cJSON_IsNumber(id)) snprintf(idbuf, sizeof idbuf, "%d", id->valueint);
-            if (!rc && push(d, &cap, idbuf, pr->valuestring, rf ? rf->valuestring : "",
-                            cJSON_IsString(sr) ? sr->valuestring : ""))
-                rc = sp_fail(err, "out of memory");
+            Example x = {.id = idbuf, .prompt = rc ? NULL : pr->valuestring, .reference = rf ? rf->valuestring : NULL,
+                         .source = cJSON_IsString(sr) ? sr->valuestring : NULL, .category = ct ? ct->valuestring : NULL};
+            if (!rc && push(d, &cap, &x)) rc = sp_fail(err, "out of memory");
         }
         cJSON_Delete(o);
         if (rc) return -1;
@@ -277,9 +308,16 @@ int dataset_load(const char *path, const char *format, int max_n, Dataset *d, Sp
     return rc;
 }
 
+int dataset_has_turns(const Dataset *d, int first, int n) {
+    for (int i = first; i < first + n && i < d->n; i++)
+        if (d->ex[i].turn > 0) return 1;
+    return 0;
+}
+
 void dataset_free(Dataset *d) {
     for (int i = 0; i < d->n; i++) {
         free(d->ex[i].id), free(d->ex[i].prompt), free(d->ex[i].reference), free(d->ex[i].source);
+        free(d->ex[i].category);
     }
     free(d->ex);
     memset(d, 0, sizeof *d);

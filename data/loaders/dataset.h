@@ -1,7 +1,9 @@
 /* dataset.h - evaluation prompts from the formats the harness meets:
- *   jsonl      our format, one {"id", "prompt", "reference", "source"} object per line
- *   specbench  Spec-Bench question.jsonl: {"question_id", "category", "turns": [first, ...]};
- *              prompt = first turn, reference empty, source = category
+ *   jsonl      our format, one {"id", "prompt", "reference", "source"[, "category"]} object per line
+ *   specbench  Spec-Bench question.jsonl: {"question_id", "category", "turns": [...], "reference": [...]}
+ *              (reference optional); one example per turn, in order: id = question_id, turn = its
+ *              index in the conversation, prompt = that turn's user message, reference = reference[turn]
+ *              when present (else ""), category = category, source = "spec-bench"
  *   lm1b       plain text, one sentence per line (LM1B); prompt = first ceil(30%) of the words,
  *              reference = the rest
  *   wikisum    Wiki-Summary: CSV with a header naming a text column ("summary", "text" or
@@ -14,12 +16,19 @@
 
 typedef struct Example {
     char *id, *prompt, *reference, *source;
+    char *category; /* Spec-Bench's category (jsonl: optional "category"); "" when the format has none */
+    int turn;       /* 0-based turn in its conversation: examples [i - turn, i] are the conversation's user
+                       turns so far (always 0 outside Spec-Bench) */
 } Example;
 
 typedef struct Dataset {
     Example *ex;
     int n;
 } Dataset;
+
+/* A conversation's later turns need the answers to its earlier ones, so they cannot stand alone:
+ * 1 when examples [first, first + n) hold a turn > 0 (a multi-turn conversation). */
+int dataset_has_turns(const Dataset *d, int first, int n);
 
 /* format: "jsonl", "specbench", "lm1b", "wikisum", or NULL to infer (".csv" -> wikisum, ".txt" ->
  * lm1b, ".jsonl"/".json": specbench when the first object has "turns", wikisum when it has a

@@ -1,0 +1,115 @@
+#include "prompt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int prompt_template_parse(const char *name, PromptTemplate *t) {
+    if (!strcmp(name, "none")) *t = PROMPT_TEMPLATE_NONE;
+    else if (!strcmp(name, "vicuna")) *t = PROMPT_TEMPLATE_VICUNA;
+    else return -1;
+    return 0;
+}
+
+const char *prompt_template_name(PromptTemplate t) { return t == PROMPT_TEMPLATE_VICUNA ? "vicuna" : "none"; }
+
+/* A growing string. */
+typedef struct Text {
+    char *s;
+    size_t n, cap;
+    int oom;
+} Text;
+
+static void text_add(Text *b, const char *piece) {
+    size_t l = strlen(piece);
+    if (b->oom) return;
+    if (b->n + l + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + l + 1) cap *= 2;
+        char *ns = realloc(b->s, cap);
+        if (!ns) {
+            b->oom = 1;
+            return;
+        }
+        b->s = ns;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, piece, l + 1);
+    b->n += l;
+}
+
+/* FastChat's ADD_COLON_TWO with vicuna_v1.1's roles and separators. */
+static void vicuna(Text *b, const Example *turns, int n_turns, const char *const *answers) {
+    text_add(b, PROMPT_VICUNA_SYSTEM " ");
+    for (int k = 0; k < n_turns; k++) {
+        text_add(b, "USER: ");
+        text_add(b, turns[k].prompt);
+        text_add(b, " ASSISTANT:");
+        if (k < n_turns - 1 && answers[k][0]) { /* FastChat's `if message:` skips an empty answer */
+            text_add(b, " ");
+            text_add(b, answers[k]);
+            text_add(b, "</s>");
+        }
+    }
+}
+
+static void plain(Text *b, const Example *turns, int n_turns, const char *const *answers) {
+    for (int k = 0; k < n_turns; k++) {
+        if (k > 0 && answers[k - 1][0]) {
+            text_add(b, PROMPT_NONE_SEPARATOR);
+            text_add(b, answers[k - 1]);
+        }
+        if (k > 0) text_add(b, PROMPT_NONE_SEPARATOR);
+        text_add(b, turns[k].prompt);
+    }
+}
+
+char *prompt_text(PromptTemplate t, const Dataset *d, int i, const char *const *answers, SpErr *err) {
+    const Example *ex = &d->ex[i];
+    int first = i - ex->turn;
+    if (first < 0 || d->ex[first].turn != 0 || strcmp(d->ex[first].id, ex->id))
+        return sp_fail(err, "example %d (id %s) is turn %d of a conversation that does not start in the dataset", i,
+                       ex->id, ex->turn + 1),
+               NULL;
+    Text b = {0};
+    if (t == PROMPT_TEMPLATE_VICUNA) vicuna(&b, &d->ex[first], ex->turn + 1, answers);
+    else plain(&b, &d->ex[first], ex->turn + 1, answers);
+    if (b.oom || !b.s) {
+        free(b.s);
+        return sp_fail(err, "out of memory"), NULL;
+    }
+    return b.s;
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+char *prompt_answer(const char *output_text) {
+    const char *s = output_text ? output_text : "";
+    while (*s && is_space(*s)) s++;
+    size_t l = strlen(s);
+    while (l && is_space(s[l - 1])) l--;
+    return strndup(s, l);
+}
+
+int prompt_encode(const Tokenizer *tok, int add_bos, int bos_id, const char *text, int max_prompt, int32_t **ids,
+                  int *n, int *truncated, SpErr *err) {
+    size_t len;
+    *truncated = 0;
+    if (tokenizer_encode(tok, text, strlen(text), add_bos, ids, &len, err)) return -1;
+    if (len == 0) { /* an empty prompt conditions on BOS alone */
+        free(*ids);
+        *ids = NULL;
+        if (bos_id < 0) return sp_fail(err, "encodes to no tokens and the model has no BOS token");
+        if (!(*ids = malloc(sizeof **ids))) return sp_fail(err, "out of memory");
+        (*ids)[0] = bos_id;
+        len = 1;
+    }
+    if (len > (size_t)max_prompt) { /* keep the part that conditions the continuation */
+        memmove(*ids, *ids + (len - (size_t)max_prompt), (size_t)max_prompt * sizeof **ids);
+        len = (size_t)max_prompt;
+        *truncated = 1;
+    }
+    *n = (int)len;
+    return 0;
+}
