@@ -2,6 +2,8 @@
 #   make demo   release build, then the default pair through sweep, scoring and analysis
 #   make paper  release build, then the authors'-code protocol beside the sound one on the regime
 #               pair (scripts/paper.sh; results/paper/report/FINDINGS.md; under 60 min on 2 cores)
+#   make specbench  release build, then Spec-Bench's layout on the regime pair (scripts/specbench.sh:
+#               experiments/specbench.ini, multi-turn conversations, the task-group table; ~6 min)
 #   make test   sanitizer build (ASan + UBSan) and the whole CTest suite, then
 #               - the fuzz pass: every libFuzzer target for 30 s, FUZZ_JOBS (2) at a time, fixed
 #                 seed (fuzz/Makefile fuzz-ci; output in build-fuzz/ci/, summary table at the end)
@@ -11,7 +13,7 @@
 JOBS ?= $(shell nproc)
 FUZZ_JOBS ?= 2
 
-.PHONY: all build demo paper test test-fuzz test-memcheck deps deps-test clean
+.PHONY: all build demo paper specbench test test-fuzz test-memcheck deps deps-test clean
 
 all: build
 
@@ -30,6 +32,9 @@ demo: build
 
 paper: build
 	bash scripts/paper.sh build/sprinter results/paper $(JOBS)
+
+specbench: build
+	bash scripts/specbench.sh build/sprinter results/specbench
 
 test: deps-test
 	@t0=$$(date +%s); \

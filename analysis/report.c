@@ -153,8 +153,10 @@ static void speed_and_cost(RunAn *a) {
 static int quality(const Report *R, RunAn *a, SpErr *err) {
     const RunInfo *ri = a->ri;
     double lp = 0, nt = 0;
+    if (!(a->rouge_l = malloc((size_t)(ri->n_rows ? ri->n_rows : 1) * sizeof *a->rouge_l))) return sp_fail(err, "out of memory");
     for (int i = 0; i < ri->n_rows; i++) {
         const PromptInfo *p = &ri->prompts[i];
+        a->rouge_l[i] = NAN;
         if (p->scored) lp += p->target_logprob, nt += (double)p->scored_tokens;
         const char *ref =
             R->o->refs ? R->o->refs(R->o->refs_ctx, ri->dataset, ri->data_format, ri->dataset_sha256, p->prompt_index)
@@ -163,6 +165,7 @@ static int quality(const Report *R, RunAn *a, SpErr *err) {
         Rouge g;
         if (rouge_f1(p->output_text, ref, &g, err)) return -1;
         a->rouge[0] += g.r1, a->rouge[1] += g.r2, a->rouge[2] += g.rl, a->n_rouge++;
+        a->rouge_l[i] = g.rl;
     }
     for (int k = 0; k < 3; k++) a->rouge[k] = a->n_rouge ? a->rouge[k] / a->n_rouge : NAN;
     a->has_ppl = nt > 0;
@@ -422,7 +425,7 @@ static int gnuplot_present(const char *prog) {
 static void report_free(Report *R) {
     for (int i = 0; R->an && i < R->rs.n; i++) {
         RunAn *a = &R->an[i];
-        free(a->tok), free(a->tok_prompt), free(a->scores), free(a->labels);
+        free(a->tok), free(a->tok_prompt), free(a->scores), free(a->labels), free(a->rouge_l);
         if (a->has_tc) tc_result_free(&a->tc);
     }
     free(R->an);

@@ -46,6 +46,7 @@ typedef struct RunAn {
     double flops_tok[4]; /* draft, verifier, target, total per emitted token */
     double rouge[3];
     int n_rouge;
+    double *rouge_l; /* [ri->n_rows] each prompt's ROUGE-L F1, NaN where it has no reference */
     double ppl;
     int has_ppl;
     double win_tie;

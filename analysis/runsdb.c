@@ -179,11 +179,14 @@ static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
         PromptInfo *p = &r->prompts[r->n_rows++];
         memset(p, 0, sizeof *p);
         add_prompt_row(st, r, p);
-        const unsigned char *txt = sqlite3_column_text(st, PROMPTS_output_text);
-        if (txt && !(p->output_text = strdup((const char *)txt))) {
-            rc = sp_fail(err, "out of memory");
-            break;
+        p->turn = sqlite3_column_int(st, PROMPTS_turn);
+        const int text_cols[] = {PROMPTS_output_text, PROMPTS_example_id, PROMPTS_category};
+        char **texts[] = {&p->output_text, &p->example_id, &p->category};
+        for (int k = 0; k < 3 && !rc; k++) {
+            const unsigned char *txt = sqlite3_column_text(st, text_cols[k]);
+            if (txt && !(*texts[k] = strdup((const char *)txt))) rc = sp_fail(err, "out of memory");
         }
+        if (rc) break;
     }
     sqlite3_finalize(st);
     r->avg_tokens_paper = avg_tokens_paper_of(r);
@@ -240,7 +243,10 @@ int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
 
 void runset_free(RunSet *rs) {
     for (int i = 0; i < rs->n; i++) {
-        for (int j = 0; j < rs->runs[i].n_rows; j++) free(rs->runs[i].prompts[j].output_text);
+        for (int j = 0; j < rs->runs[i].n_rows; j++) {
+            const PromptInfo *p = &rs->runs[i].prompts[j];
+            free(p->output_text), free(p->example_id), free(p->category);
+        }
         free(rs->runs[i].prompts);
     }
     free(rs->runs);

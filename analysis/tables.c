@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report_int.h"
+#include "metrics.h"
 #include "report_util.h"
 
 enum {
@@ -58,6 +59,12 @@ static void fill(const Report *R, Row *r, const RunAn *a) {
     if (a->has_iid) add(r, Q_IID_REJ, a->iid.rejected);
 }
 
+/* Run a belongs to row r: the same (data, method, setting, verifier data). */
+static int row_has(const Row *r, const RunAn *a) {
+    return !strcmp(r->dataset, a->dataset) && !strcmp(r->method, a->ri->method) && !strcmp(r->setting, a->setting) &&
+           !strcmp(r->ver_data, a->ver_data);
+}
+
 /* Rows grouped by (data, method, setting, verifier data), in first-seen order. */
 static Row *group(const Report *R, int *n) {
     Row *rows = calloc((size_t)(R->rs.n ? R->rs.n : 1), sizeof *rows);
@@ -67,9 +74,7 @@ static Row *group(const Report *R, int *n) {
         const RunAn *a = &R->an[i];
         Row *r = NULL;
         for (int k = 0; k < *n && !r; k++)
-            if (!strcmp(rows[k].dataset, a->dataset) && !strcmp(rows[k].method, a->ri->method) &&
-                !strcmp(rows[k].setting, a->setting) && !strcmp(rows[k].ver_data, a->ver_data))
-                r = &rows[k];
+            if (row_has(&rows[k], a)) r = &rows[k];
         if (!r) {
             r = &rows[(*n)++];
             snprintf(r->dataset, sizeof r->dataset, "%s", a->dataset);
@@ -154,6 +159,106 @@ static void table_deployed(FILE *f, const Report *R, const Row *rows, int n) {
     fprintf(f, "\n");
 }
 
+/* ---- Table 6: Spec-Bench's task groups (records/metrics.h) */
+
+/* One row's questions (every run of it pooled) and its ROUGE-L per task group. */
+typedef struct SbRow {
+    SbQuestion *q;
+    int n, cap;
+    SbCell cells[SB_N_GROUPS];
+    double rl_sum[SB_N_GROUPS];
+    int rl_n[SB_N_GROUPS];
+    const RunInfo *first; /* the row's first run: its data and temperature pick the ar row */
+} SbRow;
+
+static int sb_add_question(SbRow *x, const PromptInfo *p) {
+    if (x->n == x->cap) {
+        SbQuestion *nq = realloc(x->q, (size_t)(x->cap = x->cap ? 2 * x->cap : 64) * sizeof *nq);
+        if (!nq) return -1;
+        x->q = nq;
+    }
+    x->q[x->n++] = (SbQuestion){p->category, 0, 0, 0};
+    return 0;
+}
+
+/* The questions of row r's runs: a question is a run of consecutive prompt rows with one example_id
+ * (its turns), their counts summed. */
+static int sb_collect(const Report *R, const Row *r, SbRow *x) {
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (!row_has(r, a)) continue;
+        if (!x->first) x->first = a->ri;
+        for (int j = 0; j < a->ri->n_rows; j++) {
+            const PromptInfo *p = &a->ri->prompts[j], *prev = j ? &a->ri->prompts[j - 1] : NULL;
+            int same = prev && p->turn > 0 && p->example_id && prev->example_id && !strcmp(p->example_id, prev->example_id);
+            if (!same && sb_add_question(x, p)) return -1;
+            SbQuestion *q = &x->q[x->n - 1];
+            q->tokens += p->tokens, q->target_calls += p->target_calls, q->seconds += p->t_total;
+            int groups[2] = {specbench_group_of(p->category), SB_OVERALL};
+            for (int k = 0; k < 2; k++)
+                if (groups[k] >= 0 && a->rouge_l && !isnan(a->rouge_l[j])) x->rl_sum[groups[k]] += a->rouge_l[j], x->rl_n[groups[k]]++;
+        }
+    }
+    specbench_cells(x->q, x->n, x->cells);
+    return 0;
+}
+
+static int has_specbench_categories(const Report *R) {
+    for (int i = 0; i < R->rs.n; i++)
+        for (int j = 0; j < R->rs.runs[i].n_rows; j++)
+            if (specbench_group_of(R->rs.runs[i].prompts[j].category) >= 0) return 1;
+    return 0;
+}
+
+static void table_specbench(FILE *f, const Row *rows, int n, const SbRow *sb) {
+    fprintf(f, "## Table 6 (Spec-Bench): task groups\n\nSpec-Bench's own figures (its evaluation/speed.py), per task "
+               "group (mt_bench = its 8 MT-bench categories; overall = every question): **speed-up** = the mean over "
+               "questions of tokens / seconds (a question's turns summed) over the same mean of AR on the same data "
+               "and temperature, and **MAT** = mean accepted tokens, tokens per target forward with the bonus (AR = "
+               "1.00). Beside them the harness's own: Table 2's speed-up (pooled tokens / pooled seconds) and "
+               "ROUGE-L F1 per group over the turns that have a reference (`-`: none).\n\n"
+               "| Dataset | Method | Setting | runs |");
+    for (int g = 0; g < SB_N_GROUPS; g++) fprintf(f, " %s speed-up / MAT |", specbench_group_name(g));
+    fprintf(f, " pooled speed-up (Table 2) |");
+    for (int g = 0; g < SB_N_GROUPS; g++) fprintf(f, " %s ROUGE-L |", specbench_group_name(g));
+    fprintf(f, "\n|---|---|---|---:|");
+    for (int g = 0; g < 2 * SB_N_GROUPS + 1; g++) fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (int k = 0; k < n; k++) {
+        const SbRow *x = &sb[k], *ar = NULL;
+        for (int m = 0; m < n && !ar; m++)
+            if (method_name_eq(rows[m].method, DM_AR) && sb[m].first && x->first && same_cell(sb[m].first, x->first))
+                ar = &sb[m];
+        fprintf(f, "| %s | %s | %s | %d |", rows[k].dataset, rows[k].method, rows[k].setting, rows[k].runs);
+        char b1[48], b2[48];
+        for (int g = 0; g < SB_N_GROUPS; g++) {
+            const SbCell *c = &x->cells[g];
+            double speedup = ar ? c->mean_rate / ar->cells[g].mean_rate : NAN;
+            if (c->questions) fprintf(f, " %s / %s |", fmt_num(b1, sizeof b1, speedup, "%.2fx"),
+                                      fmt_num(b2, sizeof b2, metric_ratio((double)c->tokens, (double)c->target_calls), "%.2f"));
+            else fprintf(f, " - |");
+        }
+        fprintf(f, " %s |", fv(b1, &rows[k], Q_SAR, "%.2fx"));
+        for (int g = 0; g < SB_N_GROUPS; g++)
+            fprintf(f, " %s |", fmt_num(b1, sizeof b1, x->rl_n[g] ? x->rl_sum[g] / x->rl_n[g] : NAN, "%.4f"));
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\nQuestions per group (the first row's runs):");
+    for (int g = 0; g < SB_N_GROUPS; g++) fprintf(f, " %s %d%s", specbench_group_name(g), n ? sb[0].cells[g].questions : 0,
+                                                  g + 1 < SB_N_GROUPS ? "," : ".\n\n");
+}
+
+static int write_specbench(FILE *f, const Report *R, const Row *rows, int n) {
+    if (!has_specbench_categories(R)) return 0;
+    SbRow *sb = calloc((size_t)(n ? n : 1), sizeof *sb);
+    int rc = sb ? 0 : -1;
+    for (int k = 0; k < n && !rc; k++) rc = sb_collect(R, &rows[k], &sb[k]);
+    if (!rc) table_specbench(f, rows, n, sb);
+    for (int k = 0; sb && k < n; k++) free(sb[k].q);
+    free(sb);
+    return rc;
+}
+
 int write_tables(Report *R, SpErr *err) {
     int n;
     Row *rows = group(R, &n);
@@ -188,6 +293,11 @@ int write_tables(Report *R, SpErr *err) {
     table_rows(f, rows, n, q3, f3, 5, 0);
     table_transfer(f, rows, n);
     table_deployed(f, R, rows, n);
+    if (write_specbench(f, R, rows, n)) {
+        fclose(f);
+        free(rows);
+        return sp_fail(err, "out of memory");
+    }
     free(rows);
     return report_close(f, R, "tables.md", err);
 }

@@ -110,14 +110,18 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
     return 0;
 }
 
-static int print_summary(const char *dir, int by_method, int tsv, SpErr *err) {
+/* The summary table grouped by configuration (SUMMARY_BY_CONFIG), method, or Spec-Bench task group. */
+enum { SUMMARY_BY_CONFIG, SUMMARY_BY_METHOD, SUMMARY_BY_TASK };
+
+static int print_summary(const char *dir, int by, int tsv, SpErr *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/runs.sqlite", dir);
     int older; /* read-only unless the file needs db_open's upgrade first */
     Db *db = db_open_read(path, &older, err);
     if (!db && older) db = db_open(path, err);
     if (!db) return -1;
-    int rc = db_summary(db, stdout, by_method, tsv, err);
+    int rc = by == SUMMARY_BY_TASK ? db_summary_tasks(db, stdout, tsv, err)
+                                   : db_summary(db, stdout, by == SUMMARY_BY_METHOD, tsv, err);
     db_close(db);
     return rc;
 }
@@ -178,7 +182,7 @@ int cmd_sweep(int argc, char **argv) {
         fprintf(stderr, "sweep: %d runs in the grid, %d in this shard: %d already done, %d run now%s -> %s\n", c.total,
                 c.mine, c.skipped, c.ran, failed, out);
     }
-    rc = print_summary(out, 0, 0, &err) ? 1 : 0;
+    rc = print_summary(out, SUMMARY_BY_CONFIG, 0, &err) ? 1 : 0;
     if (rc == 0 && c.failed > 0) { /* documented: exit 3, one line per failed run, then the count */
         fflush(stdout);
         for (int i = 0; i < c.failed; i++)
@@ -298,7 +302,7 @@ int cmd_merge(int argc, char **argv) {
            "%d failed runs carried, %d failed runs left out as done elsewhere)\n",
            mc.runs_added, argc - optind, out, mc.duplicates, mc.unfinished, mc.failed_added, mc.failed_superseded);
     int rc = 0;
-    if (!quiet && print_summary(out, 0, 0, &err)) {
+    if (!quiet && print_summary(out, SUMMARY_BY_CONFIG, 0, &err)) {
         fprintf(stderr, "sprinter merge: %s\n", err.msg);
         rc = 1;
     }
@@ -311,7 +315,7 @@ int cmd_merge(int argc, char **argv) {
 /* ------------------------------------------------------------------ summary */
 
 static const char kSummaryHelp[] =
-    "usage: sprinter summary RESULTS_DIR [--by method|config] [--tsv]\n"
+    "usage: sprinter summary RESULTS_DIR [--by config|method|task] [--tsv]\n"
     "Prints, from RESULTS_DIR/runs.sqlite, one row per method and parameter setting (default) or per\n"
     "method, summed over seeds and prompts of finished runs: runs, tokens, tokens/s (audit excluded),\n"
     "speed-up over ar, tokens per target call (bonus included: Spec-Bench's mean accepted tokens),\n"
@@ -323,20 +327,27 @@ static const char kSummaryHelp[] =
     "each one's reason, and the number of unfinished runs (neither is counted in the table).\n"
     "--tsv: the rows as tab-separated columns for scripts (each parameter its own column, NaN where\n"
     "it does not apply; adds accept_rate_from_tpc, the alpha that sd's tokens per call imply at its\n"
-    "gamma).\n";
+    "gamma).\n"
+    "--by task: Spec-Bench's table instead (its evaluation/speed.py): per configuration (method,\n"
+    "parameters, data, temperature; seeds pooled) and task group (mt_bench = its 8 MT-bench categories,\n"
+    "translation, summarization, qa, math_reasoning, rag, overall; from prompts.category), the speedup\n"
+    "over ar on the same data and temperature as Spec-Bench defines it (the mean over questions of\n"
+    "tokens/s, a question's turns summed, over the same mean of ar) and the mean accepted tokens\n"
+    "(tokens per target forward, bonus included; ar = 1.00).\n";
 
 int cmd_summary(int argc, char **argv) {
     static const struct option opts[] = {
         {"by", required_argument, 0, 'b'}, {"tsv", no_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int by_method = 0, tsv = 0;
+    int by = SUMMARY_BY_CONFIG, tsv = 0;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (ch) {
         case 'b':
-            if (!strcmp(optarg, "method")) by_method = 1;
-            else if (!strcmp(optarg, "config")) by_method = 0;
+            if (!strcmp(optarg, "method")) by = SUMMARY_BY_METHOD;
+            else if (!strcmp(optarg, "config")) by = SUMMARY_BY_CONFIG;
+            else if (!strcmp(optarg, "task")) by = SUMMARY_BY_TASK;
             else {
-                fprintf(stderr, "sprinter summary: --by: \"%s\" is not method or config\n", optarg);
+                fprintf(stderr, "sprinter summary: --by: \"%s\" is not config, method or task\n", optarg);
                 return 2;
             }
             break;
@@ -357,7 +368,7 @@ int cmd_summary(int argc, char **argv) {
         return 1;
     }
     SpErr err = {{0}};
-    if (print_summary(dir, by_method, tsv, &err)) {
+    if (print_summary(dir, by, tsv, &err)) {
         fprintf(stderr, "sprinter summary: %s\n", err.msg);
         return 1;
     }

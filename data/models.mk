@@ -1,7 +1,7 @@
 # data/models.mk - the default draft/target pipeline, included from the root Makefile.
 #   make corpus     Debian packages -> data/corpus/out/{train,valid,test}.{txt,jsonl} + MANIFEST.json
 #   make corpus-verify   check the cached .debs and corpus outputs against data/corpus/MANIFEST.json
-#   make datasets   test split -> data/datasets/{encyclopedic,sentences}.jsonl
+#   make datasets   test split -> data/datasets/{encyclopedic,sentences,specbench}.jsonl
 #   make tokenizer  train split -> data/models/tokenizer/{vocab.json,merges.txt,tokenizer.json}
 #   make tokenizer-check  round trip + (if build/sprinter exists) C-vs-Python token ids
 #   make models     retrain draft + target from scratch (~60-75 min on one thread), write
@@ -36,6 +36,7 @@ $(DATA_CORPUS_OUT) &:
 
 datasets: data/corpus/out/test.jsonl
 	$(DATA_PY) data/datasets/build_datasets.py
+	$(DATA_PY) data/datasets/build_specbench.py
 
 tokenizer: data/corpus/out/train.txt
 	$(DATA_PY) data/tokenizer/train_tokenizer.py --vocab-size 2048

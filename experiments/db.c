@@ -793,6 +793,177 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
     return summary_not_done(db, out, err);
 }
 
+/* ------------------------------------------------------------------ Spec-Bench's task table */
+
+/* One configuration (method, parameters, data, temperature) with its questions, every seed pooled. */
+typedef struct TaskConfig {
+    char method[32], label[160], dataset[256];
+    double temperature;
+    SbQuestion *q;
+    char **categories; /* [n] owned copies (q[i].category points into them) */
+    int n, cap;
+    SbCell cells[SB_N_GROUPS];
+} TaskConfig;
+
+static void task_configs_free(TaskConfig *c, int n) {
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < c[i].n; k++) free(c[i].categories[k]);
+        free(c[i].categories);
+        free(c[i].q);
+    }
+    free(c);
+}
+
+static int task_push(TaskConfig *c, const char *category, int64_t tokens, int64_t calls, double seconds) {
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        SbQuestion *nq = realloc(c->q, (size_t)cap * sizeof *nq);
+        if (!nq) return -1;
+        c->q = nq;
+        char **ncat = realloc(c->categories, (size_t)cap * sizeof *ncat);
+        if (!ncat) return -1;
+        c->categories = ncat;
+        c->cap = cap;
+    }
+    if (!(c->categories[c->n] = strdup(category ? category : ""))) return -1;
+    c->q[c->n] = (SbQuestion){c->categories[c->n], tokens, calls, seconds};
+    c->n++;
+    return 0;
+}
+
+enum { TASK_METHOD, TASK_DATASET, TASK_TEMPERATURE, TASK_CATEGORY, TASK_TOKENS, TASK_CALLS, TASK_SECONDS, TASK_PARAMS };
+
+/* Every done run's questions (its prompt rows grouped by example_id: a question's turns summed),
+ * gathered per configuration in run order. */
+static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
+    char params[512], sql[4096];
+    db_param_columns("r.", params, sizeof params);
+    snprintf(sql, sizeof sql,
+             "SELECT r.method, r.dataset, r.temperature, MIN(p.category), SUM(p.tokens), SUM(p.target_calls),"
+             " SUM(p.t_total), %s FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
+             " GROUP BY r.run_hash, COALESCE(p.example_id, p.prompt_index)"
+             " ORDER BY MIN(r.run_index), MIN(p.prompt_index)",
+             params);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "task summary query");
+    TaskConfig *c = NULL;
+    int n = 0, cap = 0, rc = 0;
+    for (int step; (step = sqlite3_step(st)) != SQLITE_DONE;) {
+        if (step != SQLITE_ROW) {
+            rc = fail_sql(db, err, "task summary query");
+            break;
+        }
+        char label[160], dataset[256];
+        db_params_label(st, TASK_PARAMS, label, sizeof label);
+        snprintf(dataset, sizeof dataset, "%s", base((const char *)sqlite3_column_text(st, TASK_DATASET)));
+        const char *method = (const char *)sqlite3_column_text(st, TASK_METHOD);
+        double temperature = sqlite3_column_double(st, TASK_TEMPERATURE);
+        int k = 0;
+        while (k < n && (strcmp(c[k].method, method) || strcmp(c[k].label, label) || strcmp(c[k].dataset, dataset) ||
+                         c[k].temperature != temperature))
+            k++;
+        if (k == n) {
+            if (n == cap) {
+                TaskConfig *nc = realloc(c, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *nc);
+                if (!nc) {
+                    rc = sp_fail(err, "out of memory");
+                    break;
+                }
+                c = nc;
+            }
+            memset(&c[n], 0, sizeof c[n]);
+            snprintf(c[n].method, sizeof c[n].method, "%s", method);
+            snprintf(c[n].label, sizeof c[n].label, "%s", label);
+            snprintf(c[n].dataset, sizeof c[n].dataset, "%s", dataset);
+            c[n].temperature = temperature;
+            n++;
+        }
+        if (task_push(&c[k], (const char *)sqlite3_column_text(st, TASK_CATEGORY), sqlite3_column_int64(st, TASK_TOKENS),
+                      sqlite3_column_int64(st, TASK_CALLS), sqlite3_column_double(st, TASK_SECONDS))) {
+            rc = sp_fail(err, "out of memory");
+            break;
+        }
+    }
+    sqlite3_finalize(st);
+    for (int k = 0; k < n; k++) specbench_cells(c[k].q, c[k].n, c[k].cells);
+    *out = c;
+    *n_out = n;
+    return rc;
+}
+
+/* The ar configuration on the same data at the same temperature, NULL when there is none. */
+static const TaskConfig *task_ar_of(const TaskConfig *c, int n, const TaskConfig *x) {
+    for (int k = 0; k < n; k++)
+        if (!strcmp(c[k].method, decode_method_name(DM_AR)) && !strcmp(c[k].dataset, x->dataset) &&
+            c[k].temperature == x->temperature)
+            return &c[k];
+    return NULL;
+}
+
+int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
+    TaskConfig *c = NULL;
+    int n = 0;
+    if (task_configs(db, &c, &n, err)) {
+        task_configs_free(c, n);
+        return -1;
+    }
+    if (tsv) {
+        fprintf(out, "method\tdataset\ttemperature\tparams\ttask\tquestions\ttokens\ttarget_calls\tmean_accepted_tokens"
+                     "\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\n");
+        for (int k = 0; k < n; k++) {
+            const TaskConfig *ar = task_ar_of(c, n, &c[k]);
+            for (int g = 0; g < SB_N_GROUPS; g++) {
+                const SbCell *x = &c[k].cells[g];
+                double ar_rate = ar ? ar->cells[g].mean_rate : NAN;
+                if (x->questions == 0) continue;
+                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n", c[k].method, c[k].dataset,
+                        c[k].temperature, c[k].label[0] ? c[k].label : "-", specbench_group_name(g), x->questions,
+                        (long long)x->tokens, (long long)x->target_calls,
+                        metric_ratio((double)x->tokens, (double)x->target_calls), x->mean_rate, ar_rate,
+                        metric_ratio(x->mean_rate, ar_rate));
+            }
+        }
+        task_configs_free(c, n);
+        return 0;
+    }
+    int wl = 6;
+    for (int k = 0; k < n; k++) {
+        int l = (int)(strlen(c[k].dataset) + strlen(c[k].label)) + 8;
+        if (l > wl) wl = l;
+    }
+    fprintf(out, "Spec-Bench task groups: speedup over ar (mean of per-question tok/s, its evaluation/speed.py) and mean "
+                 "accepted tokens (tokens per target forward, bonus included)\n");
+    fprintf(out, "%-11s %-*s", "method", wl, "data T params");
+    for (int g = 0; g < SB_N_GROUPS; g++) fprintf(out, " %15s", specbench_group_name(g));
+    fputc('\n', out);
+    if (n > 0) {
+        fprintf(out, "%-11s %-*s", "questions", wl, "");
+        for (int g = 0; g < SB_N_GROUPS; g++) fprintf(out, " %15d", c[0].cells[g].questions);
+        fputc('\n', out);
+    }
+    for (int k = 0; k < n; k++) {
+        const TaskConfig *ar = task_ar_of(c, n, &c[k]);
+        char lab[512];
+        snprintf(lab, sizeof lab, "%s T=%g%s%s", c[k].dataset, c[k].temperature, c[k].label[0] ? " " : "", c[k].label);
+        fprintf(out, "%-11s %-*s", c[k].method, wl, lab);
+        for (int g = 0; g < SB_N_GROUPS; g++) {
+            const SbCell *x = &c[k].cells[g];
+            char cell[48], sp[24], mat[24];
+            fmt_ratio(sp, sizeof sp, ar && x->questions ? x->mean_rate : 0, ar ? ar->cells[g].mean_rate : 0, "%.2fx");
+            fmt_ratio(mat, sizeof mat, (double)x->tokens, (double)x->target_calls, "%.2f");
+            snprintf(cell, sizeof cell, "%s %s", sp, mat);
+            fprintf(out, " %15s", x->questions ? cell : "-");
+        }
+        fputc('\n', out);
+    }
+    if (n == 0) fprintf(out, "(no finished runs)\n");
+    else
+        fprintf(out, "cells: speedup, mean accepted tokens; questions: a question's turns are summed (the first "
+                     "configuration's counts); a category outside Spec-Bench's 13 counts in overall only\n");
+    task_configs_free(c, n);
+    return 0;
+}
+
 int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, "SELECT run_hash FROM runs WHERE status = 'running' ORDER BY run_index", -1, &st, NULL) !=

@@ -123,6 +123,10 @@ int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpE
  * first 50) and the number of unfinished runs, when there are any. tsv: the same rows as
  * tab-separated columns (every parameter and figure its own column, NaN where none) and nothing else. */
 int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err);
+/* Spec-Bench's task table (records/metrics.h): per configuration (method, parameters, data,
+ * temperature; seeds pooled) and task group, the speedup over the ar configuration on the same data
+ * and temperature and the mean accepted tokens; tsv: one line per (configuration, group). */
+int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err);
 
 /* Current time as ISO 8601 UTC with milliseconds: buf of at least 32 bytes. */
 void db_now_iso(char *buf, size_t cap);

@@ -3,6 +3,7 @@
 
 #include <gsl/gsl_cdf.h>
 #include <math.h>
+#include <string.h>
 
 Interval wilson_interval(int64_t k, int64_t n, double conf) {
     if (n <= 0) return (Interval){0, 1};
@@ -39,4 +40,38 @@ double alpha_from_tokens_per_call(double tpc, int gamma) {
         else hi = mid;
     }
     return 0.5 * (lo + hi);
+}
+
+static const char *const kSbGroups[SB_N_GROUPS] = {"mt_bench", "translation", "summarization", "qa",
+                                                  "math_reasoning", "rag", "overall"};
+static const char *const kMtBench[] = {"writing", "roleplay", "reasoning", "math",
+                                       "coding", "extraction", "stem", "humanities"};
+
+const char *specbench_group_name(int group) { return group >= 0 && group < SB_N_GROUPS ? kSbGroups[group] : "?"; }
+
+int specbench_group_of(const char *category) {
+    if (!category) return -1;
+    for (size_t i = 0; i < sizeof kMtBench / sizeof *kMtBench; i++)
+        if (!strcmp(category, kMtBench[i])) return SB_MT_BENCH;
+    for (int g = SB_TRANSLATION; g < SB_OVERALL; g++)
+        if (!strcmp(category, kSbGroups[g])) return g;
+    return -1;
+}
+
+void specbench_cells(const SbQuestion *q, int n, SbCell cells[SB_N_GROUPS]) {
+    double rate_sum[SB_N_GROUPS] = {0};
+    int timed[SB_N_GROUPS] = {0};
+    memset(cells, 0, SB_N_GROUPS * sizeof *cells);
+    for (int i = 0; i < n; i++) {
+        int groups[2] = {specbench_group_of(q[i].category), SB_OVERALL};
+        for (int k = 0; k < 2; k++) {
+            int g = groups[k];
+            if (g < 0) continue;
+            cells[g].questions++;
+            cells[g].tokens += q[i].tokens;
+            cells[g].target_calls += q[i].target_calls;
+            if (q[i].seconds > 0) rate_sum[g] += (double)q[i].tokens / q[i].seconds, timed[g]++;
+        }
+    }
+    for (int g = 0; g < SB_N_GROUPS; g++) cells[g].mean_rate = timed[g] ? rate_sum[g] / timed[g] : NAN;
 }

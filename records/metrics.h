@@ -18,6 +18,15 @@
  *   avg_tokens_paper     the SPRINTER authors' "avg tokens": drafts kept per target call that decided
  *                        drafts (prompts.round_kept / prompts.rounds, the resampled or bonus token
  *                        excluded), averaged per prompt, then over prompts (a SQL AVG in the summary)
+ *   Spec-Bench's task table (its evaluation/speed.py), per task group:
+ *   specbench speedup    mean over questions of tokens / seconds (a question's turns summed) of the
+ *                        method, divided by the same mean of AR on the same questions: a mean of
+ *                        per-question rates, not the ratio of pooled rates (summary's "speedup")
+ *   mean accepted tokens tokens / target forwards over the group's turns: tokens_per_call above
+ *                        (Spec-Bench averages per decoding step, which pools the same way)
+ *   task groups          mt_bench (its 8 categories: writing, roleplay, reasoning, math, coding,
+ *                        extraction, stem, humanities), translation, summarization, qa,
+ *                        math_reasoning, rag, and overall (every question, any category)
  * Needs GSL (normal quantile for the Wilson interval). No global state.
  */
 #ifndef SP_METRICS_H
@@ -46,5 +55,28 @@ double metric_ratio(double num, double den);
 
 /* See above; NaN when tpc is outside [1, gamma + 1] or gamma < 1. */
 double alpha_from_tokens_per_call(double tokens_per_call, int gamma);
+
+/* Spec-Bench's task groups, in its table's order; SB_OVERALL holds every question. */
+enum { SB_MT_BENCH, SB_TRANSLATION, SB_SUMMARIZATION, SB_QA, SB_MATH_REASONING, SB_RAG, SB_OVERALL, SB_N_GROUPS };
+const char *specbench_group_name(int group);
+/* The group (SB_MT_BENCH .. SB_RAG) of a category, -1 when it is not one of Spec-Bench's 13. */
+int specbench_group_of(const char *category);
+
+/* One question of one run: its turns summed. */
+typedef struct SbQuestion {
+    const char *category; /* borrowed; NULL or "" = none (counts in overall only) */
+    int64_t tokens, target_calls;
+    double seconds;
+} SbQuestion;
+
+/* A configuration's figures in one task group: questions counted, the mean over them of
+ * tokens / seconds (NaN if none had time), tokens and target forwards summed. */
+typedef struct SbCell {
+    int questions;
+    double mean_rate;
+    int64_t tokens, target_calls;
+} SbCell;
+/* Fills cells[SB_N_GROUPS] from questions q[0..n) (of one configuration, every seed pooled). */
+void specbench_cells(const SbQuestion *q, int n, SbCell cells[SB_N_GROUPS]);
 
 #endif

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Spec-Bench as its users run it (issue 15), end to end on tiny random GPT-2 models:
+
+- a file in Spec-Bench's exact question.jsonl format (question_id, category, turns, reference; two
+  MT-bench questions with 2 turns, one of them with references, a translation question with a
+  reference, a qa question without) is swept with the vicuna template, greedy, by ar and sd;
+- every prompt row keeps its question_id, category and turn;
+- the oracle for the conversation: FastChat's vicuna_v1.1 prompt built here in Python (system + " "
+  + "USER: q ASSISTANT:" turns, the answer to an earlier turn being that row's output_text stripped,
+  followed by "</s>") is fed to `sprinter generate` (greedy, same max_new): its continuation must be
+  the run's output for that turn, and `sprinter tokenize` of it must have the row's n_prompt_tokens;
+  greedy sd's outputs must equal ar's turn for turn (lossless, so both see the same conversation);
+- `sprinter score` rebuilds every prompt (it checks n_prompt_tokens) and scores it;
+- `summary --by task --tsv` equals Spec-Bench's speed.py recomputed here from the rows: speedup =
+  mean over questions of tokens / seconds (turns summed) over ar's, mean accepted tokens = tokens /
+  target calls per task group;
+- `analyze` writes Table 6 with ROUGE-L where references exist and `-` for qa;
+- the committed data/datasets/specbench.jsonl has the real file's structure (480 questions, the 13
+  categories in their id ranges, 80 two-turn questions, 359 with references) and loads whole;
+- bad input: an offset inside a conversation, a malformed "turns", a chat_template request, each a
+  one-line error naming the file and field, nothing written.
+Deterministic; no false-failure rate.
+"""
+import argparse
+import codecs
+import csv
+import io
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_fixture as fx  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+VICUNA_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. The assistant gives "
+                 "helpful, detailed, and polite answers to the user's questions.")
+MAX_NEW = 6
+# Spec-Bench's format, as data/spec_bench/question.jsonl writes it (texts invented)
+QUESTIONS = [
+    {"question_id": 81, "category": "writing", "turns": ["Write a short note about tea.", "Now make it rhyme."]},
+    {"question_id": 111, "category": "math", "turns": ["What is 2 + 3?", "And times 4?"],
+     "reference": ["5", "20"]},
+    {"question_id": 161, "category": "translation", "turns": ["Translate German to English: Guten Morgen"],
+     "reference": ["Good morning"]},
+    {"question_id": 321, "category": "qa", "turns": ["who wrote the odyssey"]},
+]
+SPEC = """[sweep]
+name = sb
+methods = ar, sd
+
+[models]
+draft = {work}/draft
+target = {work}/target
+
+[data]
+datasets = {data}
+format = specbench
+n_prompts = {n}
+offset = {offset}
+prompt_template = {template}
+
+[decode]
+max_new_tokens = {max_new}
+temperature = 0
+stop_at_eos = false
+
+[grid]
+seeds = 1
+gamma = 3
+"""
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
+
+
+def make_models(sprinter, work):
+    """Tiny random GPT-2 target and draft with the GPT-2 fixture tokenizer and room for the template."""
+    for name, dims, seed in (("target", (32, 2, 4), 1), ("draft", (16, 1, 2), 2)):
+        cfg = {"model_type": "gpt2", "vocab_size": fx.VOCAB, "n_embd": dims[0], "n_layer": dims[1], "n_head": dims[2],
+               "n_positions": 1024, "initializer_range": 0.1, "bos_token_id": fx.VOCAB - 1,
+               "eos_token_id": fx.VOCAB - 1}
+        path = os.path.join(work, name + ".json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        out = os.path.join(work, name)
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([sprinter, "init-random", "--arch", "gpt2", "--config", path, "--seed", str(seed), "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
+        for fn in ("vocab.json", "merges.txt"):
+            shutil.copy(os.path.join(fx.TOKENIZER, fn), out)
+
+
+def sanitized(raw):
+    """The text as the runner stores it: each byte of an invalid UTF-8 sequence becomes '?'."""
+    return raw.decode("utf-8", errors="sb_question_marks")
+
+
+codecs.register_error("sb_question_marks", lambda e: ("?" * (e.end - e.start), e.end))
+
+
+def vicuna_prompt(turns, answers):
+    """FastChat's Conversation.get_prompt() for vicuna_v1.1 (sep_style ADD_COLON_TWO, sep " ", sep2 "</s>")."""
+    messages = []
+    for k, q in enumerate(turns):
+        messages += [("USER", q), ("ASSISTANT", answers[k] if k < len(answers) else None)]
+    seps, ret = [" ", "</s>"], VICUNA_SYSTEM + " "
+    for i, (role, message) in enumerate(messages):
+        ret += role + ": " + message + seps[i % 2] if message else role + ":"
+    return ret
+
+
+def spec_file(work, name, data, n, offset=0, template="vicuna"):
+    path = os.path.join(work, name + ".ini")
+    with open(path, "w") as f:
+        f.write(SPEC.format(work=work, data=data, n=n, offset=offset, template=template, max_new=MAX_NEW))
+    return path
+
+
+def rows_of(db):
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    out = [dict(r) for r in con.execute(
+        "SELECT r.method, r.run_hash, r.prompt_template, p.* FROM runs r JOIN prompts p ON p.run_hash = r.run_hash "
+        "WHERE r.status = 'done' ORDER BY r.run_index, p.prompt_index")]
+    con.close()
+    return out
+
+
+def check_rows(t, a, rows):
+    expect = [(str(q["question_id"]), q["category"], k) for q in QUESTIONS for k in range(len(q["turns"]))]
+    for method in ("ar", "sd"):
+        got = [(r["example_id"], r["category"], r["turn"]) for r in rows if r["method"] == method]
+        t.check(got == expect, "%s rows keep question_id, category, turn: %s" % (method, got))
+        t.check(all(r["prompt_template"] == "vicuna" for r in rows if r["method"] == method),
+                "runs.prompt_template is vicuna")
+    ar = [r for r in rows if r["method"] == "ar"]
+    sd = [r for r in rows if r["method"] == "sd"]
+    t.check([r["output_text"] for r in ar] == [r["output_text"] for r in sd],
+            "greedy sd answers every turn as ar does (the same conversations)")
+    # the conversation oracle
+    i = 0
+    for q in QUESTIONS:
+        answers = []
+        for k in range(len(q["turns"])):
+            row = ar[i]
+            i += 1
+            text = vicuna_prompt(q["turns"][:k + 1], answers)
+            ids = run([a.sprinter, "tokenize", "--model", os.path.join(a.work, "target"), "--text", text])
+            n_ids = len(ids.stdout.split())
+            t.check(ids.returncode == 0 and n_ids == row["n_prompt_tokens"],
+                    "question %s turn %d: the vicuna prompt has %d tokens, the row %d" %
+                    (q["question_id"], k + 1, n_ids, row["n_prompt_tokens"]))
+            gen = subprocess.run([a.sprinter, "generate", "--model", os.path.join(a.work, "target"), "--prompt", text,
+                                  "--temperature", "0", "--max-new", str(MAX_NEW), "--ignore-eos"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            cont = sanitized(gen.stdout).replace("<|endoftext|>", "")
+            if cont.endswith("\n") and not row["output_text"].endswith("\n"):
+                cont = cont[:-1]
+            t.check(gen.returncode == 0 and cont == row["output_text"],
+                    "question %s turn %d: generate on the oracle's conversation %r, the run %r" %
+                    (q["question_id"], k + 1, cont, row["output_text"]))
+            answers.append(row["output_text"].strip())
+
+
+def specbench_reference(rows):
+    """Spec-Bench's speed.py per task group, from the prompt rows: {(method, group): (speedup, mat, questions)}."""
+    mt = {"writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities"}
+    per = {}
+    for r in rows:
+        key = (r["method"], r["run_hash"], r["example_id"])
+        q = per.setdefault(key, {"cat": r["category"], "tok": 0, "calls": 0, "sec": 0.0})
+        q["tok"] += r["tokens"]
+        q["calls"] += r["target_calls"]
+        q["sec"] += r["t_total"]
+    groups = {}
+    for (method, _, _), q in per.items():
+        g = "mt_bench" if q["cat"] in mt else q["cat"]
+        for name in (g, "overall"):
+            groups.setdefault((method, name), []).append(q)
+    out = {}
+    for (method, g), qs in groups.items():
+        rate = sum(q["tok"] / q["sec"] for q in qs) / len(qs)
+        ar_qs = groups[("ar", g)]
+        ar_rate = sum(q["tok"] / q["sec"] for q in ar_qs) / len(ar_qs)
+        out[(method, g)] = (rate / ar_rate, sum(q["tok"] for q in qs) / sum(q["calls"] for q in qs), len(qs))
+    return out
+
+
+def check_summary(t, a, out, rows):
+    p = run([a.sprinter, "summary", out, "--by", "task", "--tsv"])
+    got = {}
+    for rec in csv.DictReader(io.StringIO(p.stdout), delimiter="\t"):
+        got[(rec["method"], rec["task"])] = (float(rec["speedup_specbench"]), float(rec["mean_accepted_tokens"]),
+                                             int(rec["questions"]))
+    want = specbench_reference(rows)
+    t.check(p.returncode == 0 and set(got) == set(want), "summary --by task groups: %s vs %s %s" %
+            (sorted(got), sorted(want), p.stderr))
+    for k in want:
+        g, w = got.get(k), want[k]
+        t.check(g is not None and abs(g[0] - w[0]) <= 1e-6 * w[0] and abs(g[1] - w[1]) <= 1e-9 and g[2] == w[2],
+                "%s %s: speedup, MAT, questions %s, Spec-Bench's definition gives %s" % (k[0], k[1], g, w))
+    t.check(want.get(("ar", "overall"), (0, 0))[1] == 1.0, "ar's mean accepted tokens is 1.00")
+    p = run([a.sprinter, "summary", out, "--by", "task"])
+    t.check(p.returncode == 0 and "mt_bench" in p.stdout and "1.00x 1.00" in p.stdout,
+            "summary --by task prints the table: %s %s" % (p.stdout[-600:], p.stderr))
+
+
+def check_report(t, a, out):
+    p = run([a.sprinter, "analyze", out, "--no-plots", "--quiet"])
+    path = os.path.join(out, "report", "tables.md")
+    text = open(path).read() if os.path.exists(path) else ""
+    t.check(p.returncode == 0 and "## Table 6 (Spec-Bench): task groups" in text, "analyze writes Table 6: %s" %
+            p.stderr[-300:])
+    all_lines = text.splitlines()
+    head = [ln for ln in all_lines if ln.startswith("| Dataset | Method | Setting | runs | mt_bench")]
+    after = all_lines[all_lines.index(head[0]):] if head else []
+    lines = [ln for ln in after if ln.startswith("| sb.jsonl | ar |")]
+    if t.check(len(lines) == 1 and len(head) == 1, "Table 6 has an ar row and a header: %s" % lines):
+        cells = dict(zip([c.strip() for c in head[0].split("|")], [c.strip() for c in lines[0].split("|")]))
+        t.check(cells.get("mt_bench speed-up / MAT") == "1.00x / 1.00", "ar's mt_bench cell: %s" % cells)
+        t.check(cells.get("qa ROUGE-L") == "-", "qa has no reference: ROUGE-L '-' (%s)" % cells.get("qa ROUGE-L"))
+        for g in ("mt_bench", "translation", "overall"):
+            v = cells.get(g + " ROUGE-L", "-")
+            t.check(v != "-" and 0 <= float(v) <= 1, "%s ROUGE-L filled from the references: %s" % (g, v))
+
+
+def check_committed(t, a):
+    path = os.path.join(ROOT, "data", "datasets", "specbench.jsonl")
+    qs = [json.loads(line) for line in open(path, encoding="utf-8")]
+    ranges = [("writing", 81, 90), ("roleplay", 91, 100), ("reasoning", 101, 110), ("math", 111, 120),
+              ("coding", 121, 130), ("extraction", 131, 140), ("stem", 141, 150), ("humanities", 151, 160),
+              ("translation", 161, 240), ("summarization", 241, 320), ("qa", 321, 400),
+              ("math_reasoning", 401, 480), ("rag", 481, 560)]
+    want_cat = {qid: c for c, lo, hi in ranges for qid in range(lo, hi + 1)}
+    t.check([q["question_id"] for q in qs] == list(range(81, 561)) and
+            all(q["category"] == want_cat[q["question_id"]] for q in qs),
+            "specbench.jsonl: question_ids 81..560 in Spec-Bench's category ranges")
+    t.check(sum(len(q["turns"]) == 2 for q in qs) == 80 and sum(len(q["turns"]) for q in qs) == 560 and
+            sum("reference" in q for q in qs) == 359,
+            "specbench.jsonl: 80 two-turn questions, 560 turns, 359 with references")
+    t.check(all(list(q) == ["question_id", "category", "turns"] + (["reference"] if "reference" in q else [])
+                for q in qs), "specbench.jsonl: Spec-Bench's field order")
+    # the whole file loads: a sweep of its last two turns reads all 560
+    spec = spec_file(a.work, "whole", path, 2, offset=558, template="none")
+    spec = spec.replace("whole.ini", "whole.ini")
+    with open(spec) as f:
+        text = f.read().replace("methods = ar, sd", "methods = ar")
+    with open(spec, "w") as f:
+        f.write(text)
+    out = os.path.join(a.work, "whole")
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
+    cats = [r["category"] for r in rows_of(os.path.join(out, "runs.sqlite"))] if p.returncode == 0 else []
+    t.check(p.returncode == 0 and cats == ["rag", "rag"], "the committed file loads whole: %s %s" % (cats, p.stderr))
+
+
+def check_bad_input(t, a, data):
+    cases = []
+    spec = spec_file(a.work, "inside", data, 2, offset=1)
+    cases.append(("offset inside a conversation", spec, "[data] offset: prompt 1 of %s is turn 2 of question 81" % data))
+    bad = os.path.join(a.work, "bad.jsonl")
+    with open(bad, "w") as f:
+        f.write(json.dumps(QUESTIONS[0]) + "\n" + json.dumps({"question_id": 9, "category": "qa", "turns": "x"}) + "\n")
+    cases.append(("turns not a list", spec_file(a.work, "badturns", bad, 3), "%s: line 2: field \"turns\"" % bad))
+    cases.append(("chat_template", spec_file(a.work, "chat", data, 2, template="chat_template"),
+                  "[data] prompt_template: chat_template is not supported"))
+    for what, spec, want in cases:
+        out = os.path.join(a.work, "bad-" + what.replace(" ", "_"))
+        shutil.rmtree(out, ignore_errors=True)
+        p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
+        lines = p.stderr.strip().splitlines()
+        t.check(p.returncode != 0 and len(lines) == 1 and want in lines[0],
+                "%s: exit %d, one line naming it (%r): %r" % (what, p.returncode, want, lines))
+        t.check(not os.path.exists(os.path.join(out, "runs.sqlite")) or not rows_of(os.path.join(out, "runs.sqlite")),
+                "%s: no result rows written" % what)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sprinter", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    t = fx.Checks("specbench")
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    make_models(a.sprinter, a.work)
+    data = os.path.join(a.work, "sb.jsonl")
+    with open(data, "w") as f:
+        for q in QUESTIONS:
+            f.write(json.dumps(q) + "\n")
+    n = sum(len(q["turns"]) for q in QUESTIONS)
+    out = os.path.join(a.work, "out")
+    p = run([a.sprinter, "sweep", spec_file(a.work, "sb", data, n), "--out", out, "--quiet"])
+    if not t.check(p.returncode == 0, "sweep: exit %d %s" % (p.returncode, p.stderr)):
+        t.finish()
+    rows = rows_of(os.path.join(out, "runs.sqlite"))
+    check_rows(t, a, rows)
+    p = run([a.sprinter, "score", out, "--target", os.path.join(a.work, "target"), "--quiet"])
+    con = sqlite3.connect(os.path.join(out, "runs.sqlite"))
+    n_scored = con.execute("SELECT COUNT(*) FROM outputs").fetchone()[0]
+    con.close()
+    t.check(p.returncode == 0 and n_scored == 2 * n, "score rebuilds every conversation: exit %d, %d rows %s" %
+            (p.returncode, n_scored, p.stderr[-300:]))
+    check_summary(t, a, out, rows)
+    check_report(t, a, out)
+    check_committed(t, a)
+    check_bad_input(t, a, data)
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()
