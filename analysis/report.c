@@ -163,7 +163,7 @@ static int quality(const Report *R, RunAn *a, SpErr *err) {
                        : NULL;
         if (!ref || !p->output_text) continue;
         Rouge g;
-        if (rouge_f1(p->output_text, ref, &g, err)) return -1;
+        if (rouge_f1_best(p->output_text, ref, REPORT_REFERENCE_SEPARATOR, &g, err)) return -1;
         a->rouge[0] += g.r1, a->rouge[1] += g.r2, a->rouge[2] += g.rl, a->n_rouge++;
         a->rouge_l[i] = g.rl;
     }

@@ -27,7 +27,9 @@
 
 /* The reference text of prompt prompt_index of the dataset file a run names (runs.dataset,
  * data_format; sha256 = runs.dataset_sha256, for the caller to check it has the same file), or NULL
- * when there is none. The string must stay valid until report_write returns. */
+ * when there is none; several acceptable answers are separated by REPORT_REFERENCE_SEPARATOR (ROUGE
+ * scores each and keeps the best per measure). The string must stay valid until report_write returns. */
+#define REPORT_REFERENCE_SEPARATOR '\x1e'
 typedef const char *(*RefLookup)(void *ctx, const char *dataset, const char *format, const char *sha256,
                                  int prompt_index);
 

@@ -1,6 +1,7 @@
 /* rouge.c - ROUGE-1/2/L F1 (see rouge.h). */
 #include "rouge.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,20 @@ int rouge_f1(const char *candidate, const char *reference, Rouge *out, SpErr *er
     words_free(&c);
     words_free(&r);
     return rc;
+}
+
+int rouge_f1_best(const char *candidate, const char *references, char sep, Rouge *out, SpErr *err) {
+    *out = (Rouge){0, 0, 0};
+    for (const char *alt = references;;) {
+        const char *end = strchr(alt, sep);
+        size_t len = end ? (size_t)(end - alt) : strlen(alt);
+        char *one = strndup(alt, len);
+        Rouge g;
+        int rc = one ? rouge_f1(candidate, one, &g, err) : sp_fail(err, "out of memory");
+        free(one);
+        if (rc) return -1;
+        out->r1 = fmax(out->r1, g.r1), out->r2 = fmax(out->r2, g.r2), out->rl = fmax(out->rl, g.rl);
+        if (!end) return 0;
+        alt = end + 1;
+    }
 }

@@ -19,5 +19,8 @@ typedef struct Rouge {
 } Rouge;
 
 int rouge_f1(const char *candidate, const char *reference, Rouge *out, SpErr *err);
+/* Against several acceptable answers joined by sep: each measure's best over them (as rouge-score's
+ * score_multi keeps the best F1); one answer is rouge_f1. */
+int rouge_f1_best(const char *candidate, const char *references, char sep, Rouge *out, SpErr *err);
 
 #endif

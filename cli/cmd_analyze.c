@@ -66,6 +66,9 @@ static int find_dataset(const Refs *r, const char *dataset, const char *sha256, 
     return -1;
 }
 
+/* the dataset's joined answers go to the report unchanged */
+_Static_assert(DATASET_REFERENCE_SEPARATOR == REPORT_REFERENCE_SEPARATOR, "reference separators differ");
+
 static const char *lookup(void *ctx, const char *dataset, const char *format, const char *sha256, int prompt_index) {
     Refs *r = ctx;
     int k = 0;

@@ -46,6 +46,16 @@ static void test_rouge(void) {
               "ROUGE(\"%s\" | \"%s\") = %.4f %.4f %.4f (expected %.4f %.4f %.4f)", cases[i].cand, cases[i].ref, g.r1,
               g.r2, g.rl, cases[i].r1, cases[i].r2, cases[i].rl);
     }
+    /* several acceptable answers: each measure's best, possibly from different answers.
+     * "the cat sat" vs "the cat": R1 = 2 * (2/3 * 1) / (5/3) = 0.8, R2 = 2 * (1/2 * 1) / (3/2) = 2/3;
+     * vs "sat the cat": R1 = 1, R2 = 2 * 1/2 * 1/2 / 1 = 1/2, RL: LCS "the cat" = 2 -> 2/3 */
+    Rouge g;
+    SpErr err = {{0}};
+    int rc = rouge_f1_best("the cat sat", "the cat\x1esat the cat", '\x1e', &g, &err);
+    check(rc == 0 && near(g.r1, 1) && near(g.r2, 2.0 / 3) && near(g.rl, 0.8),
+          "ROUGE best of two answers = %.4f %.4f %.4f (expected 1 0.6667 0.8)", g.r1, g.r2, g.rl);
+    rc = rouge_f1_best("the cat sat", "the cat", '\x1e', &g, &err);
+    check(rc == 0 && near(g.r1, 0.8) && near(g.r2, 2.0 / 3) && near(g.rl, 0.8), "ROUGE best of one answer = rouge_f1");
 }
 
 static void test_stats_units(void) {

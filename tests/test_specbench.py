@@ -48,6 +48,9 @@ QUESTIONS = [
     {"question_id": 161, "category": "translation", "turns": ["Translate German to English: Guten Morgen"],
      "reference": ["Good morning"]},
     {"question_id": 321, "category": "qa", "turns": ["who wrote the odyssey"]},
+    # rag: a list of acceptable answers per turn (ROUGE keeps the best)
+    {"question_id": 481, "category": "rag", "turns": ["Context: tea is brewed. Question: what is brewed?"],
+     "reference": [["tea", "green tea leaves"]]},
 ]
 SPEC = """[sweep]
 name = sb
@@ -225,7 +228,7 @@ def check_report(t, a, out):
         cells = dict(zip([c.strip() for c in head[0].split("|")], [c.strip() for c in lines[0].split("|")]))
         t.check(cells.get("mt_bench speed-up / MAT") == "1.00x / 1.00", "ar's mt_bench cell: %s" % cells)
         t.check(cells.get("qa ROUGE-L") == "-", "qa has no reference: ROUGE-L '-' (%s)" % cells.get("qa ROUGE-L"))
-        for g in ("mt_bench", "translation", "overall"):
+        for g in ("mt_bench", "translation", "rag", "overall"):
             v = cells.get(g + " ROUGE-L", "-")
             t.check(v != "-" and 0 <= float(v) <= 1, "%s ROUGE-L filled from the references: %s" % (g, v))
 

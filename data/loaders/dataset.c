@@ -92,9 +92,34 @@ static int has_nul_escape(const char *line) {
     return 0;
 }
 
+/* A reference given as a list of acceptable answers: *joined = them joined by
+ * DATASET_REFERENCE_SEPARATOR (malloc'd). -1 unless a non-empty array of strings (or out of memory). */
+static int reference_alternatives(const cJSON *ref, char **joined) {
+    int n = cJSON_GetArraySize(ref);
+    size_t len = 1;
+    if (!cJSON_IsArray(ref) || n == 0) return -1;
+    for (int i = 0; i < n; i++) {
+        const cJSON *alt = cJSON_GetArrayItem(ref, i);
+        if (!cJSON_IsString(alt)) return -1;
+        len += strlen(alt->valuestring) + 1;
+    }
+    char *out = malloc(len), *w = out;
+    if (!out) return -1;
+    for (int i = 0; i < n; i++) {
+        const char *alt = cJSON_GetArrayItem(ref, i)->valuestring;
+        if (i) *w++ = DATASET_REFERENCE_SEPARATOR;
+        memcpy(w, alt, strlen(alt));
+        w += strlen(alt);
+    }
+    *w = '\0';
+    *joined = out;
+    return 0;
+}
+
 /* One Spec-Bench question (a parsed line): an example per turn, up to max_n examples in all.
- * "turns" must be a non-empty array of non-empty strings; "reference", when present, an array of
- * strings (at most one per turn: reference[k] belongs to turn k); "category" a string. */
+ * "turns" must be a non-empty array of non-empty strings; "reference", when present, an array with
+ * at most one entry per turn (reference[k] belongs to turn k), each a string or a list of acceptable
+ * answers; "category" a string. */
 static int push_specbench(const char *path, int line_no, const cJSON *o, int max_n, Dataset *d, int *cap, SpErr *err) {
     const cJSON *turns = cJSON_GetObjectItemCaseSensitive(o, "turns");
     const cJSON *refs = cJSON_GetObjectItemCaseSensitive(o, "reference");
@@ -104,7 +129,7 @@ static int push_specbench(const char *path, int line_no, const cJSON *o, int max
     if (!cJSON_IsArray(turns) || n_turns == 0)
         return sp_fail(err, "%s: line %d: field \"turns\" must be a non-empty array of strings", path, line_no);
     if (refs && (!cJSON_IsArray(refs) || cJSON_GetArraySize(refs) > n_turns))
-        return sp_fail(err, "%s: line %d: field \"reference\" must be an array of at most one string per turn", path,
+        return sp_fail(err, "%s: line %d: field \"reference\" must be an array of at most one entry per turn", path,
                        line_no);
     if (cat && !cJSON_IsString(cat)) return sp_fail(err, "%s: line %d: field \"category\" must be a string", path, line_no);
     char idbuf[32];
@@ -116,11 +141,16 @@ static int push_specbench(const char *path, int line_no, const cJSON *o, int max
         const cJSON *turn = cJSON_GetArrayItem(turns, k), *ref = refs ? cJSON_GetArrayItem(refs, k) : NULL;
         if (!cJSON_IsString(turn) || !turn->valuestring[0])
             return sp_fail(err, "%s: line %d: field \"turns\"[%d] must be a non-empty string", path, line_no, k);
-        if (ref && !cJSON_IsString(ref))
-            return sp_fail(err, "%s: line %d: field \"reference\"[%d] must be a string", path, line_no, k);
-        Example x = {.id = idbuf, .prompt = turn->valuestring, .reference = ref ? ref->valuestring : NULL,
-                     .source = (char *)"spec-bench", .category = cat ? cat->valuestring : NULL, .turn = k};
-        if (push(d, cap, &x)) return sp_fail(err, "out of memory");
+        char *joined = NULL;
+        if (ref && !cJSON_IsString(ref) && reference_alternatives(ref, &joined))
+            return sp_fail(err, "%s: line %d: field \"reference\"[%d] must be a string or a non-empty array of strings",
+                           path, line_no, k);
+        Example x = {.id = idbuf, .prompt = turn->valuestring,
+                     .reference = joined ? joined : ref ? ref->valuestring : NULL, .source = (char *)"spec-bench",
+                     .category = cat ? cat->valuestring : NULL, .turn = k};
+        int rc = push(d, cap, &x);
+        free(joined);
+        if (rc) return sp_fail(err, "out of memory");
     }
     return 0;
 }

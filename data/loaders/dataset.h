@@ -3,7 +3,8 @@
  *   specbench  Spec-Bench question.jsonl: {"question_id", "category", "turns": [...], "reference": [...]}
  *              (reference optional); one example per turn, in order: id = question_id, turn = its
  *              index in the conversation, prompt = that turn's user message, reference = reference[turn]
- *              when present (else ""), category = category, source = "spec-bench"
+ *              when present (else ""; a list of acceptable answers, as its rag questions have, is
+ *              joined by DATASET_REFERENCE_SEPARATOR), category = category, source = "spec-bench"
  *   lm1b       plain text, one sentence per line (LM1B); prompt = first ceil(30%) of the words,
  *              reference = the rest
  *   wikisum    Wiki-Summary: CSV with a header naming a text column ("summary", "text" or
@@ -13,6 +14,9 @@
 #define SP_DATASET_H
 
 #include "error.h"
+
+/* Separates the acceptable answers of a reference that has several (ROUGE keeps the best). */
+#define DATASET_REFERENCE_SEPARATOR '\x1e'
 
 typedef struct Example {
     char *id, *prompt, *reference, *source;
