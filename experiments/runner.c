@@ -250,7 +250,7 @@ static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
     for (int i = 0; i < s->n_prompts; i++) {
         const Example *ex = &P->ds.ex[s->prompt_offset + i];
         size_t n;
-        if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, &P->ids[i], &n, err))
+        if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), tokenizer_add_bos(c->tok), &P->ids[i], &n, err))
             return sp_err_prefix(err, "%s: prompt %d (id %s)", path, s->prompt_offset + i, ex->id);
         if (n == 0) {
             if (mc->bos_id < 0) return sp_fail(err, "%s: prompt %d (id %s) encodes to no tokens", path, s->prompt_offset + i, ex->id);

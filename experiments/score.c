@@ -283,7 +283,7 @@ static int prompt_ids(const Ctx *c, const ScoreRun *r, const TodoPrompt *p, int3
     const Example *ex = &e->ds.ex[p->prompt_index];
     const ModelConfig *mc = model_config(c->target);
     size_t n;
-    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, ids, &n, err))
+    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), tokenizer_add_bos(c->tok), ids, &n, err))
         return sp_err_prefix(err, "%s: prompt %d", e->path, p->prompt_index);
     if (n == 0 && mc->bos_id >= 0) { /* the runner's rule: an empty prompt becomes BOS */
         free(*ids);
