@@ -124,7 +124,7 @@ int cmd_generate(int argc, char **argv) {
         }
     }
     if (prompt) {
-        if (tokenizer_encode(tok, prompt, strlen(prompt), c->arch == ARCH_LLAMA, &ids, &n_prompt, &err)) goto done;
+        if (tokenizer_encode(tok, prompt, strlen(prompt), tokenizer_add_bos(tok), &ids, &n_prompt, &err)) goto done;
     } else if (arg_ids(cmd, "prompt-ids", prompt_ids, MAX_IDS, &ids, &n_prompt)) {
         rc = 2;
         goto done;
@@ -196,7 +196,7 @@ done:
 /* ------------------------------------------------------------------ tokenize */
 
 static const char kTokenizeHelp[] =
-    "usage: sprinter tokenize --model DIR (--text TEXT | --decode IDS) [--bos]\n"
+    "usage: sprinter tokenize --model DIR (--text TEXT | --decode IDS) [--bos] [--special-as-text]\n"
     "  --model DIR     directory with the tokenizer, in the first of these layouts it holds:\n"
     "                    tokenizer.json (Hugging Face tokenizers: byte-level BPE as GPT-2, or\n"
     "                      SentencePiece-style BPE with byte fallback as Llama / Mistral);\n"
@@ -204,13 +204,16 @@ static const char kTokenizeHelp[] =
     "                    encoder.json + vocab.bpe (GPT-2 as OpenAI published it)\n"
     "  --text TEXT     print the token ids of TEXT, space-separated\n"
     "  --decode IDS    print the text of comma-separated token ids\n"
-    "  --bos           prepend the BOS token (Llama convention)\n";
+    "  --bos           prepend the BOS token (Llama convention)\n"
+    "  --special-as-text  encode special tokens in TEXT (\"<s>\", \"<|endoftext|>\") as plain text;\n"
+    "                  by default they are split out as their ids, as Hugging Face tokenizers do\n";
 
 int cmd_tokenize(int argc, char **argv) {
     const char *cmd = "tokenize", *dir = NULL, *text = NULL, *decode = NULL;
-    int bos = 0;
+    unsigned flags = 0;
     static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"text", required_argument, 0, 't'},
                                          {"decode", required_argument, 0, 'd'}, {"bos", no_argument, 0, 'b'},
+                                         {"special-as-text", no_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -218,7 +221,8 @@ int cmd_tokenize(int argc, char **argv) {
         case 'm': dir = optarg; break;
         case 't': text = optarg; break;
         case 'd': decode = optarg; break;
-        case 'b': bos = 1; break;
+        case 'b': flags |= TOK_ENC_BOS; break;
+        case 's': flags |= TOK_ENC_SPECIAL_AS_TEXT; break;
         case 'h': fputs(kTokenizeHelp, stdout); return 0;
         default: return arg_bad_option(cmd, argv);
         }
@@ -234,7 +238,7 @@ int cmd_tokenize(int argc, char **argv) {
     int32_t *ids = NULL;
     size_t n = 0;
     if (text) {
-        if (tokenizer_encode(t, text, strlen(text), bos, &ids, &n, &err)) goto done;
+        if (tokenizer_encode_flags(t, text, strlen(text), flags, &ids, &n, &err)) goto done;
         for (size_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
         printf("\n");
     } else {

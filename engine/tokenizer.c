@@ -8,16 +8,16 @@
  *             loop "merge every occurrence of the best-ranked pair, repeat".
  *
  * GPT-2: text -> pre-tokens (PCRE2 regex) -> bytes -> one symbol per byte (the byte's
- *   bytes_to_unicode character must be a vocab token) -> merges. Special tokens such as
- *   "<|endoftext|>" are plain text to encode (like OpenAI's gpt-3-encoder).
+ *   bytes_to_unicode character must be a vocab token) -> merges.
  *   Invalid UTF-8: the regex never matches inside invalid sequences, so each maximal run of
  *   invalid bytes becomes a pre-token of its own; its bytes are encoded like any others, and
  *   decode gives the original bytes back.
  * Llama: text -> "▁" prepended, ' ' -> "▁" -> one symbol per code point (id -1 when the code
  *   point is not a token) -> merges -> symbols still without a token become <0xNN> byte tokens
  *   (byte_fallback) or <unk>. Invalid UTF-8 bytes are single unknown symbols, so they come out
- *   as their byte tokens and decode back to the same bytes. Special tokens in the text ("<s>")
- *   are plain text too.
+ *   as their byte tokens and decode back to the same bytes.
+ * Added tokens ("<s>", "<|endoftext|>") are split out of the text first (encode_split), unless
+ *   the caller asks for special tokens as plain text (TOK_ENC_SPECIAL_AS_TEXT).
  * Decode gives raw bytes: byte sequences that are not valid UTF-8 are passed through, not
  *   replaced by U+FFFD.
  */
@@ -364,6 +364,13 @@ static int merge_put(MergeMap *m, int32_t a, int32_t b, int32_t rank, int32_t id
 
 /* ---------------------------------------------------------------- the tokenizer */
 
+/* An added token (tokenizer.json added_tokens) that encode splits out of the text; its content is
+ * the vocabulary string of id. */
+typedef struct {
+    int32_t id;
+    uint8_t special, lstrip, rstrip, single_word;
+} AddedTok;
+
 struct Tokenizer {
     TokKind kind;
     char source[4096]; /* the file it was loaded from (tokenizer.json or vocab.json), for messages */
@@ -374,12 +381,17 @@ struct Tokenizer {
     int32_t byte_id[256]; /* GPT-2: token of each byte's unicode char; Llama: <0xNN>; -1 absent */
     uint32_t byte_cp[256]; /* GPT-2 bytes_to_unicode */
     int32_t bos, eos, unk;
+    AddedTok *added;   /* [n_added], longest content first (so the first match is the longest) */
+    int n_added;
+    pcre2_code *word_re; /* "\\w" (Unicode), for single_word tokens; NULL when none has it */
+    int add_bos, add_eos; /* tokenizer_config.json add_bos_token / add_eos_token, or the default */
     /* GPT-2 */
     pcre2_code *re;    /* pre-tokenizer; NULL when ByteLevel use_regex is false */
     int add_prefix_space;
     int ignore_merges; /* a pre-token that is itself a token is not split */
     /* Llama */
     PrefixMode prefix;
+    int prefix_first_only; /* Metaspace prepend_scheme "first": only the text's first segment */
     int replace_spaces;  /* ' ' -> "▁" */
     int split_words;     /* Metaspace split: BPE runs on each "▁word" separately */
     int byte_fallback;
@@ -407,6 +419,8 @@ void tokenizer_free(Tokenizer *t) {
     free(t->dec.p);
     free(t->dec_span);
     pcre2_code_free(t->re);
+    pcre2_code_free(t->word_re);
+    free(t->added);
     free(t);
 }
 
@@ -414,6 +428,8 @@ TokKind tokenizer_kind(const Tokenizer *t) { return t->kind; }
 int tokenizer_vocab_size(const Tokenizer *t) { return t->v.n_ids; }
 int tokenizer_bos_id(const Tokenizer *t) { return t->bos; }
 int tokenizer_eos_id(const Tokenizer *t) { return t->eos; }
+int tokenizer_add_bos(const Tokenizer *t) { return t->add_bos; }
+int tokenizer_add_eos(const Tokenizer *t) { return t->add_eos; }
 
 const char *tokenizer_token_str(const Tokenizer *t, int32_t id) {
     if (id < 0 || id >= t->v.n_ids || !t->v.flags[id]) return NULL;
@@ -442,9 +458,11 @@ typedef struct {
     Cand *heap;
     size_t heap_n, heap_cap;
     Buf tmp;
+    pcre2_match_data *md; /* for word_re (single_word tokens), made on first use */
 } Work;
 
 static void work_free(Work *w) {
+    pcre2_match_data_free(w->md);
     free(w->sym);
     free(w->heap);
     free(w->tmp.p);
@@ -614,11 +632,13 @@ static int gpt2_encode(const Tokenizer *t, const char *text, size_t len, IdVec *
 /* ---------------------------------------------------------------- Llama encode */
 
 /* The normalized text: optional "▁" prefix, spaces replaced by "▁". */
-static int llama_normalize(const Tokenizer *t, const char *text, size_t len, Buf *out) {
+/* first: the text is the first segment of the input (Metaspace prepend_scheme "first"). */
+static int llama_normalize(const Tokenizer *t, const char *text, size_t len, int first, Buf *out) {
     out->len = 0;
     int starts_marked = (len > 0 && text[0] == ' ' && t->replace_spaces) ||
                         (len >= SP_SPACE_LEN && memcmp(text, SP_SPACE, SP_SPACE_LEN) == 0);
-    if (t->prefix == PREFIX_ALWAYS || (t->prefix == PREFIX_IF_MISSING && !starts_marked))
+    if (t->prefix == PREFIX_ALWAYS ||
+        (t->prefix == PREFIX_IF_MISSING && !starts_marked && (first || !t->prefix_first_only)))
         if (buf_put(out, SP_SPACE, SP_SPACE_LEN) < 0) return -1;
     if (buf_reserve(out, len + 1) < 0) return -1;
     size_t run = 0; /* start of the pending run without spaces */
@@ -676,11 +696,11 @@ static int llama_encode_word(const Tokenizer *t, const char *norm, size_t from, 
     return llama_emit(t, w, norm, out, err);
 }
 
-static int llama_encode(const Tokenizer *t, const char *text, size_t len, IdVec *out, Work *w,
-                        SpErr *err) {
+static int llama_encode(const Tokenizer *t, const char *text, size_t len, int first, IdVec *out,
+                        Work *w, SpErr *err) {
     if (len == 0) return 0; /* the normalizer prepends nothing to empty text */
     Buf norm = {0};
-    if (llama_normalize(t, text, len, &norm) < 0) {
+    if (llama_normalize(t, text, len, first, &norm) < 0) {
         free(norm.p);
         return sp_fail(err, "tokenizer: out of memory while encoding %zu bytes", len);
     }
@@ -698,8 +718,115 @@ static int llama_encode(const Tokenizer *t, const char *text, size_t len, IdVec 
     return rc;
 }
 
-int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids,
-                     size_t *n, SpErr *err) {
+/* ---------------------------------------------------------------- added tokens in the text */
+
+/* Unicode White_Space, the \s of the Rust regex crate that Hugging Face's lstrip / rstrip use. */
+static int is_unicode_space(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000;
+}
+
+/* Start of the code point that ends at s[end] (end > from), or end - 1 when that is not valid UTF-8. */
+static size_t prev_char(const char *s, size_t from, size_t end) {
+    for (size_t back = 1; back <= 4 && back <= end - from; back++) {
+        uint32_t cp;
+        if (utf8_decode((const unsigned char *)s + end - back, back, &cp) == back) return end - back;
+    }
+    return end - 1;
+}
+
+/* Start of the whitespace run that ends at s[end], not before from (lstrip). */
+static size_t space_run_start(const char *s, size_t from, size_t end) {
+    while (end > from) {
+        size_t k = prev_char(s, from, end);
+        uint32_t cp;
+        if (utf8_decode((const unsigned char *)s + k, end - k, &cp) != end - k || !is_unicode_space(cp)) break;
+        end = k;
+    }
+    return end;
+}
+
+/* End of the whitespace run that starts at s[start], not past len (rstrip). */
+static size_t space_run_end(const char *s, size_t start, size_t len) {
+    while (start < len) {
+        uint32_t cp;
+        size_t k = utf8_decode((const unsigned char *)s + start, len - start, &cp);
+        if (k == 0 || !is_unicode_space(cp)) break;
+        start += k;
+    }
+    return start;
+}
+
+/* 1 when the code point at s[at] is a word character (Unicode \w), 0 if not, -1 out of memory. */
+static int word_char_at(const Tokenizer *t, const char *s, size_t len, size_t at, Work *w) {
+    if (!w->md && !(w->md = pcre2_match_data_create(1, NULL))) return -1;
+    return pcre2_match(t->word_re, (PCRE2_SPTR)s, len, at, PCRE2_ANCHORED, w->md, NULL) >= 0;
+}
+
+/* single_word: the match s[start..stop) has no word character right before or after it.
+ * 1 yes, 0 no, -1 out of memory. */
+static int single_word_ok(const Tokenizer *t, const char *s, size_t len, size_t start, size_t stop, Work *w) {
+    int before = start > 0 ? word_char_at(t, s, len, prev_char(s, 0, start), w) : 0;
+    int after = stop < len ? word_char_at(t, s, len, stop, w) : 0;
+    if (before < 0 || after < 0) return -1;
+    return !before && !after;
+}
+
+/* The longest added token that s[pos..len) starts with, or NULL. */
+static const AddedTok *added_at(const Tokenizer *t, const char *s, size_t len, size_t pos) {
+    for (int i = 0; i < t->n_added; i++) {
+        size_t n;
+        const char *c = vocab_str(&t->v, t->added[i].id, &n);
+        if (n > 0 && n <= len - pos && c[0] == s[pos] && memcmp(c, s + pos, n) == 0) return &t->added[i];
+    }
+    return NULL;
+}
+
+/* Encodes one stretch of text without added tokens; first: it starts the input. */
+static int encode_segment(const Tokenizer *t, const char *s, size_t len, int first, IdVec *out, Work *w,
+                          SpErr *err) {
+    return t->kind == TOK_GPT2_BPE ? gpt2_encode(t, s, len, out, w, err)
+                                   : llama_encode(t, s, len, first, out, w, err);
+}
+
+/* Hugging Face's added-token split: the leftmost, then longest, added token in the text becomes its
+ * id, the text between such tokens is encoded on its own (so a Llama normalizer prepends "▁" to
+ * each stretch). A match that is dropped (special_as_text on a special token, single_word next to
+ * a word character) stays plain text as a whole, as in Hugging Face's matcher. lstrip / rstrip
+ * make the token swallow the whitespace before / after it. Tokens are matched on the raw text,
+ * also those marked normalized: the same for GPT-2 (no normalizer) and for tokens without spaces
+ * or "▁" under the Llama normalizers. */
+static int encode_split(const Tokenizer *t, const char *s, size_t len, int special_as_text, IdVec *out,
+                        Work *w, SpErr *err) {
+    size_t seg = 0; /* start of the pending plain-text stretch */
+    for (size_t pos = 0; pos < len;) {
+        const AddedTok *a = added_at(t, s, len, pos);
+        if (!a) {
+            pos++;
+            continue;
+        }
+        size_t n;
+        vocab_str(&t->v, a->id, &n);
+        size_t start = pos, stop = pos + n;
+        pos = stop;
+        if (special_as_text && a->special) continue;
+        if (a->single_word) {
+            int ok = single_word_ok(t, s, len, start, stop, w);
+            if (ok < 0) return sp_fail(err, "tokenizer: out of memory");
+            if (!ok) continue;
+        }
+        if (a->lstrip) start = space_run_start(s, seg, start);
+        if (a->rstrip) stop = space_run_end(s, stop, len);
+        if (encode_segment(t, s + seg, start - seg, seg == 0, out, w, err) < 0) return -1;
+        if (ids_push(out, a->id) < 0) return sp_fail(err, "tokenizer: out of memory");
+        seg = pos = stop;
+    }
+    return encode_segment(t, s + seg, len - seg, seg == 0, out, w, err);
+}
+
+int tokenizer_encode_flags(const Tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids,
+                           size_t *n, SpErr *err) {
     *ids = NULL;
     *n = 0;
     if (len > MAX_TEXT_BYTES) return sp_fail(err, "tokenizer: text of %zu bytes is too long", len);
@@ -707,11 +834,11 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_b
     IdVec out = {0};
     Work w = {0};
     int rc = 0;
-    if (add_bos && t->kind == TOK_LLAMA_BPE && t->bos >= 0 && ids_push(&out, t->bos) < 0)
+    if ((flags & TOK_ENC_BOS) && t->bos >= 0 && ids_push(&out, t->bos) < 0)
         rc = sp_fail(err, "tokenizer: out of memory");
-    if (rc == 0)
-        rc = t->kind == TOK_GPT2_BPE ? gpt2_encode(t, text, len, &out, &w, err)
-                                     : llama_encode(t, text, len, &out, &w, err);
+    if (rc == 0) rc = encode_split(t, text, len, (flags & TOK_ENC_SPECIAL_AS_TEXT) != 0, &out, &w, err);
+    if (rc == 0 && (flags & TOK_ENC_EOS) && t->eos >= 0 && ids_push(&out, t->eos) < 0)
+        rc = sp_fail(err, "tokenizer: out of memory");
     work_free(&w);
     if (rc == 0 && !out.p && !(out.p = malloc(sizeof *out.p)))
         rc = sp_fail(err, "tokenizer: out of memory");
@@ -722,6 +849,11 @@ int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_b
     *ids = out.p;
     *n = out.n;
     return 0;
+}
+
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids,
+                     size_t *n, SpErr *err) {
+    return tokenizer_encode_flags(t, text, len, add_bos ? TOK_ENC_BOS : 0u, ids, n, err);
 }
 
 /* ---------------------------------------------------------------- decode */
@@ -1061,11 +1193,27 @@ static int load_merges_json(Tokenizer *t, const cJSON *merges, const char *path,
     return rc;
 }
 
-/* tokenizer.json added_tokens: [{"id": n, "content": "...", "special": bool}, ...]. Tokens that
- * are already in model.vocab must have the same id there. */
+/* Registers id as an added token that encode splits out of the text (one entry per id). */
+static int push_added(Tokenizer *t, AddedTok a) {
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id == a.id) {
+            t->added[i] = a; /* a repeated entry: the later one wins */
+            return 0;
+        }
+    AddedTok *p = realloc(t->added, ((size_t)t->n_added + 1) * sizeof *p);
+    if (!p) return -1;
+    t->added = p;
+    t->added[t->n_added++] = a;
+    return 0;
+}
+
+/* tokenizer.json added_tokens: [{"id": n, "content": "...", "special": bool, "lstrip": bool,
+ * "rstrip": bool, "single_word": bool, "normalized": bool}, ...]. Tokens that are already in
+ * model.vocab must have the same id there. */
 static int load_added_tokens(Tokenizer *t, const cJSON *added, const char *path, SpErr *err) {
     if (!added || cJSON_IsNull(added)) return 0;
     if (!cJSON_IsArray(added)) return sp_fail(err, "%s: added_tokens: not an array", path);
+    if (cJSON_GetArraySize(added) > MAX_VOCAB) return sp_fail(err, "%s: added_tokens: more than %d entries", path, MAX_VOCAB);
     int index = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, added) {
@@ -1077,8 +1225,12 @@ static int load_added_tokens(Tokenizer *t, const cJSON *added, const char *path,
             return sp_fail(err, "%s: %s: content is missing or not a string", path, fieldname);
         if (json_index(field(item, "id"), MAX_VOCAB, &id) < 0)
             return sp_fail(err, "%s: %s: id is not an integer in [0, %d)", path, fieldname, MAX_VOCAB);
-        int special = opt_bool(item, "special", 0);
-        if (special < 0) return sp_fail(err, "%s: %s: special is not a boolean", path, fieldname);
+        static const char *const names[] = {"special", "lstrip", "rstrip", "single_word", "normalized"};
+        int flag[5];
+        for (int f = 0; f < 5; f++)
+            if ((flag[f] = opt_bool(item, names[f], 0)) < 0)
+                return sp_fail(err, "%s: %s: %s is not a boolean", path, fieldname, names[f]);
+        int special = flag[0];
         const char *s = content->valuestring;
         size_t n = strlen(s);
         int32_t have = vocab_find(&t->v, s, n);
@@ -1090,9 +1242,43 @@ static int load_added_tokens(Tokenizer *t, const cJSON *added, const char *path,
             t->v.flags[id] |= flags;
         else if (vocab_add_checked(&t->v, s, n, id, (uint8_t)(flags | TF_ADDED), path, fieldname, err) < 0)
             return -1;
+        if (push_added(t, (AddedTok){id, (uint8_t)flag[0], (uint8_t)flag[1], (uint8_t)flag[2], (uint8_t)flag[3]}) < 0)
+            return sp_fail(err, "%s: %s: out of memory", path, fieldname);
     }
     return 0;
 }
+
+/* Order of the added tokens: longer content first, then lower id. */
+static int added_before(const AddedTok *x, const AddedTok *y, const Vocab *v) {
+    size_t nx, ny;
+    vocab_str(v, x->id, &nx);
+    vocab_str(v, y->id, &ny);
+    return nx != ny ? nx > ny : x->id < y->id;
+}
+
+/* Orders the added tokens longest first (ties: lower id) and compiles \w when a token is
+ * single_word. */
+static int finish_added(Tokenizer *t, SpErr *err) {
+    for (int i = 1; i < t->n_added; i++) { /* insertion sort: the lists are short */
+        AddedTok a = t->added[i];
+        int j = i;
+        while (j > 0 && added_before(&a, &t->added[j - 1], &t->v)) {
+            t->added[j] = t->added[j - 1];
+            j--;
+        }
+        t->added[j] = a;
+    }
+    int single = 0;
+    for (int i = 0; i < t->n_added; i++) single |= t->added[i].single_word;
+    if (!single) return 0;
+    int code;
+    PCRE2_SIZE at;
+    t->word_re = pcre2_compile((PCRE2_SPTR) "\\w", PCRE2_ZERO_TERMINATED,
+                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &at, NULL);
+    if (!t->word_re) return sp_fail(err, "tokenizer: cannot compile \\w for single_word tokens");
+    return 0;
+}
+
 
 static void mark_special(Tokenizer *t, const char *s) {
     int32_t id = vocab_find(&t->v, s, strlen(s));
@@ -1125,6 +1311,7 @@ static int finish_gpt2(Tokenizer *t, const char *vocab_file, int use_regex, SpEr
         }
         (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional speed-up */
     }
+    if (finish_added(t, err) < 0) return -1;
     return build_decoded(t, err);
 }
 
@@ -1150,6 +1337,8 @@ static int finish_llama(Tokenizer *t, const char *file, const char *unk_token, S
         }
         t->v.flags[t->unk] |= TF_SPECIAL;
     }
+    t->add_bos = 1; /* the Llama convention, unless tokenizer_config.json says otherwise */
+    if (finish_added(t, err) < 0) return -1;
     return build_decoded(t, err);
 }
 
@@ -1162,6 +1351,11 @@ Tokenizer *tokenizer_load_gpt2_files(const char *vocab_path, const char *merges_
     int rc = root ? load_vocab_object(&t->v, root, vocab_path, "vocabulary", err) : -1;
     cJSON_Delete(root);
     if (rc == 0) rc = load_merges_text(t, merges_path, err);
+    /* no added_tokens list here: <|endoftext|> is split out of the text, as the added special token
+     * that Hugging Face's GPT-2 tokenizer.json declares */
+    int32_t eot = rc == 0 ? vocab_find(&t->v, "<|endoftext|>", 13) : -1;
+    if (eot >= 0 && push_added(t, (AddedTok){eot, 1, 0, 0, 0}) < 0)
+        rc = sp_fail(err, "%s: out of memory", vocab_path);
     if (rc == 0) rc = finish_gpt2(t, vocab_path, 1, err);
     if (rc < 0) {
         tokenizer_free(t);
@@ -1250,6 +1444,7 @@ static int config_llama_pre(Tokenizer *t, const cJSON *pre, const char *path, Sp
             add_prefix = 1;
         else
             return sp_fail(err, "%s: pre_tokenizer.prepend_scheme: unknown value '%s'", path, s);
+        t->prefix_first_only = strcmp(s, "first") == 0;
     }
     t->replace_spaces = 1;
     if (add_prefix && t->prefix == PREFIX_NONE) t->prefix = PREFIX_IF_MISSING;
@@ -1331,6 +1526,25 @@ static int join_path(char *out, size_t cap, const char *dir, const char *name, S
     return 0;
 }
 
+/* tokenizer_config.json, when the directory has one: add_bos_token / add_eos_token (booleans or
+ * null; absent or null keeps the family's default). */
+static int load_tokenizer_config(Tokenizer *t, const char *dir, SpErr *err) {
+    char path[4096];
+    if (join_path(path, sizeof path, dir, "tokenizer_config.json", err) < 0) return -1;
+    if (!file_exists(path)) return 0;
+    cJSON *root = parse_json_file(path, err);
+    if (!root) return -1;
+    int rc = 0;
+    if (!cJSON_IsObject(root)) rc = sp_fail(err, "%s: top level is not an object", path);
+    int bos = rc == 0 ? opt_bool(root, "add_bos_token", t->add_bos) : 0;
+    int eos = rc == 0 ? opt_bool(root, "add_eos_token", t->add_eos) : 0;
+    if (rc == 0 && bos < 0) rc = sp_fail(err, "%s: add_bos_token: not a boolean", path);
+    if (rc == 0 && eos < 0) rc = sp_fail(err, "%s: add_eos_token: not a boolean", path);
+    if (rc == 0) t->add_bos = bos, t->add_eos = eos;
+    cJSON_Delete(root);
+    return rc;
+}
+
 Tokenizer *tokenizer_load_dir(const char *dir, SpErr *err) {
     char a[4096], b[4096];
     Tokenizer *t = NULL;
@@ -1355,6 +1569,10 @@ Tokenizer *tokenizer_load_dir(const char *dir, SpErr *err) {
         }
     }
     if (t) snprintf(t->source, sizeof t->source, "%s", a); /* the file messages name */
+    if (t && load_tokenizer_config(t, dir, err) < 0) {
+        tokenizer_free(t);
+        return NULL;
+    }
     return t;
 }
 

@@ -23,8 +23,9 @@ typedef enum { TOK_GPT2_BPE = 1, TOK_LLAMA_BPE = 2 } TokKind;
 typedef struct Tokenizer Tokenizer;
 
 /* Loads the tokenizer of a Hugging Face model directory (prefers tokenizer.json, falls back to
- * vocab.json + merges.txt, then encoder.json + vocab.bpe). Returns NULL and fills err on failure;
- * the message names the file and the field. */
+ * vocab.json + merges.txt, then encoder.json + vocab.bpe), and add_bos_token / add_eos_token from
+ * its tokenizer_config.json when it has one. Returns NULL and fills err on failure; the message
+ * names the file and the field. */
 Tokenizer *tokenizer_load_dir(const char *dir, SpErr *err);
 /* The file a tokenizer was loaded from (tokenizer.json or vocab.json), for messages. */
 const char *tokenizer_source(const Tokenizer *t);
@@ -37,13 +38,31 @@ void tokenizer_free(Tokenizer *t);
 
 TokKind tokenizer_kind(const Tokenizer *t);
 int tokenizer_vocab_size(const Tokenizer *t);
-/* Special token ids, or -1 when the tokenizer has none. */
+/* Special token ids, or -1 when the tokenizer has none (GPT-2: both are <|endoftext|>). */
 int tokenizer_bos_id(const Tokenizer *t);
 int tokenizer_eos_id(const Tokenizer *t);
+/* Whether this tokenizer's model expects BOS before / EOS after an encoded text: tokenizer_config.json
+ * add_bos_token / add_eos_token when present, else the family's convention (Llama: BOS, no EOS;
+ * GPT-2: neither). Pass them as add_bos / TOK_ENC_BOS rather than guessing from the architecture. */
+int tokenizer_add_bos(const Tokenizer *t);
+int tokenizer_add_eos(const Tokenizer *t);
+
+/* tokenizer_encode_flags options. */
+enum {
+    TOK_ENC_BOS = 1,             /* prepend the BOS token, when the tokenizer has one */
+    TOK_ENC_EOS = 2,             /* append the EOS token, when the tokenizer has one */
+    TOK_ENC_SPECIAL_AS_TEXT = 4, /* special added tokens in the text ("<s>", "<|endoftext|>") are
+                                    plain text, as in gpt-3-encoder or HF's split_special_tokens */
+};
 
 /* Encodes text[0..len) (UTF-8; invalid UTF-8 must not crash) into *ids (malloc'd, *n entries).
- * add_bos: prepend the BOS token when the tokenizer has one (Llama convention); GPT-2 ignores it.
- * Returns 0 or -1. */
+ * As Hugging Face tokenizers do, the added tokens of the text (tokenizer.json added_tokens, with
+ * their lstrip / rstrip / single_word flags; GPT-2 from vocab.json / encoder.json: <|endoftext|>)
+ * become their ids, and the stretches between them are encoded one by one (each gets the Llama
+ * "▁" prefix). Returns 0 or -1. */
+int tokenizer_encode_flags(const Tokenizer *t, const char *text, size_t len, unsigned flags, int32_t **ids,
+                           size_t *n, SpErr *err);
+/* tokenizer_encode_flags with TOK_ENC_BOS when add_bos is set, nothing else. */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids,
                      size_t *n, SpErr *err);
 

@@ -246,7 +246,7 @@ static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
     const ModelConfig *mc = model_config(c->target);
     int32_t *ids;
     size_t len;
-    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), mc->arch == ARCH_LLAMA, &ids, &len, err))
+    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), tokenizer_add_bos(c->tok), &ids, &len, err))
         return sp_err_prefix(err, "%s: prompt %d", s->data_path, pi);
     if (len == 0) {
         free(ids);

@@ -261,7 +261,7 @@ static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
         int index = s->prompt_offset + i;
         if (P->ds.ex[index].turn > 0) continue;
         char *text = prompt_text(s->prompt_template, &P->ds, index, NULL, err);
-        if (!text || prompt_encode(c->tok, mc->arch == ARCH_LLAMA, mc->bos_id, text, max_prompt, &P->ids[i], &P->n[i],
+        if (!text || prompt_encode(c->tok, mc->bos_id, text, max_prompt, &P->ids[i], &P->n[i],
                                    &P->truncated[i], err)) {
             free(text);
             return sp_err_prefix(err, "%s: prompt %d (id %s)", path, index, P->ds.ex[index].id);
@@ -372,7 +372,7 @@ static int run_prompt_ids(const Ctx *c, const RunConfig *r, int i, const char *c
     }
     const ModelConfig *mc = model_config(any_model(c));
     char *text = prompt_text(s->prompt_template, &P->ds, index, answers + (i - turn), err);
-    int rc = text ? prompt_encode(c->tok, mc->arch == ARCH_LLAMA, mc->bos_id, text, P->max_prompt, owned, n, truncated, err)
+    int rc = text ? prompt_encode(c->tok, mc->bos_id, text, P->max_prompt, owned, n, truncated, err)
                   : -1;
     free(text);
     *ids = *owned;

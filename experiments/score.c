@@ -338,7 +338,7 @@ static int prompt_ids(const Ctx *c, const ScoreRun *r, const TodoPrompt *p, int3
     int n, truncated;
     /* the runner's cut is max_prompt; any cut at or above n_prompt_tokens finds the same last tokens */
     char *text = prompt_text(r->prompt_template, &e->ds, p->prompt_index, (const char *const *)p->answers, err);
-    int rc = text ? prompt_encode(c->tok, mc->arch == ARCH_LLAMA, mc->bos_id, text, INT_MAX, ids, &n, &truncated, err) : -1;
+    int rc = text ? prompt_encode(c->tok, mc->bos_id, text, INT_MAX, ids, &n, &truncated, err) : -1;
     free(text);
     if (rc) return sp_err_prefix(err, "%s: prompt %d", e->path, p->prompt_index);
     int want = p->n_prompt_tokens;

@@ -276,12 +276,13 @@ static const char *const kSamples[] = {
 };
 #define N_SAMPLES (int)(sizeof kSamples / sizeof kSamples[0])
 
-/* encode -> every id in the vocabulary -> decode succeeds; returns the decoded text (malloc'd). */
-static char *encode_decode(const Tokenizer *t, const char *text, size_t len, int add_bos, size_t *out_len) {
+/* encode (TOK_ENC_* flags) -> every id in the vocabulary -> decode succeeds; returns the decoded
+ * text (malloc'd). */
+static char *encode_decode(const Tokenizer *t, const char *text, size_t len, unsigned flags, size_t *out_len) {
     int32_t *ids = NULL;
     size_t n = 0;
     SpErr e = {{0}};
-    if (tokenizer_encode(t, text, len, add_bos, &ids, &n, &e) != 0) {
+    if (tokenizer_encode_flags(t, text, len, flags, &ids, &n, &e) != 0) {
         check_err(&e, "tokenizer_encode");
         return NULL;
     }
@@ -300,10 +301,11 @@ static char *encode_decode(const Tokenizer *t, const char *text, size_t len, int
 }
 
 /* GPT-2 byte-level BPE is lossless: decode(encode(x)) == x (" " + x with add_prefix_space when x does
- * not start with a space). */
+ * not start with a space), special tokens encoded as text (a split-out one would start a stretch of
+ * its own, with its own prefix space). */
 static void check_gpt2_roundtrip(const Tokenizer *t, const char *text, size_t len, int prefix_space) {
     size_t olen;
-    char *out = encode_decode(t, text, len, 0, &olen);
+    char *out = encode_decode(t, text, len, TOK_ENC_SPECIAL_AS_TEXT, &olen);
     if (!out) return;
     int pre = prefix_space && len > 0 && text[0] != ' ';
     SP_FUZZ_CHECK(olen == len + (size_t)pre && (!pre || out[0] == ' ') && memcmp(out + pre, text, len) == 0,
@@ -317,7 +319,8 @@ static void exercise(const Tokenizer *t) {
     SP_FUZZ_CHECK(tokenizer_bos_id(t) < V && tokenizer_eos_id(t) < V, "bos/eos outside the vocabulary");
     for (int i = 0; i < N_SAMPLES; i++) {
         size_t olen;
-        char *out = encode_decode(t, kSamples[i], strlen(kSamples[i]), i & 1, &olen);
+        unsigned flags = (i & 1 ? TOK_ENC_BOS : 0u) | (i & 2 ? TOK_ENC_SPECIAL_AS_TEXT : 0u);
+        char *out = encode_decode(t, kSamples[i], strlen(kSamples[i]), flags, &olen);
         free(out);
     }
     char *text = NULL;
@@ -419,7 +422,8 @@ static int h_bpe_llama(const uint8_t *data, size_t size) {
     int32_t *ids = NULL;
     size_t n = 0;
     SpErr e = {{0}};
-    if (tokenizer_encode(t, text, len, add_bos, &ids, &n, &e) != 0) {
+    /* special tokens as text: a split-out "<s>" would not decode back to the same text */
+    if (tokenizer_encode_flags(t, text, len, (add_bos ? TOK_ENC_BOS : 0u) | TOK_ENC_SPECIAL_AS_TEXT, &ids, &n, &e) != 0) {
         check_err(&e, "tokenizer_encode");
         return 0;
     }

