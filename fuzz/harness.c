@@ -613,10 +613,14 @@ static int h_dataset(const uint8_t *data, size_t size) {
     SP_FUZZ_CHECK(ds.n >= 1 && (max_n == 0 || ds.n <= max_n), "%d examples with max_n %d", ds.n, max_n);
     for (int i = 0; i < ds.n; i++) {
         const Example *x = &ds.ex[i];
-        SP_FUZZ_CHECK(x->id && x->prompt && x->reference && x->source, "example %d has a NULL field", i);
+        SP_FUZZ_CHECK(x->id && x->prompt && x->reference && x->source && x->category, "example %d has a NULL field", i);
         touch(x->id, strlen(x->id) + 1);
         touch(x->prompt, strlen(x->prompt) + 1);
         touch(x->reference, strlen(x->reference) + 1);
+        touch(x->category, strlen(x->category) + 1);
+        /* a later turn continues the conversation that ends right before it */
+        SP_FUZZ_CHECK(x->turn >= 0 && x->turn <= i && (x->turn == 0 || ds.ex[i - 1].turn == x->turn - 1),
+                      "example %d: turn %d does not follow its conversation", i, x->turn);
     }
     dataset_free(&ds);
     return 0;

@@ -243,6 +243,11 @@ def seeds_dataset():
     sb = "\n".join(json.dumps({"question_id": 81 + i, "category": "writing", "turns": ["Write %d." % i, "More."]})
                    for i in range(3)) + "\n"
     put("dataset", "valid-specbench", b"\x02" + sb.encode())
+    sbr = "\n".join(json.dumps(q) for q in (
+        {"question_id": 111, "category": "math", "turns": ["What is 2 + 3?", "And times 4?"], "reference": ["5", "20"]},
+        {"question_id": 481, "category": "rag", "turns": ["Context. Question?"], "reference": [["a", "b c"]]},
+        {"question_id": 321, "category": "qa", "turns": ["who wrote it"]})) + "\n"
+    put("dataset", "valid-specbench-refs", b"\x02" + sbr.encode())
     put("dataset", "valid-lm1b", b"\x0b" + b"The cat sat on the mat .\n  \nA b c d e f g h i j\nshort\n")
     put("dataset", "valid-wikisum-csv", b"\x05" + b'id,summary,title\n1,"A long, quoted summary with ""quotes"" here",t\n'
         b'2,plain summary text here,u\r\n')
