@@ -164,21 +164,44 @@ static void table_deployed(FILE *f, const Report *R, const Row *rows, int n) {
 /* One row's questions (every run of it pooled) and its ROUGE-L per task group. */
 typedef struct SbRow {
     SbQuestion *q;
+    double *rl_sum; /* [n] per question: its turns' ROUGE-L summed over those with a reference */
+    int *rl_n;      /* [n] how many */
     int n, cap;
     SbCell cells[SB_N_GROUPS];
-    double rl_sum[SB_N_GROUPS];
-    int rl_n[SB_N_GROUPS];
     const RunInfo *first; /* the row's first run: its data and temperature pick the ar row */
 } SbRow;
 
 static int sb_add_question(SbRow *x, const PromptInfo *p) {
     if (x->n == x->cap) {
-        SbQuestion *nq = realloc(x->q, (size_t)(x->cap = x->cap ? 2 * x->cap : 64) * sizeof *nq);
-        if (!nq) return -1;
-        x->q = nq;
+        int cap = x->cap ? 2 * x->cap : 64;
+        SbQuestion *nq = realloc(x->q, (size_t)cap * sizeof *nq);
+        if (nq) x->q = nq;
+        double *ns = realloc(x->rl_sum, (size_t)cap * sizeof *ns);
+        if (ns) x->rl_sum = ns;
+        int *nn = realloc(x->rl_n, (size_t)cap * sizeof *nn);
+        if (nn) x->rl_n = nn;
+        if (!nq || !ns || !nn) return -1;
+        x->cap = cap;
     }
-    x->q[x->n++] = (SbQuestion){p->category, 0, 0, 0};
+    x->q[x->n] = (SbQuestion){p->category, 0, 0, 0};
+    x->rl_sum[x->n] = 0, x->rl_n[x->n] = 0;
+    x->n++;
     return 0;
+}
+
+static void sb_free(SbRow *x) { free(x->q), free(x->rl_sum), free(x->rl_n); }
+
+/* The mean ROUGE-L over the turns with a reference of the questions in task group g (g >= 0) or of
+ * category cat (g < 0); NaN when none has one. */
+static double sb_rouge(const SbRow *x, int g, const char *cat) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < x->n; i++) {
+        const char *c = x->q[i].category ? x->q[i].category : "";
+        int in = g == SB_OVERALL || (g >= 0 ? specbench_group_of(c) == g : !strcmp(c, cat));
+        if (in) sum += x->rl_sum[i], n += x->rl_n[i];
+    }
+    return n ? sum / n : NAN;
 }
 
 /* The questions of row r's runs: a question is a run of consecutive prompt rows with one example_id
@@ -194,9 +217,7 @@ static int sb_collect(const Report *R, const Row *r, SbRow *x) {
             if (!same && sb_add_question(x, p)) return -1;
             SbQuestion *q = &x->q[x->n - 1];
             q->tokens += p->tokens, q->target_calls += p->target_calls, q->seconds += p->t_total;
-            int groups[2] = {specbench_group_of(p->category), SB_OVERALL};
-            for (int k = 0; k < 2; k++)
-                if (groups[k] >= 0 && a->rouge_l && !isnan(a->rouge_l[j])) x->rl_sum[groups[k]] += a->rouge_l[j], x->rl_n[groups[k]]++;
+            if (a->rouge_l && !isnan(a->rouge_l[j])) x->rl_sum[x->n - 1] += a->rouge_l[j], x->rl_n[x->n - 1]++;
         }
     }
     specbench_cells(x->q, x->n, x->cells);
@@ -208,6 +229,14 @@ static int has_specbench_categories(const Report *R) {
         for (int j = 0; j < R->rs.runs[i].n_rows; j++)
             if (specbench_group_of(R->rs.runs[i].prompts[j].category) >= 0) return 1;
     return 0;
+}
+
+/* The ar row whose first run has x's data and temperature, NULL when there is none. */
+static const SbRow *sb_ar_of(const Row *rows, int n, const SbRow *sb, const SbRow *x) {
+    for (int m = 0; m < n; m++)
+        if (method_name_eq(rows[m].method, DM_AR) && sb[m].first && x->first && same_cell(sb[m].first, x->first))
+            return &sb[m];
+    return NULL;
 }
 
 static void table_specbench(FILE *f, const Row *rows, int n, const SbRow *sb) {
@@ -225,10 +254,7 @@ static void table_specbench(FILE *f, const Row *rows, int n, const SbRow *sb) {
     for (int g = 0; g < 2 * SB_N_GROUPS + 1; g++) fprintf(f, "---:|");
     fprintf(f, "\n");
     for (int k = 0; k < n; k++) {
-        const SbRow *x = &sb[k], *ar = NULL;
-        for (int m = 0; m < n && !ar; m++)
-            if (method_name_eq(rows[m].method, DM_AR) && sb[m].first && x->first && same_cell(sb[m].first, x->first))
-                ar = &sb[m];
+        const SbRow *x = &sb[k], *ar = sb_ar_of(rows, n, sb, x);
         fprintf(f, "| %s | %s | %s | %d |", rows[k].dataset, rows[k].method, rows[k].setting, rows[k].runs);
         char b1[48], b2[48];
         for (int g = 0; g < SB_N_GROUPS; g++) {
@@ -239,13 +265,40 @@ static void table_specbench(FILE *f, const Row *rows, int n, const SbRow *sb) {
             else fprintf(f, " - |");
         }
         fprintf(f, " %s |", fv(b1, &rows[k], Q_SAR, "%.2fx"));
-        for (int g = 0; g < SB_N_GROUPS; g++)
-            fprintf(f, " %s |", fmt_num(b1, sizeof b1, x->rl_n[g] ? x->rl_sum[g] / x->rl_n[g] : NAN, "%.4f"));
+        for (int g = 0; g < SB_N_GROUPS; g++) fprintf(f, " %s |", fmt_num(b1, sizeof b1, sb_rouge(x, g, NULL), "%.4f"));
         fprintf(f, "\n");
     }
     fprintf(f, "\nQuestions per group (the first row's runs):");
     for (int g = 0; g < SB_N_GROUPS; g++) fprintf(f, " %s %d%s", specbench_group_name(g), n ? sb[0].cells[g].questions : 0,
                                                   g + 1 < SB_N_GROUPS ? "," : ".\n\n");
+}
+
+/* Table 7: the same figures per category (Spec-Bench's 13 or the data's own), one line each. */
+static void table_categories(FILE *f, const Row *rows, int n, const SbRow *sb) {
+    fprintf(f, "## Table 7 (Spec-Bench): per category\n\nTable 6's figures for each category of the data "
+               "(prompts.category), in the data's order: questions, speed-up over AR as Spec-Bench defines it, "
+               "MAT, ROUGE-L over the turns with a reference.\n\n"
+               "| Dataset | Method | Setting | Category | Task group | questions | speed-up | MAT | ROUGE-L |\n"
+               "|---|---|---|---|---|---:|---:|---:|---:|\n");
+    for (int k = 0; k < n; k++) {
+        const SbRow *x = &sb[k], *ar = sb_ar_of(rows, n, sb, x);
+        for (int i = 0; i < x->n; i++) {
+            const char *cat = x->q[i].category ? x->q[i].category : "";
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++) seen = !strcmp(x->q[j].category ? x->q[j].category : "", cat);
+            if (seen) continue;
+            SbCell c = specbench_category_cell(x->q, x->n, cat);
+            SbCell a = ar ? specbench_category_cell(ar->q, ar->n, cat) : (SbCell){0};
+            int g = specbench_group_of(cat);
+            char b1[48], b2[48], b3[48];
+            fprintf(f, "| %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", rows[k].dataset, rows[k].method,
+                    rows[k].setting, cat[0] ? cat : "(none)", g >= 0 ? specbench_group_name(g) : "-", c.questions,
+                    fmt_num(b1, sizeof b1, ar && a.questions ? c.mean_rate / a.mean_rate : NAN, "%.2fx"),
+                    fmt_num(b2, sizeof b2, metric_ratio((double)c.tokens, (double)c.target_calls), "%.2f"),
+                    fmt_num(b3, sizeof b3, sb_rouge(x, -1, cat), "%.4f"));
+        }
+    }
+    fprintf(f, "\n");
 }
 
 static int write_specbench(FILE *f, const Report *R, const Row *rows, int n) {
@@ -254,7 +307,8 @@ static int write_specbench(FILE *f, const Report *R, const Row *rows, int n) {
     int rc = sb ? 0 : -1;
     for (int k = 0; k < n && !rc; k++) rc = sb_collect(R, &rows[k], &sb[k]);
     if (!rc) table_specbench(f, rows, n, sb);
-    for (int k = 0; sb && k < n; k++) free(sb[k].q);
+    if (!rc) table_categories(f, rows, n, sb);
+    for (int k = 0; sb && k < n; k++) sb_free(&sb[k]);
     free(sb);
     return rc;
 }

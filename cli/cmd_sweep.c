@@ -111,7 +111,7 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
 }
 
 /* The summary table grouped by configuration (SUMMARY_BY_CONFIG), method, or Spec-Bench task group. */
-enum { SUMMARY_BY_CONFIG, SUMMARY_BY_METHOD, SUMMARY_BY_TASK };
+enum { SUMMARY_BY_CONFIG, SUMMARY_BY_METHOD, SUMMARY_BY_TASK, SUMMARY_BY_CATEGORY };
 
 static int print_summary(const char *dir, int by, int tsv, SpErr *err) {
     char path[4200];
@@ -120,8 +120,9 @@ static int print_summary(const char *dir, int by, int tsv, SpErr *err) {
     Db *db = db_open_read(path, &older, err);
     if (!db && older) db = db_open(path, err);
     if (!db) return -1;
-    int rc = by == SUMMARY_BY_TASK ? db_summary_tasks(db, stdout, tsv, err)
-                                   : db_summary(db, stdout, by == SUMMARY_BY_METHOD, tsv, err);
+    int rc = by == SUMMARY_BY_TASK       ? db_summary_tasks(db, stdout, tsv, err)
+             : by == SUMMARY_BY_CATEGORY ? db_summary_categories(db, stdout, tsv, err)
+                                         : db_summary(db, stdout, by == SUMMARY_BY_METHOD, tsv, err);
     db_close(db);
     return rc;
 }
@@ -315,7 +316,7 @@ int cmd_merge(int argc, char **argv) {
 /* ------------------------------------------------------------------ summary */
 
 static const char kSummaryHelp[] =
-    "usage: sprinter summary RESULTS_DIR [--by config|method|task] [--tsv]\n"
+    "usage: sprinter summary RESULTS_DIR [--by config|method|task|category] [--tsv]\n"
     "Prints, from RESULTS_DIR/runs.sqlite, one row per method and parameter setting (default) or per\n"
     "method, summed over seeds and prompts of finished runs: runs, tokens, tokens/s (audit excluded),\n"
     "speed-up over ar, tokens per target call (bonus included: Spec-Bench's mean accepted tokens),\n"
@@ -333,7 +334,8 @@ static const char kSummaryHelp[] =
     "translation, summarization, qa, math_reasoning, rag, overall; from prompts.category), the speedup\n"
     "over ar on the same data and temperature as Spec-Bench defines it (the mean over questions of\n"
     "tokens/s, a question's turns summed, over the same mean of ar) and the mean accepted tokens\n"
-    "(tokens per target forward, bonus included; ar = 1.00).\n";
+    "(tokens per target forward, bonus included; ar = 1.00).\n"
+    "--by category: the same figures per category of the data (prompts.category), one line each.\n";
 
 int cmd_summary(int argc, char **argv) {
     static const struct option opts[] = {
@@ -346,8 +348,9 @@ int cmd_summary(int argc, char **argv) {
             if (!strcmp(optarg, "method")) by = SUMMARY_BY_METHOD;
             else if (!strcmp(optarg, "config")) by = SUMMARY_BY_CONFIG;
             else if (!strcmp(optarg, "task")) by = SUMMARY_BY_TASK;
+            else if (!strcmp(optarg, "category")) by = SUMMARY_BY_CATEGORY;
             else {
-                fprintf(stderr, "sprinter summary: --by: \"%s\" is not config, method or task\n", optarg);
+                fprintf(stderr, "sprinter summary: --by: \"%s\" is not config, method, task or category\n", optarg);
                 return 2;
             }
             break;

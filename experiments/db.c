@@ -964,6 +964,51 @@ int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
     return 0;
 }
 
+int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err) {
+    TaskConfig *c = NULL;
+    int n = 0;
+    if (task_configs(db, &c, &n, err)) {
+        task_configs_free(c, n);
+        return -1;
+    }
+    if (tsv)
+        fprintf(out, "method\tdataset\ttemperature\tparams\tcategory\ttask\tquestions\ttokens\ttarget_calls"
+                     "\tmean_accepted_tokens\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\n");
+    else
+        fprintf(out, "%-11s %-40s %-16s %-14s %9s %8s %8s\n", "method", "data T params", "category", "task", "questions",
+                "speedup", "MAT");
+    for (int k = 0; k < n; k++) {
+        const TaskConfig *ar = task_ar_of(c, n, &c[k]);
+        char lab[512];
+        snprintf(lab, sizeof lab, "%s T=%g%s%s", c[k].dataset, c[k].temperature, c[k].label[0] ? " " : "", c[k].label);
+        for (int i = 0; i < c[k].n; i++) { /* each category once, in the data's order */
+            const char *cat = c[k].categories[i];
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++) seen = !strcmp(c[k].categories[j], cat);
+            if (seen) continue;
+            SbCell x = specbench_category_cell(c[k].q, c[k].n, cat);
+            double ar_rate = ar ? specbench_category_cell(ar->q, ar->n, cat).mean_rate : NAN;
+            int g = specbench_group_of(cat);
+            double mat = metric_ratio((double)x.tokens, (double)x.target_calls), speedup = metric_ratio(x.mean_rate, ar_rate);
+            if (tsv) {
+                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n", c[k].method,
+                        c[k].dataset, c[k].temperature, c[k].label[0] ? c[k].label : "-", cat[0] ? cat : "-",
+                        g >= 0 ? specbench_group_name(g) : "-", x.questions, (long long)x.tokens,
+                        (long long)x.target_calls, mat, x.mean_rate, ar_rate, speedup);
+            } else {
+                char sp[24], m[24];
+                fmt_ratio(sp, sizeof sp, isnan(speedup) ? 0 : speedup, isnan(speedup) ? 0 : 1, "%.2fx");
+                fmt_ratio(m, sizeof m, (double)x.tokens, (double)x.target_calls, "%.2f");
+                fprintf(out, "%-11s %-40s %-16s %-14s %9d %8s %8s\n", c[k].method, lab, cat[0] ? cat : "(none)",
+                        g >= 0 ? specbench_group_name(g) : "-", x.questions, sp, m);
+            }
+        }
+    }
+    if (!tsv && n == 0) fprintf(out, "(no finished runs)\n");
+    task_configs_free(c, n);
+    return 0;
+}
+
 int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, "SELECT run_hash FROM runs WHERE status = 'running' ORDER BY run_index", -1, &st, NULL) !=

@@ -127,6 +127,8 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err);
  * temperature; seeds pooled) and task group, the speedup over the ar configuration on the same data
  * and temperature and the mean accepted tokens; tsv: one line per (configuration, group). */
 int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err);
+/* The same per category (prompts.category; each category of the data once, in its order). */
+int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err);
 
 /* Current time as ISO 8601 UTC with milliseconds: buf of at least 32 bytes. */
 void db_now_iso(char *buf, size_t cap);

@@ -58,20 +58,39 @@ int specbench_group_of(const char *category) {
     return -1;
 }
 
+/* A cell being summed: mean_rate holds the sum of the timed questions' rates until cell_end. */
+typedef struct CellSum {
+    SbCell cell;
+    int timed;
+} CellSum;
+
+static void cell_add(CellSum *c, const SbQuestion *q) {
+    c->cell.questions++;
+    c->cell.tokens += q->tokens;
+    c->cell.target_calls += q->target_calls;
+    if (q->seconds > 0) c->cell.mean_rate += (double)q->tokens / q->seconds, c->timed++;
+}
+
+static SbCell cell_end(CellSum c) {
+    c.cell.mean_rate = c.timed ? c.cell.mean_rate / c.timed : NAN;
+    return c.cell;
+}
+
 void specbench_cells(const SbQuestion *q, int n, SbCell cells[SB_N_GROUPS]) {
-    double rate_sum[SB_N_GROUPS] = {0};
-    int timed[SB_N_GROUPS] = {0};
-    memset(cells, 0, SB_N_GROUPS * sizeof *cells);
+    CellSum sums[SB_N_GROUPS];
+    memset(sums, 0, sizeof sums);
     for (int i = 0; i < n; i++) {
-        int groups[2] = {specbench_group_of(q[i].category), SB_OVERALL};
-        for (int k = 0; k < 2; k++) {
-            int g = groups[k];
-            if (g < 0) continue;
-            cells[g].questions++;
-            cells[g].tokens += q[i].tokens;
-            cells[g].target_calls += q[i].target_calls;
-            if (q[i].seconds > 0) rate_sum[g] += (double)q[i].tokens / q[i].seconds, timed[g]++;
-        }
+        int g = specbench_group_of(q[i].category);
+        if (g >= 0) cell_add(&sums[g], &q[i]);
+        cell_add(&sums[SB_OVERALL], &q[i]);
     }
-    for (int g = 0; g < SB_N_GROUPS; g++) cells[g].mean_rate = timed[g] ? rate_sum[g] / timed[g] : NAN;
+    for (int g = 0; g < SB_N_GROUPS; g++) cells[g] = cell_end(sums[g]);
+}
+
+SbCell specbench_category_cell(const SbQuestion *q, int n, const char *category) {
+    CellSum sum;
+    memset(&sum, 0, sizeof sum);
+    for (int i = 0; i < n; i++)
+        if (!category || !strcmp(q[i].category ? q[i].category : "", category)) cell_add(&sum, &q[i]);
+    return cell_end(sum);
 }

@@ -78,5 +78,7 @@ typedef struct SbCell {
 } SbCell;
 /* Fills cells[SB_N_GROUPS] from questions q[0..n) (of one configuration, every seed pooled). */
 void specbench_cells(const SbQuestion *q, int n, SbCell cells[SB_N_GROUPS]);
+/* The same figures over the questions of one category (NULL: every question). */
+SbCell specbench_category_cell(const SbQuestion *q, int n, const char *category);
 
 #endif

@@ -209,6 +209,15 @@ def check_summary(t, a, out, rows):
         t.check(g is not None and abs(g[0] - w[0]) <= 1e-6 * w[0] and abs(g[1] - w[1]) <= 1e-9 and g[2] == w[2],
                 "%s %s: speedup, MAT, questions %s, Spec-Bench's definition gives %s" % (k[0], k[1], g, w))
     t.check(want.get(("ar", "overall"), (0, 0))[1] == 1.0, "ar's mean accepted tokens is 1.00")
+    p = run([a.sprinter, "summary", out, "--by", "category", "--tsv"])
+    cat = {(r["method"], r["category"]): r for r in csv.DictReader(io.StringIO(p.stdout), delimiter="\t")}
+    t.check(p.returncode == 0 and sorted(cat) == sorted((m, q["category"]) for m in ("ar", "sd") for q in QUESTIONS),
+            "summary --by category: a line per (configuration, category): %s %s" % (sorted(cat), p.stderr))
+    for (method, c), r in cat.items():
+        g = want.get((method, "mt_bench" if c in ("writing", "math") else c))
+        if c in ("translation", "qa", "rag"):  # one question each: the category is its task group
+            t.check(g is not None and abs(float(r["speedup_specbench"]) - g[0]) <= 1e-6 * g[0],
+                    "summary --by category %s %s equals the task group's %s" % (method, c, g))
     p = run([a.sprinter, "summary", out, "--by", "task"])
     t.check(p.returncode == 0 and "mt_bench" in p.stdout and "1.00x 1.00" in p.stdout,
             "summary --by task prints the table: %s %s" % (p.stdout[-600:], p.stderr))
@@ -223,7 +232,7 @@ def check_report(t, a, out):
     all_lines = text.splitlines()
     head = [ln for ln in all_lines if ln.startswith("| Dataset | Method | Setting | runs | mt_bench")]
     after = all_lines[all_lines.index(head[0]):] if head else []
-    lines = [ln for ln in after if ln.startswith("| sb.jsonl | ar |")]
+    lines = [ln for ln in after if ln.startswith("| sb.jsonl | ar |")][:1]
     if t.check(len(lines) == 1 and len(head) == 1, "Table 6 has an ar row and a header: %s" % lines):
         cells = dict(zip([c.strip() for c in head[0].split("|")], [c.strip() for c in lines[0].split("|")]))
         t.check(cells.get("mt_bench speed-up / MAT") == "1.00x / 1.00", "ar's mt_bench cell: %s" % cells)
@@ -231,6 +240,34 @@ def check_report(t, a, out):
         for g in ("mt_bench", "translation", "rag", "overall"):
             v = cells.get(g + " ROUGE-L", "-")
             t.check(v != "-" and 0 <= float(v) <= 1, "%s ROUGE-L filled from the references: %s" % (g, v))
+
+
+def check_categories(t, a, out, rows):
+    """Table 7: one line per (row, category) with Spec-Bench's speed-up recomputed here."""
+    text = open(os.path.join(out, "report", "tables.md")).read()
+    body = text[text.find("## Table 7 (Spec-Bench): per category"):]
+    got = {}
+    for ln in body.splitlines():
+        c = [x.strip() for x in ln.split("|")[1:-1]]
+        if len(c) == 9 and c[0] == "sb.jsonl":
+            got[(c[1], c[3])] = c
+    per = {}
+    for r in rows:
+        q = per.setdefault((r["method"], r["category"], r["example_id"]), [0, 0.0])
+        q[0] += r["tokens"]
+        q[1] += r["t_total"]
+    cats = [q["category"] for q in QUESTIONS]
+    for method in ("ar", "sd"):
+        for cat in cats:
+            rate = [v[0] / v[1] for k, v in per.items() if k[0] == method and k[1] == cat]
+            ar_rate = [v[0] / v[1] for k, v in per.items() if k[0] == "ar" and k[1] == cat]
+            want = "%.2fx" % ((sum(rate) / len(rate)) / (sum(ar_rate) / len(ar_rate)))
+            c = got.get((method, cat))
+            t.check(c is not None and c[5] == "1" and c[6] == want,
+                    "Table 7 %s %s: questions, speed-up %s (Spec-Bench's: %s)" % (method, cat, c, want))
+            has_ref = any("reference" in q for q in QUESTIONS if q["category"] == cat)
+            t.check(c is not None and (c[8] != "-") == has_ref, "Table 7 %s %s: ROUGE-L %s where references %s" %
+                    (method, cat, c and c[8], "exist" if has_ref else "do not"))
 
 
 def check_committed(t, a):
@@ -312,6 +349,7 @@ def main():
             (p.returncode, n_scored, p.stderr[-300:]))
     check_summary(t, a, out, rows)
     check_report(t, a, out)
+    check_categories(t, a, out, rows)
     check_committed(t, a)
     check_bad_input(t, a, data)
     t.finish()
