@@ -53,7 +53,8 @@ void sha256_str(const char *s, size_t len, char out[SP_SHA256_HEX]) {
 static int wanted(const char *name) {
     size_t n = strlen(name);
     static const char *const exact[] = {"config.json", "tokenizer.json", "vocab.json", "merges.txt",
-                                        "encoder.json", "vocab.bpe", "model.safetensors.index.json"};
+                                        "encoder.json", "vocab.bpe", "model.safetensors.index.json",
+                                        "tokenizer_config.json", "chat_template.jinja"};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (!strcmp(name, exact[i])) return 1;
     return n > 12 && !strcmp(name + n - 12, ".safetensors");

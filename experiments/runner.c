@@ -145,6 +145,7 @@ typedef struct Ctx {
     int *pending, n_pending;
     Model *draft, *target;
     Tokenizer *tok;
+    PromptFormat fmt; /* [data] prompt_template, with the chat template of the tokenizer's model */
     Prompts prompts[SPEC_MAX_DATASETS];
     VerEntry vers[SPEC_MAX_LIST];
     int n_vers;
@@ -221,6 +222,7 @@ static int load_models(Ctx *c, SpErr *err) {
     if ((c->draft && stamp_dir(c, s->draft_dir, err)) || (c->target && stamp_dir(c, s->target_dir, err))) return -1;
     const char *tdir = c->target ? s->target_dir : s->draft_dir;
     if (!(c->tok = tokenizer_load_dir(tdir, err))) return sp_err_prefix(err, "%s: [models] %s: tokenizer", s->path, tdir);
+    if (prompt_format_init(&c->fmt, s->prompt_template, tdir, c->tok, err)) return sp_err_prefix(err, "%s", s->path);
     if (tokenizer_vocab_size(c->tok) > model_config(any_model(c))->vocab_size)
         return sp_fail(err, "%s: %s: the tokenizer has %d tokens, the model's vocab_size is %d", s->path,
                        tokenizer_source(c->tok), tokenizer_vocab_size(c->tok), model_config(any_model(c))->vocab_size);
@@ -260,8 +262,8 @@ static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
     for (int i = 0; i < s->n_prompts; i++) {
         int index = s->prompt_offset + i;
         if (P->ds.ex[index].turn > 0) continue;
-        char *text = prompt_text(s->prompt_template, &P->ds, index, NULL, err);
-        if (!text || prompt_encode(c->tok, mc->bos_id, text, max_prompt, &P->ids[i], &P->n[i],
+        char *text = prompt_text(&c->fmt, &P->ds, index, NULL, err);
+        if (!text || prompt_encode(&c->fmt, c->tok, mc->bos_id, text, max_prompt, &P->ids[i], &P->n[i],
                                    &P->truncated[i], err)) {
             free(text);
             return sp_err_prefix(err, "%s: prompt %d (id %s)", path, index, P->ds.ex[index].id);
@@ -371,8 +373,8 @@ static int run_prompt_ids(const Ctx *c, const RunConfig *r, int i, const char *c
         return 0;
     }
     const ModelConfig *mc = model_config(any_model(c));
-    char *text = prompt_text(s->prompt_template, &P->ds, index, answers + (i - turn), err);
-    int rc = text ? prompt_encode(c->tok, mc->bos_id, text, P->max_prompt, owned, n, truncated, err)
+    char *text = prompt_text(&c->fmt, &P->ds, index, answers + (i - turn), err);
+    int rc = text ? prompt_encode(&c->fmt, c->tok, mc->bos_id, text, P->max_prompt, owned, n, truncated, err)
                   : -1;
     free(text);
     *ids = *owned;
@@ -618,6 +620,7 @@ static void ctx_free(Ctx *c) {
     for (int d = 0; d < SPEC_MAX_DATASETS; d++) prompts_free(&c->prompts[d], c->s->n_prompts);
     for (int i = 0; i < c->n_vers; i++) verifier_free(&c->vers[i].v);
     tokenizer_free(c->tok);
+    prompt_format_free(&c->fmt);
     model_free(c->draft);
     model_free(c->target);
     db_close(c->db);

@@ -96,6 +96,8 @@ typedef struct Ctx {
     int n_data;
     Model *target;
     Tokenizer *tok;
+    PromptFormat fmt[3]; /* by PromptTemplate: what the runs to score used (set up when fmt_ready[k]) */
+    int fmt_ready[3];
 } Ctx;
 
 static int fail_sql(sqlite3 *h, const char *path, SpErr *err, const char *what) { return sql_fail(h, path, what, err); }
@@ -145,7 +147,7 @@ static int plan_runs(Ctx *c, Db *db, SpErr *err) {
         copy_col(st, R_TOKEN_LOG, r->token_log, sizeof r->token_log);
         const char *tpl = (const char *)sqlite3_column_text(st, R_TEMPLATE);
         if (prompt_template_parse(tpl ? tpl : "", &r->prompt_template)) {
-            rc = sp_fail(err, "%s: runs.prompt_template of run %.12s is \"%s\", not none or vicuna", c->db_path, r->hash,
+            rc = sp_fail(err, "%s: runs.prompt_template of run %.12s is \"%s\", not none, vicuna or chat_template", c->db_path, r->hash,
                          tpl ? tpl : "");
             break;
         }
@@ -337,8 +339,9 @@ static int prompt_ids(const Ctx *c, const ScoreRun *r, const TodoPrompt *p, int3
     const ModelConfig *mc = model_config(c->target);
     int n, truncated;
     /* the runner's cut is max_prompt; any cut at or above n_prompt_tokens finds the same last tokens */
-    char *text = prompt_text(r->prompt_template, &e->ds, p->prompt_index, (const char *const *)p->answers, err);
-    int rc = text ? prompt_encode(c->tok, mc->bos_id, text, INT_MAX, ids, &n, &truncated, err) : -1;
+    const PromptFormat *f = &c->fmt[r->prompt_template];
+    char *text = prompt_text(f, &e->ds, p->prompt_index, (const char *const *)p->answers, err);
+    int rc = text ? prompt_encode(f, c->tok, mc->bos_id, text, INT_MAX, ids, &n, &truncated, err) : -1;
     free(text);
     if (rc) return sp_err_prefix(err, "%s: prompt %d", e->path, p->prompt_index);
     int want = p->n_prompt_tokens;
@@ -548,6 +551,8 @@ static int64_t count_outputs(Db *db) {
 static void ctx_free(Ctx *c) {
     for (int d = 0; d < c->n_data; d++) dataset_free(&c->data[d].ds);
     tokenizer_free(c->tok);
+    for (int k = 0; k < 3; k++)
+        if (c->fmt_ready[k]) prompt_format_free(&c->fmt[k]);
     model_free(c->target);
     free(c->runs);
     free(c->todo);
@@ -570,6 +575,12 @@ static int prepare(Ctx *c, Db **db, SpErr *err) {
     if (tokenizer_vocab_size(c->tok) > model_config(c->target)->vocab_size)
         return sp_fail(err, "target %s: tokenizer has %d tokens, the model's vocab_size is %d", c->target_dir,
                        tokenizer_vocab_size(c->tok), model_config(c->target)->vocab_size);
+    for (int k = 0; k < c->n_todo; k++) { /* each prompt template the runs used, once */
+        PromptTemplate t = c->runs[c->todo[k]].prompt_template;
+        if (c->fmt_ready[t]) continue;
+        if (prompt_format_init(&c->fmt[t], t, c->target_dir, c->tok, err)) return sp_err_prefix(err, "target %s", c->target_dir);
+        c->fmt_ready[t] = 1;
+    }
     return load_datasets(c, err);
 }
 

@@ -223,9 +223,8 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     } else if (IS("data", "n_prompts")) {
         if (parse_int(v, 1, 1 << 24, &s->n_prompts)) return fail(P, sec, key, "\"%s\" is not an integer >= 1", v);
     } else if (IS("data", "prompt_template")) {
-        if (!strcmp(v, "chat_template"))
-            return fail(P, sec, key, "%s", "chat_template is not supported (rendering Jinja is not implemented): use none or vicuna");
-        if (prompt_template_parse(v, &s->prompt_template)) return fail(P, sec, key, "\"%s\" is not none or vicuna", v);
+        if (prompt_template_parse(v, &s->prompt_template))
+            return fail(P, sec, key, "\"%s\" is not none, vicuna or chat_template", v);
     } else if (IS("data", "offset")) {
         if (parse_int(v, 0, 1 << 30, &s->prompt_offset)) return fail(P, sec, key, "\"%s\" is not an integer >= 0", v);
     } else if (IS("decode", "max_new_tokens")) {

@@ -12,7 +12,8 @@
  *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index),
  *              prompt_template (none, the default, or vicuna: data/loaders/prompt.h; a Spec-Bench
  *              question's later turns are always generated after its earlier ones, in one
- *              conversation; chat_template is refused: no Jinja renderer)
+ *              conversation; or chat_template: the target's own, from chat_template.jinja or
+ *              tokenizer_config.json)
  *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit, protocol
  *              (sound, the default, or paper-code: what the SPRINTER authors' code runs, issue 14;
  *              it changes the defaults of the settings it differs in, each of which a spec may

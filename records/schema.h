@@ -18,7 +18,7 @@
  *        other methods and in rows of older files, where it was 0), runs.label_rule ('sound' or
  *        'paper-code' for sprinter-type runs, else NULL); + prompts.rounds and
  *        prompts.round_kept (the authors' "avg tokens" per prompt = round_kept / rounds)
- *   7  + runs.prompt_template ('none' or 'vicuna'; NULL in rows of older files, where it was none);
+ *   7  + runs.prompt_template ('none', 'vicuna' or 'chat_template'; NULL in rows of older files, where it was none);
  *        + prompts.category (Spec-Bench's category, or the jsonl "category"; NULL when the data has
  *        none) and prompts.turn (0-based turn of the example's conversation; NULL in older files,
  *        where it was 0) (issue 15)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sprinter needs, skipping those already installed.
 #   scripts/install-deps.sh          build + run dependencies
-#   scripts/install-deps.sh --test   also the test oracles (PyTorch, numpy, Node.js for npm tokenizers),
+#   scripts/install-deps.sh --test   also the test oracles (PyTorch, numpy, Jinja2, Node.js for npm tokenizers),
 #                                    pandas and h5py (the reader examples),
 #                                    the fuzzers' toolchain (clang, libFuzzer, llvm-symbolizer), valgrind,
 #                                    and Slurm + munge (a single-node cluster for the Slurm test)
@@ -14,6 +14,8 @@ if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3 python3-torch python3-numpy)
   # the reader examples of results/README.md (tests/test_readers.py)
   pkgs+=(python3-pandas python3-h5py)
+  # Jinja2 itself, the oracle of the chat-template renderer (tests/chat/test_chat_template.py)
+  pkgs+=(python3-jinja2)
   # `make test` also runs the libFuzzer targets (fuzz/Makefile: clang; libclang-rt-14-dev holds
   # libFuzzer and the sanitizer runtimes; libomp-14-dev because clang's -fopenmp links LLVM's
   # libomp; llvm-14 for llvm-symbolizer, without which a sanitizer report names no function and

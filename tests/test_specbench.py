@@ -17,8 +17,11 @@
 - `analyze` writes Table 6 with ROUGE-L where references exist and `-` for qa;
 - the committed data/datasets/specbench.jsonl has the real file's structure (480 questions, the 13
   categories in their id ranges, 80 two-turn questions, 359 with references) and loads whole;
-- bad input: an offset inside a conversation, a malformed "turns", a chat_template request, each a
-  one-line error naming the file and field, nothing written.
+- prompt_template = chat_template: the target's tokenizer_config.json template, rendered here by
+  Jinja2 as transformers does (trim_blocks, lstrip_blocks), is what `sprinter generate` must continue
+  into each turn's output; score rebuilds those prompts too;
+- bad input: an offset inside a conversation, a malformed "turns", chat_template on a model without
+  one, each a one-line error naming the file and field, nothing written.
 Deterministic; no false-failure rate.
 """
 import argparse
@@ -270,6 +273,58 @@ def check_categories(t, a, out, rows):
                     (method, cat, c and c[8], "exist" if has_ref else "do not"))
 
 
+CHAT_TEMPLATE = ("{{ bos_token }}{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
+                 "{{ '<|user|>\\n' + message['content'] + eos_token }}\n{% else %}\n"
+                 "{{ '<|assistant|>\\n' + message['content'] | trim + eos_token }}\n{% endif %}\n{% endfor %}\n"
+                 "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}")
+
+
+def check_chat_template(t, a, data):
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    chat_dir = os.path.join(a.work, "target_chat")
+    shutil.rmtree(chat_dir, ignore_errors=True)
+    shutil.copytree(os.path.join(a.work, "target"), chat_dir)
+    with open(os.path.join(chat_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"chat_template": CHAT_TEMPLATE, "bos_token": {"content": "<|endoftext|>"},
+                   "eos_token": "<|endoftext|>"}, f)
+    spec = spec_file(a.work, "chat", data, sum(len(q["turns"]) for q in QUESTIONS), template="chat_template")
+    with open(spec) as f:
+        text = f.read().replace("methods = ar, sd", "methods = ar").replace("/target\n", "/target_chat\n")
+    with open(spec, "w") as f:
+        f.write(text)
+    out = os.path.join(a.work, "chat")
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
+    if not t.check(p.returncode == 0, "chat_template sweep: exit %d %s" % (p.returncode, p.stderr)):
+        return
+    rows = rows_of(os.path.join(out, "runs.sqlite"))
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    tmpl = env.from_string(CHAT_TEMPLATE)
+    i = 0
+    for q in QUESTIONS:
+        messages = []
+        for k, turn in enumerate(q["turns"]):
+            row = rows[i]
+            i += 1
+            messages.append({"role": "user", "content": turn})
+            text = tmpl.render(messages=messages, add_generation_prompt=True, bos_token="<|endoftext|>",
+                               eos_token="<|endoftext|>")
+            ids = run([a.sprinter, "tokenize", "--model", chat_dir, "--text", text])
+            gen = subprocess.run([a.sprinter, "generate", "--model", chat_dir, "--prompt", text, "--temperature", "0",
+                                  "--max-new", str(MAX_NEW), "--ignore-eos"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            cont = sanitized(gen.stdout).replace("<|endoftext|>", "")
+            if cont.endswith("\n") and not row["output_text"].endswith("\n"):
+                cont = cont[:-1]
+            t.check(row["prompt_template"] == "chat_template" and len(ids.stdout.split()) == row["n_prompt_tokens"] and
+                    ids.stdout.split()[0] == str(fx.VOCAB - 1) and cont == row["output_text"],
+                    "chat_template question %s turn %d: Jinja2's prompt (%d tokens, BOS split out) continues into "
+                    "the run's output: %r vs %r (row: %d tokens)" % (q["question_id"], k + 1, len(ids.stdout.split()),
+                                                                     cont, row["output_text"], row["n_prompt_tokens"]))
+            messages.append({"role": "assistant", "content": row["output_text"].strip()})
+    p = run([a.sprinter, "score", out, "--quiet"])
+    t.check(p.returncode == 0, "score rebuilds the chat_template prompts: %s" % p.stderr[-300:])
+
+
 def check_committed(t, a):
     path = os.path.join(ROOT, "data", "datasets", "specbench.jsonl")
     qs = [json.loads(line) for line in open(path, encoding="utf-8")]
@@ -308,8 +363,8 @@ def check_bad_input(t, a, data):
     with open(bad, "w") as f:
         f.write(json.dumps(QUESTIONS[0]) + "\n" + json.dumps({"question_id": 9, "category": "qa", "turns": "x"}) + "\n")
     cases.append(("turns not a list", spec_file(a.work, "badturns", bad, 3), "%s: line 2: field \"turns\"" % bad))
-    cases.append(("chat_template", spec_file(a.work, "chat", data, 2, template="chat_template"),
-                  "[data] prompt_template: chat_template is not supported"))
+    cases.append(("chat_template without one", spec_file(a.work, "nochat", data, 2, template="chat_template"),
+                  "/target: [data] prompt_template = chat_template, but the model has no chat template"))
     for what, spec, want in cases:
         out = os.path.join(a.work, "bad-" + what.replace(" ", "_"))
         shutil.rmtree(out, ignore_errors=True)
@@ -350,6 +405,7 @@ def main():
     check_summary(t, a, out, rows)
     check_report(t, a, out)
     check_categories(t, a, out, rows)
+    check_chat_template(t, a, data)
     check_committed(t, a)
     check_bad_input(t, a, data)
     t.finish()

@@ -5,14 +5,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const kTemplateNames[] = {"none", "vicuna", "chat_template"};
+
 int prompt_template_parse(const char *name, PromptTemplate *t) {
-    if (!strcmp(name, "none")) *t = PROMPT_TEMPLATE_NONE;
-    else if (!strcmp(name, "vicuna")) *t = PROMPT_TEMPLATE_VICUNA;
-    else return -1;
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(name, kTemplateNames[k])) return *t = (PromptTemplate)k, 0;
+    return -1;
+}
+
+const char *prompt_template_name(PromptTemplate t) { return kTemplateNames[t >= 0 && t <= 2 ? t : 0]; }
+
+int prompt_format_init(PromptFormat *f, PromptTemplate kind, const char *model_dir, const Tokenizer *tok, SpErr *err) {
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    if (kind != PROMPT_TEMPLATE_CHAT) return 0;
+    if (chat_template_load(model_dir, &f->chat, err)) return -1;
+    if (!f->chat.tmpl)
+        return sp_fail(err, "%s: [data] prompt_template = chat_template, but the model has no chat template "
+                            "(chat_template.jinja, or \"chat_template\" in tokenizer_config.json)", model_dir);
+    const struct {
+        char **field;
+        int id;
+    } fill[] = {{&f->chat.bos_token, tokenizer_bos_id(tok)}, {&f->chat.eos_token, tokenizer_eos_id(tok)}};
+    for (int k = 0; k < 2; k++) {
+        const char *s = !*fill[k].field && fill[k].id >= 0 ? tokenizer_token_str(tok, fill[k].id) : NULL;
+        if (s && !(*fill[k].field = strdup(s))) return prompt_format_free(f), sp_fail(err, "out of memory");
+    }
     return 0;
 }
 
-const char *prompt_template_name(PromptTemplate t) { return t == PROMPT_TEMPLATE_VICUNA ? "vicuna" : "none"; }
+void prompt_format_free(PromptFormat *f) { chat_template_free(&f->chat); }
 
 /* A growing string. */
 typedef struct Text {
@@ -65,15 +87,32 @@ static void plain(Text *b, const Example *turns, int n_turns, const char *const 
     }
 }
 
-char *prompt_text(PromptTemplate t, const Dataset *d, int i, const char *const *answers, SpErr *err) {
+/* The conversation as chat messages: user, assistant, ..., user. */
+static char *chat(const PromptFormat *f, const Example *turns, int n_turns, const char *const *answers, SpErr *err) {
+    ChatMessage *m = malloc((size_t)(2 * n_turns) * sizeof *m);
+    if (!m) return sp_fail(err, "out of memory"), NULL;
+    int n = 0;
+    for (int k = 0; k < n_turns; k++) {
+        m[n++] = (ChatMessage){"user", turns[k].prompt};
+        if (k < n_turns - 1) m[n++] = (ChatMessage){"assistant", answers[k]};
+    }
+    ChatVars vars = {f->chat.bos_token, f->chat.eos_token, f->chat.unk_token, f->chat.pad_token, 1};
+    char *text = chat_template_render(f->chat.tmpl, m, n, &vars, err);
+    free(m);
+    if (!text) sp_err_prefix(err, "%s", f->chat.source);
+    return text;
+}
+
+char *prompt_text(const PromptFormat *f, const Dataset *d, int i, const char *const *answers, SpErr *err) {
     const Example *ex = &d->ex[i];
     int first = i - ex->turn;
     if (first < 0 || d->ex[first].turn != 0 || strcmp(d->ex[first].id, ex->id))
         return sp_fail(err, "example %d (id %s) is turn %d of a conversation that does not start in the dataset", i,
                        ex->id, ex->turn + 1),
                NULL;
+    if (f->kind == PROMPT_TEMPLATE_CHAT) return chat(f, &d->ex[first], ex->turn + 1, answers, err);
     Text b = {0};
-    if (t == PROMPT_TEMPLATE_VICUNA) vicuna(&b, &d->ex[first], ex->turn + 1, answers);
+    if (f->kind == PROMPT_TEMPLATE_VICUNA) vicuna(&b, &d->ex[first], ex->turn + 1, answers);
     else plain(&b, &d->ex[first], ex->turn + 1, answers);
     if (b.oom || !b.s) {
         free(b.s);
@@ -92,11 +131,12 @@ char *prompt_answer(const char *output_text) {
     return strndup(s, l);
 }
 
-int prompt_encode(const Tokenizer *tok, int bos_id, const char *text, int max_prompt, int32_t **ids, int *n,
-                  int *truncated, SpErr *err) {
+int prompt_encode(const PromptFormat *f, const Tokenizer *tok, int bos_id, const char *text, int max_prompt,
+                  int32_t **ids, int *n, int *truncated, SpErr *err) {
     size_t len;
     *truncated = 0;
-    if (tokenizer_encode(tok, text, strlen(text), tokenizer_add_bos(tok), ids, &len, err)) return -1;
+    int add_bos = f->kind == PROMPT_TEMPLATE_CHAT ? 0 : tokenizer_add_bos(tok); /* a chat template writes its BOS */
+    if (tokenizer_encode(tok, text, strlen(text), add_bos, ids, &len, err)) return -1;
     if (len == 0) { /* an empty prompt conditions on BOS alone */
         free(*ids);
         *ids = NULL;
