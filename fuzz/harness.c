@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chat_template.h"
 #include "dataset.h"
 #include "error.h"
 #include "h5util.h"
@@ -626,13 +627,33 @@ static int h_dataset(const uint8_t *data, size_t size) {
     return 0;
 }
 
+/* A chat template (the bytes) rendered for a fixed conversation: it renders or fails with one line. */
+static int h_chat_template(const uint8_t *data, size_t size) {
+    char *tmpl = malloc(size + 1);
+    if (!tmpl) return 0;
+    memcpy(tmpl, data, size);
+    tmpl[size] = '\0';
+    static const ChatMessage msgs[] = {{"system", "Be brief."}, {"user", "Hello \xc3\xa9"}, {"assistant", " Hi "},
+                                       {"user", "Bye"}};
+    ChatVars vars = {"<s>", "</s>", "<unk>", NULL, (int)(size & 1)};
+    SpErr e = {{0}};
+    char *out = chat_template_render(tmpl, msgs, 4, &vars, &e);
+    if (!out) {
+        SP_FUZZ_CHECK(e.msg[0] != '\0', "chat_template_render failed without a message");
+        SP_FUZZ_CHECK(strchr(e.msg, '\n') == NULL, "chat_template error has a newline: %s", e.msg);
+    }
+    free(out);
+    free(tmpl);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 const SpFuzzTarget sp_fuzz_targets[] = {
     {"safetensors", h_safetensors}, {"config", h_config},       {"model", h_model},
     {"tokenizer_json", h_tokenizer_json}, {"gpt2_files", h_gpt2_files}, {"bpe_gpt2", h_bpe_gpt2},
     {"bpe_llama", h_bpe_llama},     {"spec", h_spec},           {"h5", h_h5},
-    {"tokread", h_tokread},         {"dataset", h_dataset},
+    {"tokread", h_tokread},         {"dataset", h_dataset},     {"chat_template", h_chat_template},
 };
 const int sp_fuzz_n_targets = (int)(sizeof sp_fuzz_targets / sizeof sp_fuzz_targets[0]);
 

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import struct
+import re
 import subprocess
 import sys
 import tempfile
@@ -303,6 +304,20 @@ def seeds_h5(sprinter, work, models):
     return tl
 
 
+def seeds_chat_template():
+    """The published and construct templates of tests/chat/test_chat_template.py (valid-*) and the
+    ones outside the subset (bad-*)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ctt", os.path.join(ROOT, "tests", "chat", "test_chat_template.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    slug = lambda name: re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")  # noqa: E731
+    for name, t in list(m.PUBLISHED.items()) + list(m.CONSTRUCTS.items()):
+        put("chat_template", "valid-" + slug(name), t)
+    for name, t in m.OUTSIDE.items():
+        put("chat_template", "bad-" + slug(name), t)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sprinter", default=os.path.join(ROOT, "build", "sprinter"))
@@ -316,6 +331,7 @@ def main():
         seeds_tokenizers()
         seeds_spec()
         seeds_dataset()
+        seeds_chat_template()
         seeds_h5(a.sprinter, work, models)
     finally:
         shutil.rmtree(work, ignore_errors=True)

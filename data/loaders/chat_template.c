@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +20,8 @@
 
 #define MAX_DEPTH 200          /* nesting of expressions and blocks */
 #define MAX_OUTPUT (64u << 20) /* rendered bytes */
-#define MAX_LOOP 1000000       /* iterations of all loops together */
+#define MAX_LOOP 100000        /* iterations of all loops together */
+#define MAX_MEMORY (256u << 20) /* bytes of the arena: the values a template builds */
 
 /* ------------------------------------------------------------------ arena */
 
@@ -31,6 +33,7 @@ typedef struct Block {
 
 typedef struct Ctx {
     Block *blocks;
+    size_t arena_bytes;
     SpErr *err;
     int failed;
     /* output */
@@ -39,10 +42,15 @@ typedef struct Ctx {
     long iterations;
 } Ctx;
 
+static int fail(Ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Zeroed arena memory; NULL (with the error set) when out of memory or over MAX_MEMORY. */
 static void *alloc(Ctx *c, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (!c->blocks || c->blocks->used + n > c->blocks->cap) {
         size_t cap = n > 65536 ? n : 65536;
+        if (c->arena_bytes + cap > MAX_MEMORY) return fail(c, 0, "chat_template: needs more than %u MB", MAX_MEMORY >> 20), NULL;
+        c->arena_bytes += cap;
         Block *b = malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->next = c->blocks, b->used = 0, b->cap = cap;
@@ -66,7 +74,6 @@ static char *str_n(Ctx *c, const char *s, size_t n) {
 }
 
 /* The first error wins; later ones are dropped. Always returns -1. */
-static int fail(Ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(Ctx *c, int line, const char *fmt, ...) {
     if (c->failed) return -1;
     c->failed = 1;
@@ -105,7 +112,7 @@ static Val v_undef(void) { return (Val){.k = V_UNDEF}; }
 static Val v_none(void) { return (Val){.k = V_NONE}; }
 static Val v_bool(int b) { return (Val){.k = V_BOOL, .i = b != 0}; }
 static Val v_int(long long i) { return (Val){.k = V_INT, .i = i}; }
-static Val v_str(const char *s) { return (Val){.k = V_STR, .s = s}; }
+static Val v_str(const char *s) { return s ? (Val){.k = V_STR, .s = s} : (Val){.k = V_UNDEF}; } /* NULL: out of memory */
 
 static int dict_set(Ctx *c, Dict *d, const char *key, Val v) {
     for (int i = 0; i < d->n; i++)
@@ -309,7 +316,9 @@ static int tokenize(Ctx *c, const char *src, int line, Toks *out) {
             *t = (Tok){T_NAME, str_n(c, b, (size_t)(p - b)), 0};
         } else if (isdigit((unsigned char)*p)) {
             char *end;
+            errno = 0;
             long long v = strtoll(p, &end, 10);
+            if (errno == ERANGE) return fail(c, line, "integer literal out of range");
             if (*end == '.' && isdigit((unsigned char)end[1])) return fail(c, line, "floating-point numbers are not supported");
             *t = (Tok){T_INT, NULL, v};
             p = end;
@@ -980,11 +989,12 @@ static Val call_fn(Ctx *c, Scope *sc, const Expr *e) {
             b[e->n_args == 1 ? 1 : k] = x.i;
         }
         if (b[2] == 0) return fail(c, e->line, "range() step is 0"), v_undef();
-        long long n = b[2] > 0 ? (b[1] - b[0] + b[2] - 1) / b[2] : (b[0] - b[1] - b[2] - 1) / -b[2];
-        if (n < 0) n = 0;
+        __int128 span = (__int128)b[1] - b[0], step = b[2];
+        __int128 n128 = step > 0 ? (span + step - 1) / step : (-span - step - 1) / -step;
+        long long n = n128 < 0 ? 0 : n128 > MAX_LOOP ? MAX_LOOP + 1 : (long long)n128;
         if (n > MAX_LOOP) return fail(c, e->line, "range() longer than %d", MAX_LOOP), v_undef();
         Val l = make_list(c, (int)n);
-        for (long long k = 0; l.items && k < n; k++) l.items[k] = v_int(b[0] + k * b[2]);
+        for (long long k = 0; l.items && k < n; k++) l.items[k] = v_int((long long)((__int128)b[0] + (__int128)k * b[2]));
         return l;
     }
     return fail(c, e->line, "unsupported function %s()", fn), v_undef();
@@ -1082,10 +1092,12 @@ static Val binop(Ctx *c, const Expr *e, Val a, Val b) {
         if (l.items) memcpy(l.items, a.items, (size_t)a.n * sizeof *a.items), memcpy(l.items + a.n, b.items, (size_t)b.n * sizeof *b.items);
         return l;
     }
-    if (!strcmp(op, "*") && a.k == V_STR && b.k == V_INT) {
-        Val r = v_str("");
-        for (long long k = 0; k < b.i && k < 100000 && !c->failed; k++) r = str_cat(c, r.s, a.s);
-        return r;
+    if (!strcmp(op, "*") && a.k == V_STR && b.k == V_INT) { /* repetition */
+        size_t l = strlen(a.s), times = b.i > 0 ? (size_t)b.i : 0;
+        if (l && times > MAX_OUTPUT / l) return fail(c, e->line, "string repetition longer than %u bytes", MAX_OUTPUT), v_undef();
+        char *r = alloc(c, l * times + 1);
+        for (size_t k = 0; r && k < times; k++) memcpy(r + k * l, a.s, l);
+        return r ? v_str(r) : v_undef();
     }
     if ((a.k == V_INT || a.k == V_BOOL) && (b.k == V_INT || b.k == V_BOOL)) {
         long long x = a.i, y = b.i;
@@ -1093,12 +1105,20 @@ static Val binop(Ctx *c, const Expr *e, Val a, Val b) {
         if (!strcmp(op, ">")) return v_bool(x > y);
         if (!strcmp(op, "<=")) return v_bool(x <= y);
         if (!strcmp(op, ">=")) return v_bool(x >= y);
-        if (!strcmp(op, "+")) return v_int(x + y);
-        if (!strcmp(op, "-")) return v_int(x - y);
-        if (!strcmp(op, "*")) return v_int(x * y);
+        long long r;
+        int over = 0;
+        if (!strcmp(op, "+")) over = __builtin_add_overflow(x, y, &r);
+        else if (!strcmp(op, "-")) over = __builtin_sub_overflow(x, y, &r);
+        else if (!strcmp(op, "*")) over = __builtin_mul_overflow(x, y, &r);
+        if (over) return fail(c, e->line, "integer overflow (Python's integers are unbounded, these are 64-bit)"), v_undef();
+        if (!strcmp(op, "+") || !strcmp(op, "-") || !strcmp(op, "*")) return v_int(r);
         if (y == 0 && (!strcmp(op, "//") || !strcmp(op, "%"))) return fail(c, e->line, "division by zero"), v_undef();
+        if (x == LLONG_MIN && y == -1) return fail(c, e->line, "integer overflow"), v_undef();
         if (!strcmp(op, "//")) return v_int(x / y - ((x % y != 0) && ((x < 0) != (y < 0))));
-        if (!strcmp(op, "%")) return v_int(((x % y) + y) % y);
+        if (!strcmp(op, "%")) { /* Python's: the sign of the divisor */
+            long long m = x % y;
+            return v_int(m != 0 && (m < 0) != (y < 0) ? m + y : m);
+        }
         return fail(c, e->line, "operator %s on integers is not supported (no floats)", op), v_undef();
     }
     if (a.k == V_STR && b.k == V_STR) {
@@ -1173,6 +1193,7 @@ static Val eval(Ctx *c, Scope *sc, const Expr *e) {
     case E_NEG: {
         Val x = eval(c, sc, e->a);
         if (x.k != V_INT) return fail(c, e->line, "unary minus on a %s", kind_name(x.k)), v_undef();
+        if (x.i == LLONG_MIN) return fail(c, e->line, "integer overflow"), v_undef();
         return v_int(-x.i);
     }
     case E_AND: {
