@@ -3,7 +3,7 @@
 #   make paper  release build, then the authors'-code protocol beside the sound one on the regime
 #               pair (scripts/paper.sh; results/paper/report/FINDINGS.md; under 60 min on 2 cores)
 #   make specbench  release build, then Spec-Bench's layout on the regime pair (scripts/specbench.sh:
-#               experiments/specbench.ini, multi-turn conversations, the task-group table; ~6 min)
+#               experiments/specbench.ini, multi-turn conversations, the task-group table; ~8 min)
 #   make test   sanitizer build (ASan + UBSan) and the whole CTest suite, then
 #               - the fuzz pass: every libFuzzer target for 30 s, FUZZ_JOBS (2) at a time, fixed
 #                 seed (fuzz/Makefile fuzz-ci; output in build-fuzz/ci/, summary table at the end)

@@ -245,7 +245,9 @@ static void table_specbench(FILE *f, const Row *rows, int n, const SbRow *sb) {
                "questions of tokens / seconds (a question's turns summed) over the same mean of AR on the same data "
                "and temperature, and **MAT** = mean accepted tokens, tokens per target forward with the bonus (AR = "
                "1.00). Beside them the harness's own: Table 2's speed-up (pooled tokens / pooled seconds) and "
-               "ROUGE-L F1 per group over the turns that have a reference (`-`: none).\n\n"
+               "ROUGE-L F1 per group over the turns that have a reference (`-`: none). For scale, Spec-Bench's "
+               "own SpS row (Vicuna-68M drafting for Vicuna-7B, greedy, fp16, one RTX 3090) reads MAT 2.28 and "
+               "1.79x overall.\n\n"
                "| Dataset | Method | Setting | runs |");
     for (int g = 0; g < SB_N_GROUPS; g++) fprintf(f, " %s speed-up / MAT |", specbench_group_name(g));
     fprintf(f, " pooled speed-up (Table 2) |");

@@ -3,7 +3,7 @@
 # experiments/specbench.ini (all 560 turns of data/datasets/specbench.jsonl, a question's second
 # turn after the run's own answer to its first; ar, sd, sprinter, greedy), target scoring, the
 # analysis report (report/tables.md Table 6: task groups) and Spec-Bench's task table.
-# About 6 min with --jobs 1 on this project's 2-core VM; resumes if interrupted.
+# About 8 min with --jobs 1 on this project's 2-core VM (sweep 6, score and analysis 2); resumes if interrupted.
 set -euo pipefail
 SPRINTER=${1:-build/sprinter}
 OUT=${2:-results/specbench}
