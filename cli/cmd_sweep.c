@@ -317,9 +317,11 @@ int cmd_merge(int argc, char **argv) {
 
 static const char kSummaryHelp[] =
     "usage: sprinter summary RESULTS_DIR [--by config|method|task|category] [--tsv]\n"
-    "Prints, from RESULTS_DIR/runs.sqlite, one row per method and parameter setting (default) or per\n"
-    "method, summed over seeds and prompts of finished runs: runs, tokens, tokens/s (audit excluded),\n"
-    "speed-up over ar, tokens per target call (bonus included: Spec-Bench's mean accepted tokens),\n"
+    "Prints, from RESULTS_DIR/runs.sqlite, one row per method, data, temperature and parameter setting\n"
+    "(default; data and temperature shown when the runs have several) or per method, summed over seeds\n"
+    "and prompts of finished runs: runs, tokens, tokens/s (audit excluded),\n"
+    "speed-up over ar (the ar row of the same data and temperature), tokens per target call (bonus\n"
+    "included: Spec-Bench's mean accepted tokens),\n"
     "accept = the per-token acceptance rate alpha: accepted share of the draft tokens the target\n"
     "checked, with its Wilson 95% interval,\n"
     "accepted / drafted (not an acceptance rate: unchecked drafts count as failures),\n"
@@ -328,7 +330,7 @@ static const char kSummaryHelp[] =
     "each one's reason, and the number of unfinished runs (neither is counted in the table).\n"
     "--tsv: the rows as tab-separated columns for scripts (each parameter its own column, NaN where\n"
     "it does not apply; adds accept_rate_from_tpc, the alpha that sd's tokens per call imply at its\n"
-    "gamma).\n"
+    "gamma; the temperature last).\n"
     "--by task: Spec-Bench's table instead (its evaluation/speed.py): per configuration (method,\n"
     "parameters, data, temperature; seeds pooled) and task group (mt_bench = its 8 MT-bench categories,\n"
     "translation, summarization, qa, math_reasoning, rag, overall; from prompts.category), the speedup\n"

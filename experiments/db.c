@@ -582,7 +582,13 @@ typedef struct SumRow {
     double avg_tokens_paper; /* mean over prompt rows of round_kept / rounds (NaN: no such row) */
     double t_total, t_audit;
     double params[RP_COUNT]; /* NaN where the parameter does not apply (or differs: by_method) */
+    double temperature;      /* [decode] temperature of the row's runs (NaN: by_method, pooled) */
 } SumRow;
+
+/* What the rows of a summary differ in beyond method and parameters. */
+typedef struct SumShape {
+    int show_data, show_temperature; /* the done runs have several datasets / temperatures (by config) */
+} SumShape;
 
 static const char *base(const char *p) {
     const char *b = strrchr(p, '/');
@@ -597,18 +603,20 @@ static void fmt_ratio(char *buf, size_t cap, double num, double den, const char 
 /* Result columns of the summary query; the parameters follow at SUM_PARAMS. */
 enum { SUM_METHOD, SUM_DATASET, SUM_RUNS, SUM_TOKENS, SUM_T_TOTAL, SUM_CALLS, SUM_ACCEPTED, SUM_NEG, SUM_FP, SUM_POS,
        SUM_TP, SUM_T_AUDIT, SUM_N_DATASETS, SUM_DRAFTED, SUM_VERIFIER_ACCEPTS, SUM_REJECTED, SUM_ALL_REJECTED,
-       SUM_AVG_TOKENS_PAPER, SUM_PARAMS };
+       SUM_AVG_TOKENS_PAPER, SUM_TEMPERATURE, SUM_N_TEMPERATURES, SUM_PARAMS };
 
-static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_datasets, SpErr *err) {
+/* Rows per (method, data, temperature, parameters), or per method (by_method: pooled). */
+static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, SumShape *shape, SpErr *err) {
     char params[512], group[640], sql[4096];
     db_param_columns("r.", params, sizeof params);
-    snprintf(group, sizeof group, by_method ? "r.method" : "r.method, r.dataset, %s", params);
+    snprintf(group, sizeof group, by_method ? "r.method" : "r.method, r.dataset, r.temperature, %s", params);
     snprintf(sql, sizeof sql,
              "SELECT r.method, MIN(r.dataset), COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total),"
              " SUM(p.target_calls), SUM(p.accepted), SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp),"
              " SUM(p.t_audit), (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'),"
              " SUM(p.drafted), SUM(p.verifier_accepts), SUM(p.rejected), COUNT(p.rejected) = COUNT(*),"
-             " AVG(CASE WHEN p.rounds > 0 THEN CAST(p.round_kept AS REAL) / p.rounds END), %s"
+             " AVG(CASE WHEN p.rounds > 0 THEN CAST(p.round_kept AS REAL) / p.rounds END), MIN(r.temperature),"
+             " (SELECT COUNT(DISTINCT temperature) FROM runs WHERE status = 'done'), %s"
              " FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY %s ORDER BY MIN(r.run_index), %s",
              params, group, group);
@@ -617,7 +625,7 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
     int cap = 0, rc = 0;
     *rows = NULL;
     *n = 0;
-    *n_datasets = 1;
+    *shape = (SumShape){0, 0};
     for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
         if (s != SQLITE_ROW) {
             rc = fail_sql(db, err, "summary query");
@@ -650,7 +658,9 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, int *n_dat
         r->pos = sqlite3_column_int64(st, SUM_POS);
         r->tp = sqlite3_column_int64(st, SUM_TP);
         r->t_audit = sqlite3_column_double(st, SUM_T_AUDIT);
-        *n_datasets = sqlite3_column_int(st, SUM_N_DATASETS);
+        shape->show_data = !by_method && sqlite3_column_int(st, SUM_N_DATASETS) > 1;
+        shape->show_temperature = !by_method && sqlite3_column_int(st, SUM_N_TEMPERATURES) > 1;
+        r->temperature = by_method ? NAN : sqlite3_column_double(st, SUM_TEMPERATURE);
         r->drafted = sqlite3_column_int64(st, SUM_DRAFTED);
         r->verifier_accepts = sqlite3_column_int64(st, SUM_VERIFIER_ACCEPTS);
         r->rejected = sqlite3_column_int64(st, SUM_REJECTED);
@@ -707,27 +717,28 @@ static int summary_not_done(Db *db, FILE *out, SpErr *err) {
     return 0;
 }
 
-/* The speed-up of row r over the ar row of the same data (0 when there is none). */
-static double ar_rate_of(const SumRow *rows, int n, const SumRow *r, int same_data) {
+/* The tokens/s of the ar row of r's data and temperature (where the summary tells them apart; 0 when
+ * there is none): the reference of r's speed-up. */
+static double ar_rate_of(const SumRow *rows, int n, const SumRow *r, SumShape shape) {
     for (int j = 0; j < n; j++)
-        if (!strcmp(rows[j].method, decode_method_name(DM_AR)) && (!same_data || !strcmp(rows[j].dataset, r->dataset)) &&
-            rows[j].t_total > 0)
+        if (!strcmp(rows[j].method, decode_method_name(DM_AR)) && (!shape.show_data || !strcmp(rows[j].dataset, r->dataset)) &&
+            (!shape.show_temperature || rows[j].temperature == r->temperature) && rows[j].t_total > 0)
             return (double)rows[j].tokens / rows[j].t_total;
     return 0;
 }
 
 /* --tsv: one line per row, every figure a column (NaN where it does not apply), for scripts. */
-static void summary_tsv(FILE *out, const SumRow *rows, int n, int show_ds) {
+static void summary_tsv(FILE *out, const SumRow *rows, int n, SumShape shape) {
     fprintf(out, "method\tdataset\tparams");
     for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%s", run_param_info((RunParam)p)->name);
     fprintf(out, "\truns\ttokens\tseconds\ttokens_per_s\tspeedup_vs_ar\ttarget_calls\ttokens_per_call\taccept_rate"
                  "\taccept_rate_lo\taccept_rate_hi\tchecked\taccepted\tdrafted\taccepted_per_drafted"
-                 "\taccept_rate_from_tpc\teta_fp\teta_tp\tavg_tokens_paper\n");
+                 "\taccept_rate_from_tpc\teta_fp\teta_tp\tavg_tokens_paper\ttemperature\n");
     for (int i = 0; i < n; i++) {
         const SumRow *r = &rows[i];
         Acceptance acc = acceptance_of(r->accepted, r->verifier_accepts, r->rejected);
         int known = r->has_rejected && acc.checked > 0;
-        double rate = metric_ratio((double)r->tokens, r->t_total), ar = ar_rate_of(rows, n, r, show_ds);
+        double rate = metric_ratio((double)r->tokens, r->t_total), ar = ar_rate_of(rows, n, r, shape);
         double tpc = metric_ratio((double)r->tokens, (double)r->calls);
         double g = r->params[RP_GAMMA];
         double a_tpc = !strcmp(r->method, decode_method_name(DM_SD)) && !isnan(g) ? alpha_from_tokens_per_call(tpc, (int)g)
@@ -735,41 +746,55 @@ static void summary_tsv(FILE *out, const SumRow *rows, int n, int show_ds) {
         fprintf(out, "%s\t%s\t%s", r->method, r->dataset, r->label[0] ? r->label : "-");
         for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%.17g", r->params[p]);
         fprintf(out, "\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g"
-                     "\t%.9g\n",
+                     "\t%.9g\t%.9g\n",
                 (long long)r->runs, (long long)r->tokens, r->t_total, rate, metric_ratio(rate, ar), (long long)r->calls,
                 tpc, known ? acc.alpha : NAN, known ? acc.ci95.lo : NAN, known ? acc.ci95.hi : NAN,
                 (long long)acc.checked, (long long)r->accepted, (long long)r->drafted,
                 metric_ratio((double)r->accepted, (double)r->drafted), a_tpc,
                 metric_ratio((double)r->fp, (double)r->neg), metric_ratio((double)r->tp, (double)r->pos),
-                r->avg_tokens_paper);
+                r->avg_tokens_paper, r->temperature);
     }
 }
 
 int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
     SumRow *rows = NULL;
-    int n = 0, n_ds = 1;
-    if (summary_rows(db, by_method, &rows, &n, &n_ds, err)) {
+    int n = 0, wl = 6;
+    SumShape shape;
+    if (summary_rows(db, by_method, &rows, &n, &shape, err)) {
         free(rows);
         return -1;
     }
-    int show_ds = n_ds > 1 && !by_method, wl = 6;
     if (tsv) {
-        summary_tsv(out, rows, n, show_ds);
+        summary_tsv(out, rows, n, shape);
         free(rows);
         return 0;
     }
+    int show_ds = shape.show_data;
+    char (*labels)[512] = calloc((size_t)(n ? n : 1), sizeof *labels); /* [data] [T=t] params */
+    if (!labels) {
+        free(rows);
+        return sp_fail(err, "out of memory");
+    }
     for (int i = 0; i < n; i++) {
-        int l = (int)strlen(rows[i].label) + (show_ds ? (int)strlen(rows[i].dataset) + 1 : 0);
+        char temp[32] = "";
+        if (shape.show_temperature) snprintf(temp, sizeof temp, "T=%g", rows[i].temperature);
+        const char *parts[3] = {show_ds ? rows[i].dataset : "", temp, rows[i].label};
+        size_t k = 0;
+        for (int p = 0; p < 3; p++)
+            if (parts[p][0] && k < sizeof labels[i])
+                k += (size_t)snprintf(labels[i] + k, sizeof labels[i] - k, "%s%s", k ? " " : "", parts[p]);
+        int l = (int)strlen(labels[i]);
         if (l > wl) wl = l;
     }
     /* acceptance columns: records/metrics.h */
-    fprintf(out, "%-11s %-*s %5s %8s %9s %8s %8s %19s %8s %7s %7s %8s\n", "method", wl, show_ds ? "data params" : "params",
+    fprintf(out, "%-11s %-*s %5s %8s %9s %8s %8s %19s %8s %7s %7s %8s\n", "method", wl,
+            show_ds ? (shape.show_temperature ? "data T params" : "data params") : shape.show_temperature ? "T params" : "params",
             "runs", "tokens", "tok/s", "speedup", "tok/call", "accept [95% CI]", "acc/dft", "eta_FP", "eta_TP", "audit_s");
     for (int i = 0; i < n; i++) {
         const SumRow *r = &rows[i];
-        double ar_rate = ar_rate_of(rows, n, r, show_ds);
-        char lab[512], rate[32], sp[32], tpc[32], alpha[48], apd[32], efp[32], etp[32];
-        snprintf(lab, sizeof lab, "%s%s%s", show_ds ? r->dataset : "", show_ds && r->label[0] ? " " : "", r->label);
+        double ar_rate = ar_rate_of(rows, n, r, shape);
+        const char *lab = labels[i];
+        char rate[32], sp[32], tpc[32], alpha[48], apd[32], efp[32], etp[32];
         fmt_ratio(rate, sizeof rate, (double)r->tokens, r->t_total, "%.1f");
         fmt_ratio(sp, sizeof sp, ar_rate > 0 && r->t_total > 0 ? (double)r->tokens / r->t_total : 0, ar_rate, "%.2fx");
         fmt_ratio(tpc, sizeof tpc, (double)r->tokens, (double)r->calls, "%.2f");
@@ -789,6 +814,7 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
         fprintf(out, "tok/call: tokens per target call incl. bonus (Spec-Bench's mean accepted tokens); accept: per-token "
                      "acceptance rate alpha = accepted share of the draft tokens the target checked; acc/dft: accepted / "
                      "drafted\n");
+    free(labels);
     free(rows);
     return summary_not_done(db, out, err);
 }

@@ -20,6 +20,8 @@
 - prompt_template = chat_template: the target's tokenizer_config.json template, rendered here by
   Jinja2 as transformers does (trim_blocks, lstrip_blocks), is what `sprinter generate` must continue
   into each turn's output; score rebuilds those prompts too;
+- a directory holding the same grid at two temperatures: `summary` keeps them apart, each speed-up
+  over the ar row of its own temperature (the task table matches on temperature too);
 - bad input: an offset inside a conversation, a malformed "turns", chat_template on a model without
   one, each a one-line error naming the file and field, nothing written.
 Deterministic; no false-failure rate.
@@ -325,6 +327,31 @@ def check_chat_template(t, a, data):
     t.check(p.returncode == 0, "score rebuilds the chat_template prompts: %s" % p.stderr[-300:])
 
 
+def check_temperatures(t, a, out):
+    """The same grid again at temperature 1 in a copy of out: two ar rows, each speed-up against its own."""
+    both = os.path.join(a.work, "both_temperatures")
+    shutil.rmtree(both, ignore_errors=True)
+    shutil.copytree(out, both)
+    spec = os.path.join(a.work, "sb.ini")
+    hot = os.path.join(a.work, "sb_t1.ini")
+    with open(spec) as f, open(hot, "w") as g:
+        g.write(f.read().replace("temperature = 0", "temperature = 1.0"))
+    p = run([a.sprinter, "sweep", hot, "--out", both, "--quiet"])
+    s = run([a.sprinter, "summary", both, "--tsv"])
+    rows = list(csv.DictReader(io.StringIO(s.stdout), delimiter="\t"))
+    ar = {r["temperature"]: float(r["tokens_per_s"]) for r in rows if r["method"] == "ar"}
+    t.check(p.returncode == 0 and sorted(ar) == ["0", "1"] and len(rows) == 4,
+            "summary keeps two temperatures apart: %s %s" % ([(r["method"], r["temperature"]) for r in rows], p.stderr))
+    for r in rows:
+        want = float(r["tokens_per_s"]) / ar.get(r["temperature"], float("nan"))
+        t.check(abs(float(r["speedup_vs_ar"]) - want) <= 1e-6 * want,
+                "%s T=%s: speedup_vs_ar %s, against its own temperature's ar %.6f" %
+                (r["method"], r["temperature"], r["speedup_vs_ar"], want))
+    s = run([a.sprinter, "summary", both, "--by", "task", "--tsv"])
+    temps = sorted({r["temperature"] for r in csv.DictReader(io.StringIO(s.stdout), delimiter="\t")})
+    t.check(temps == ["0", "1"], "the task table keeps the temperatures apart too: %s" % temps)
+
+
 def check_committed(t, a):
     path = os.path.join(ROOT, "data", "datasets", "specbench.jsonl")
     qs = [json.loads(line) for line in open(path, encoding="utf-8")]
@@ -406,6 +433,7 @@ def main():
     check_report(t, a, out)
     check_categories(t, a, out, rows)
     check_chat_template(t, a, data)
+    check_temperatures(t, a, out)
     check_committed(t, a)
     check_bad_input(t, a, data)
     t.finish()
