@@ -180,9 +180,9 @@ static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
         memset(p, 0, sizeof *p);
         add_prompt_row(st, r, p);
         p->turn = sqlite3_column_int(st, PROMPTS_turn);
-        const int text_cols[] = {PROMPTS_output_text, PROMPTS_example_id, PROMPTS_category};
-        char **texts[] = {&p->output_text, &p->example_id, &p->category};
-        for (int k = 0; k < 3 && !rc; k++) {
+        const int text_cols[] = {PROMPTS_output_text, PROMPTS_category};
+        char **texts[] = {&p->output_text, &p->category};
+        for (int k = 0; k < 2 && !rc; k++) {
             const unsigned char *txt = sqlite3_column_text(st, text_cols[k]);
             if (txt && !(*texts[k] = strdup((const char *)txt))) rc = sp_fail(err, "out of memory");
         }
@@ -245,7 +245,7 @@ void runset_free(RunSet *rs) {
     for (int i = 0; i < rs->n; i++) {
         for (int j = 0; j < rs->runs[i].n_rows; j++) {
             const PromptInfo *p = &rs->runs[i].prompts[j];
-            free(p->output_text), free(p->example_id), free(p->category);
+            free(p->output_text), free(p->category);
         }
         free(rs->runs[i].prompts);
     }

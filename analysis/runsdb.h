@@ -14,7 +14,6 @@ typedef struct PromptInfo {
     int64_t tokens, target_calls;
     double t_total;
     char *output_text;     /* prompts.output_text, NULL if none */
-    char *example_id;      /* prompts.example_id (a question's turns share it), NULL if none */
     char *category;        /* prompts.category (schema 7), NULL if none */
     int turn;              /* prompts.turn (schema 7; 0 when NULL) */
     int scored;            /* an outputs row exists (sprinter score) */

@@ -204,8 +204,8 @@ static double sb_rouge(const SbRow *x, int g, const char *cat) {
     return n ? sum / n : NAN;
 }
 
-/* The questions of row r's runs: a question is a run of consecutive prompt rows with one example_id
- * (its turns), their counts summed. */
+/* The questions of row r's runs (records/metrics.h: the rows sharing specbench_question_key, which
+ * are consecutive), their counts summed. */
 static int sb_collect(const Report *R, const Row *r, SbRow *x) {
     for (int i = 0; i < R->rs.n; i++) {
         const RunAn *a = &R->an[i];
@@ -213,7 +213,8 @@ static int sb_collect(const Report *R, const Row *r, SbRow *x) {
         if (!x->first) x->first = a->ri;
         for (int j = 0; j < a->ri->n_rows; j++) {
             const PromptInfo *p = &a->ri->prompts[j], *prev = j ? &a->ri->prompts[j - 1] : NULL;
-            int same = prev && p->turn > 0 && p->example_id && prev->example_id && !strcmp(p->example_id, prev->example_id);
+            int same = prev && specbench_question_key(p->prompt_index, p->turn) ==
+                                   specbench_question_key(prev->prompt_index, prev->turn);
             if (!same && sb_add_question(x, p)) return -1;
             SbQuestion *q = &x->q[x->n - 1];
             q->tokens += p->tokens, q->target_calls += p->target_calls, q->seconds += p->t_total;
@@ -285,10 +286,8 @@ static void table_categories(FILE *f, const Row *rows, int n, const SbRow *sb) {
     for (int k = 0; k < n; k++) {
         const SbRow *x = &sb[k], *ar = sb_ar_of(rows, n, sb, x);
         for (int i = 0; i < x->n; i++) {
+            if (!specbench_category_first(x->q, i)) continue;
             const char *cat = x->q[i].category ? x->q[i].category : "";
-            int seen = 0;
-            for (int j = 0; j < i && !seen; j++) seen = !strcmp(x->q[j].category ? x->q[j].category : "", cat);
-            if (seen) continue;
             SbCell c = specbench_category_cell(x->q, x->n, cat);
             SbCell a = ar ? specbench_category_cell(ar->q, ar->n, cat) : (SbCell){0};
             int g = specbench_group_of(cat);

@@ -859,15 +859,15 @@ static int task_push(TaskConfig *c, const char *category, int64_t tokens, int64_
 
 enum { TASK_METHOD, TASK_DATASET, TASK_TEMPERATURE, TASK_CATEGORY, TASK_TOKENS, TASK_CALLS, TASK_SECONDS, TASK_PARAMS };
 
-/* Every done run's questions (its prompt rows grouped by example_id: a question's turns summed),
- * gathered per configuration in run order. */
+/* Every done run's questions (records/metrics.h: its prompt rows grouped by the first turn's
+ * prompt_index, specbench_question_key), gathered per configuration in run order. */
 static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
     char params[512], sql[4096];
     db_param_columns("r.", params, sizeof params);
     snprintf(sql, sizeof sql,
              "SELECT r.method, r.dataset, r.temperature, MIN(p.category), SUM(p.tokens), SUM(p.target_calls),"
              " SUM(p.t_total), %s FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
-             " GROUP BY r.run_hash, COALESCE(p.example_id, p.prompt_index)"
+             " GROUP BY r.run_hash, p.prompt_index - COALESCE(p.turn, 0)"
              " ORDER BY MIN(r.run_index), MIN(p.prompt_index)",
              params);
     sqlite3_stmt *st;
@@ -1008,10 +1008,8 @@ int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err) {
         char lab[512];
         snprintf(lab, sizeof lab, "%s T=%g%s%s", c[k].dataset, c[k].temperature, c[k].label[0] ? " " : "", c[k].label);
         for (int i = 0; i < c[k].n; i++) { /* each category once, in the data's order */
+            if (!specbench_category_first(c[k].q, i)) continue;
             const char *cat = c[k].categories[i];
-            int seen = 0;
-            for (int j = 0; j < i && !seen; j++) seen = !strcmp(c[k].categories[j], cat);
-            if (seen) continue;
             SbCell x = specbench_category_cell(c[k].q, c[k].n, cat);
             double ar_rate = ar ? specbench_category_cell(ar->q, ar->n, cat).mean_rate : NAN;
             int g = specbench_group_of(cat);
@@ -1023,7 +1021,7 @@ int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err) {
                         (long long)x.target_calls, mat, x.mean_rate, ar_rate, speedup);
             } else {
                 char sp[24], m[24];
-                fmt_ratio(sp, sizeof sp, isnan(speedup) ? 0 : speedup, isnan(speedup) ? 0 : 1, "%.2fx");
+                fmt_ratio(sp, sizeof sp, speedup, isnan(speedup) ? 0 : 1, "%.2fx"); /* "-" without ar */
                 fmt_ratio(m, sizeof m, (double)x.tokens, (double)x.target_calls, "%.2f");
                 fprintf(out, "%-11s %-40s %-16s %-14s %9d %8s %8s\n", c[k].method, lab, cat[0] ? cat : "(none)",
                         g >= 0 ? specbench_group_name(g) : "-", x.questions, sp, m);

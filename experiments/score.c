@@ -96,8 +96,8 @@ typedef struct Ctx {
     int n_data;
     Model *target;
     Tokenizer *tok;
-    PromptFormat fmt[3]; /* by PromptTemplate: what the runs to score used (set up when fmt_ready[k]) */
-    int fmt_ready[3];
+    PromptFormat fmt[PROMPT_TEMPLATE_COUNT]; /* by PromptTemplate: what the runs to score used (when fmt_ready) */
+    int fmt_ready[PROMPT_TEMPLATE_COUNT];
 } Ctx;
 
 static int fail_sql(sqlite3 *h, const char *path, SpErr *err, const char *what) { return sql_fail(h, path, what, err); }
@@ -551,7 +551,7 @@ static int64_t count_outputs(Db *db) {
 static void ctx_free(Ctx *c) {
     for (int d = 0; d < c->n_data; d++) dataset_free(&c->data[d].ds);
     tokenizer_free(c->tok);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < PROMPT_TEMPLATE_COUNT; k++)
         if (c->fmt_ready[k]) prompt_format_free(&c->fmt[k]);
     model_free(c->target);
     free(c->runs);

@@ -87,10 +87,18 @@ void specbench_cells(const SbQuestion *q, int n, SbCell cells[SB_N_GROUPS]) {
     for (int g = 0; g < SB_N_GROUPS; g++) cells[g] = cell_end(sums[g]);
 }
 
+static const char *category_of(const SbQuestion *q) { return q->category ? q->category : ""; }
+
+int specbench_category_first(const SbQuestion *q, int i) {
+    for (int j = 0; j < i; j++)
+        if (!strcmp(category_of(&q[j]), category_of(&q[i]))) return 0;
+    return 1;
+}
+
 SbCell specbench_category_cell(const SbQuestion *q, int n, const char *category) {
     CellSum sum;
     memset(&sum, 0, sizeof sum);
     for (int i = 0; i < n; i++)
-        if (!category || !strcmp(q[i].category ? q[i].category : "", category)) cell_add(&sum, &q[i]);
+        if (!category || !strcmp(category_of(&q[i]), category)) cell_add(&sum, &q[i]);
     return cell_end(sum);
 }

@@ -24,6 +24,9 @@
  *                        per-question rates, not the ratio of pooled rates (summary's "speedup")
  *   mean accepted tokens tokens / target forwards over the group's turns: tokens_per_call above
  *                        (Spec-Bench averages per decoding step, which pools the same way)
+ *   question             a conversation: the prompt rows of one run with the same
+ *                        prompt_index - turn (its first turn's index; schema 7's prompts.turn, 0
+ *                        when NULL), their counts summed (specbench_question_key)
  *   task groups          mt_bench (its 8 categories: writing, roleplay, reasoning, math, coding,
  *                        extraction, stem, humanities), translation, summarization, qa,
  *                        math_reasoning, rag, and overall (every question, any category)
@@ -62,6 +65,10 @@ const char *specbench_group_name(int group);
 /* The group (SB_MT_BENCH .. SB_RAG) of a category, -1 when it is not one of Spec-Bench's 13. */
 int specbench_group_of(const char *category);
 
+/* The key every turn of a question shares: its first turn's prompt_index. The summary's SQL groups
+ * by the same expression, prompt_index - COALESCE(turn, 0). */
+static inline int specbench_question_key(int prompt_index, int turn) { return prompt_index - turn; }
+
 /* One question of one run: its turns summed. */
 typedef struct SbQuestion {
     const char *category; /* borrowed; NULL or "" = none (counts in overall only) */
@@ -80,5 +87,7 @@ typedef struct SbCell {
 void specbench_cells(const SbQuestion *q, int n, SbCell cells[SB_N_GROUPS]);
 /* The same figures over the questions of one category (NULL: every question). */
 SbCell specbench_category_cell(const SbQuestion *q, int n, const char *category);
+/* 1 when q[i] is the first of q[0..i] in its category: each category once, in the data's order. */
+int specbench_category_first(const SbQuestion *q, int i);
 
 #endif

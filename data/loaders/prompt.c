@@ -5,15 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kTemplateNames[] = {"none", "vicuna", "chat_template"};
+static const char *const kTemplateNames[PROMPT_TEMPLATE_COUNT] = {"none", "vicuna", "chat_template"};
 
 int prompt_template_parse(const char *name, PromptTemplate *t) {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < PROMPT_TEMPLATE_COUNT; k++)
         if (!strcmp(name, kTemplateNames[k])) return *t = (PromptTemplate)k, 0;
     return -1;
 }
 
-const char *prompt_template_name(PromptTemplate t) { return kTemplateNames[t >= 0 && t <= 2 ? t : 0]; }
+const char *prompt_template_name(PromptTemplate t) { return kTemplateNames[t >= 0 && t < PROMPT_TEMPLATE_COUNT ? t : 0]; }
 
 int prompt_format_init(PromptFormat *f, PromptTemplate kind, const char *model_dir, const Tokenizer *tok, SpErr *err) {
     memset(f, 0, sizeof *f);

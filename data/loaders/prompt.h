@@ -30,7 +30,7 @@
 #include "error.h"
 #include "tokenizer.h"
 
-typedef enum { PROMPT_TEMPLATE_NONE = 0, PROMPT_TEMPLATE_VICUNA = 1, PROMPT_TEMPLATE_CHAT = 2 } PromptTemplate;
+typedef enum { PROMPT_TEMPLATE_NONE, PROMPT_TEMPLATE_VICUNA, PROMPT_TEMPLATE_CHAT, PROMPT_TEMPLATE_COUNT } PromptTemplate;
 
 #define PROMPT_NONE_SEPARATOR "\n\n"
 #define PROMPT_VICUNA_SYSTEM                                                                                   \
