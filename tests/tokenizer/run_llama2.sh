@@ -33,7 +33,8 @@ LJS=$NM/llama-tokenizer-js/llama-tokenizer.js
 L2=$WORK/llama2
 START=$EPOCHREALTIME
 
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f s", b - a }'; }
+# shellcheck source=oracle_common.sh
+. "$HERE/oracle_common.sh"
 
 mkdir -p "$WORK"
 if [ ! -x "$DRIVER" ]; then
@@ -43,16 +44,7 @@ fi
 
 # ---- 1. oracle packages
 if [ ! -f "$LJS" ] || [ ! -d "$NM/@lenml/tokenizers" ]; then
-    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-        echo "SKIP: node/npm not installed" >&2
-        exit 77
-    fi
-    echo "installing llama-tokenizer-js@1.2.2 and @lenml/tokenizers@3.7.2 into $NPM_DIR"
-    if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
-        llama-tokenizer-js@1.2.2 @lenml/tokenizers@3.7.2 >&2; then
-        echo "SKIP: npm install failed (no registry access?)" >&2
-        exit 77
-    fi
+    npm_oracles "$NPM_DIR" llama-tokenizer-js@1.2.2 @lenml/tokenizers@3.7.2
 fi
 
 # ---- 2. the Llama-2 tokenizer.json from the package's data

