@@ -1,6 +1,6 @@
 /* verseq.h - the verifier's decisions of one run, cut into blocks, from its token log.
  *
- * Methods sprinter, oracle-iid and oracle-markov (engine/decoding.h) draft one token at a time;
+ * Methods sprinter, oracle-iid and oracle-markov (engine/decode/decoding.h) draft one token at a time;
  * the verifier accepts it (event kind 2, no target) or the target decides it (target_called = 1),
  * which ends the block. A block is the run of drafted tokens between two target calls:
  *   N        verifier accepts in the block (tokens emitted before the target is invoked);
@@ -15,7 +15,7 @@
  * the ratio q/p (NaN when p is unknown, +inf when p = 0). Blocks and decisions are in log order; the blocks and
  * decisions of prompt i are contiguous, and prompt indices (0..n_prompts) number the prompts in
  * log order (the clusters the bootstrap resamples).
- * finish_round (the authors' code, engine/decoding.h): a round drafts until the verifier rejects or
+ * finish_round (the authors' code, engine/decode/decoding.h): a round drafts until the verifier rejects or
  * max_run + 1 drafts, the target decides its last draft, a bonus token (kind 5, no decision) may
  * follow, and generation stops only between rounds: no block is cut by max_new (left = max_new,
  * raised to max_run + 1 when that is larger, so that max_run is the only cap). */

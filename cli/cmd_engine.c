@@ -486,7 +486,7 @@ static const char kGgufHelp[] =
     "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16] [--tokenizer DIR]\n"
     "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2 and Llama; GPT-Neo is refused: llama.cpp has\n"
     "  no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
-    "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/gguf.h).\n"
+    "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/model/gguf.h).\n"
     "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even); norms and biases stay f32\n"
     "  --tokenizer  the directory of vocab.json + merges.txt or tokenizer.json (default: the model's); ids\n"
     "               it lacks are written as unused [PADn] tokens (for random-init checkpoints)\n";

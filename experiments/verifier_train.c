@@ -340,7 +340,7 @@ double roc_auc(const double *score, const int8_t *label, int64_t n) {
 static const double kAccuracyCut = 0.5;
 
 /* Evaluates the folded verifier on rows idx: log loss, accuracy at kAccuracyCut, AUC, eta at tau (the
- * decoder's rule, engine/rules.h). */
+ * decoder's rule, engine/decode/rules.h). */
 static void evaluate(const Verifier *v, const float *h, const int8_t *y, const int64_t *idx, int64_t n, double tau,
                      VerifierMetrics *m, int val) {
     ScoreLab *sl = malloc((size_t)(n ? n : 1) * sizeof *sl);

@@ -1,7 +1,7 @@
 /* tokenlog.h - the per-token event log of one run, results/X/tokens/RUNHASH.h5: its layout, its
  * writer (the sweep) and its reader (scoring, the analysis), defined once here.
  *
- * One row per emitted token (one TokenEvent, engine/events.h), all prompts of the run one after
+ * One row per emitted token (one TokenEvent, engine/decode/events.h), all prompts of the run one after
  * another in prompt order, each prompt's tokens in position order. Columns are 1-D chunked,
  * deflate-compressed datasets at the file root with an unlimited first dimension, written through
  * h5util (to RUNHASH.h5.tmp, renamed by tokenlog_commit, so a file named RUNHASH.h5 is complete):
@@ -14,7 +14,7 @@
  * (the run's canonical configuration text, what run_hash hashes), spec_name, spec_sha256,
  * n_prompts, kinds (the EventKind legend).
  * Versions: 1 = run_id ... kind; 2 = + capped. The reader takes both: for a version-1 log of a
- * sequential method (engine/methods.h MC_SEQUENTIAL) capped is derived as the writer of version 1
+ * sequential method (engine/decode/methods.h MC_SEQUENTIAL) capped is derived as the writer of version 1
  * implied it (a target-called token the verifier had accepted), and TokenRows.capped_derived says so.
  * Not thread-safe (HDF5 serial build); one TokenLog per process at a time.
  */

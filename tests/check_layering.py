@@ -17,17 +17,24 @@ ENGINE_SHARED = {"error.h", "fsutil.h", "methods.h", "events.h", "rules.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def files_of(src, folder, ends):
+    """Files under folder (its sub-folders included: engine/ has model/, text/, decode/, util/), as
+    paths relative to folder."""
+    out = []
+    for root, _, names in os.walk(os.path.join(src, folder)):
+        out += [os.path.relpath(os.path.join(root, f), os.path.join(src, folder)) for f in names if f.endswith(ends)]
+    return sorted(out)
+
+
 def headers_of(src, folder):
-    return {f for f in os.listdir(os.path.join(src, folder)) if f.endswith(".h")}
+    return {os.path.basename(f) for f in files_of(src, folder, ".h")}
 
 
 def check_includes(src):
     where = {d: headers_of(src, d) for d in ("engine", "records", "experiments", "analysis", "data/loaders")}
     problems = []
     for folder, allowed_engine in (("engine", None), ("records", ENGINE_SHARED), ("analysis", ENGINE_SHARED)):
-        for f in sorted(os.listdir(os.path.join(src, folder))):
-            if not f.endswith((".c", ".h")):
-                continue
+        for f in files_of(src, folder, (".c", ".h")):
             text = open(os.path.join(src, folder, f)).read()
             for inc in INCLUDE.findall(text):
                 if inc in where[folder]:

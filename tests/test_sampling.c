@@ -1,4 +1,4 @@
-/* test_sampling.c - tests for engine/sampling.c. Standalone, no arguments.
+/* test_sampling.c - tests for engine/decode/sampling.c. Standalone, no arguments.
  *
  * 1. Exact checks of sampler_probs against straightforward, independent reference computations
  *    done here in double (plain softmax without max subtraction, qsort-based ordering, linear

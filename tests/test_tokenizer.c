@@ -1,4 +1,4 @@
-/* test_tokenizer.c - unit tests of engine/tokenizer.c on the tiny tokenizers in
+/* test_tokenizer.c - unit tests of engine/text/tokenizer.c on the tiny tokenizers in
  * tests/tokenizer/fixtures (written by tests/tokenizer/make_fixtures.py; its docstring lists the
  * ids). Expected encodings are derived by hand in the comments next to them; those of texts with
  * added tokens ("<s>", "<|endoftext|>") are transformers.js's (tests/tokenizer/special_oracle.js

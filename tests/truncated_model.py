@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A model file truncated while a command has it mapped (issue 18, inputs): the next read of a vanished
-page raises SIGBUS, which engine/mapguard.c must turn into one line on stderr naming the file, and exit 1
+page raises SIGBUS, which engine/util/mapguard.c must turn into one line on stderr naming the file, and exit 1
 (before: killed by SIGBUS, exit 135, no message). `sprinter perplexity` over a few hundred documents
 runs for seconds; the copy of the model it reads is cut to 100 kB one second after it starts.
 A negative control: the same command (on 20 documents) on an intact copy exits 0.

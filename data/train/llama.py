@@ -47,7 +47,7 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json")
 def make_config(vocab_size, hidden_size, intermediate_size, num_hidden_layers,
                 num_attention_heads, num_key_value_heads, max_position_embeddings, eos_id,
                 tie_word_embeddings=False, rms_norm_eps=1e-5, rope_theta=10000.0):
-    """A Hugging Face LlamaConfig dict (the keys engine/config.c and tests/oracle read).
+    """A Hugging Face LlamaConfig dict (the keys engine/model/config.c and tests/oracle read).
     bos = eos = <|endoftext|>, as the default GPT-2 pair."""
     return {
         "architectures": ["LlamaForCausalLM"],

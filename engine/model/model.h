@@ -12,33 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
+#include "dtype.h"
 #include "error.h"
-
-typedef enum { ARCH_GPT2 = 1, ARCH_GPTNEO = 2, ARCH_LLAMA = 3 } Arch;
-typedef enum { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 } DType;
-/* MLP activation: tanh-approximated GELU (gelu_new), exact erf GELU, or SiLU (Llama SwiGLU). */
-typedef enum { ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3 } Act;
-
-typedef struct ModelConfig {
-    Arch arch;
-    int vocab_size;   /* V */
-    int d_model;      /* d: hidden size */
-    int n_layers;     /* L */
-    int n_heads;      /* H: query heads */
-    int n_kv_heads;   /* Hkv: key/value heads (= H except Llama GQA) */
-    int head_dim;     /* hd = d / H unless the config says otherwise */
-    int d_ff;         /* inner MLP width */
-    int max_pos;      /* n_positions / max_position_embeddings */
-    float norm_eps;   /* layer_norm_epsilon / rms_norm_eps */
-    float rope_theta; /* Llama only */
-    int tie_embeddings;
-    Act act;
-    int scale_attn_by_layer; /* GPT-2 scale_attn_by_inverse_layer_idx */
-    float init_std;        /* initializer_range: used only by init-random */
-    int window_size;       /* GPT-Neo local attention window */
-    uint8_t *layer_local;  /* [L] GPT-Neo: 1 where the layer uses local attention */
-    int bos_id, eos_id;    /* -1 when absent */
-} ModelConfig;
 
 /* A read-only view of one stored matrix. */
 typedef struct Tensor {
@@ -47,13 +23,6 @@ typedef struct Tensor {
     int ndim;
     int64_t shape[4];
 } Tensor;
-
-/* Parses a Hugging Face config.json object (`file` names it in errors). On success the caller owns
- * cfg->layer_local (free with config_free). */
-struct cJSON;
-int config_parse(const struct cJSON *json, const char *file, ModelConfig *cfg, SpErr *err);
-int config_load(const char *path, ModelConfig *cfg, SpErr *err);
-void config_free(ModelConfig *cfg);
 
 typedef struct Model Model;
 typedef struct Session Session;
@@ -84,7 +53,6 @@ const ModelConfig *model_config(const Model *m);
 /* Total parameter count, and bytes of weights streamed per decoded token. */
 int64_t model_n_params(const Model *m);
 int64_t model_weight_bytes(const Model *m);
-const char *arch_name(Arch a);
 
 /* A BLAS thread count for decoding models of this many weight bytes on n_cores: below
  * SMALL_MODEL_BYTES one thread (thread hand-offs cost more than the arithmetic; measured 5.8x

@@ -1,12 +1,13 @@
 /* config.c - Hugging Face config.json -> ModelConfig for gpt2, gpt_neo and llama.
  * Field names and defaults follow the transformers configuration classes. Every size is bounded
  * so that a hostile config cannot make us allocate absurd amounts. */
+#include "config.h"
+
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jsonutil.h"
-#include "model.h"
 
 #define MAX_VOCAB (1LL << 22)
 #define MAX_DIM 65536

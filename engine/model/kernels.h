@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "dtype.h"
 
 /* Widen n stored values of dtype t starting at element offset `off` of src into dst[n]. */
 void widen(const void *src, DType t, size_t off, size_t n, float *dst);
