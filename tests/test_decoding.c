@@ -622,14 +622,13 @@ static void test_paper_code_round(Fixture *f, const Verifier *ver) {
                 cfg.max_run = 19;
                 cfg.bonus = 1;
                 cfg.finish_round = 1;
-                cfg.test_decisions = script[sc];
-                cfg.n_test_decisions = 64;
+                DecisionScript decisions = {script[sc], 64};
                 int32_t want[128];
                 int64_t rounds, kept;
                 int n_want = paper_code_by_hand(f, target, prompt, 3, 20, script[sc], 64, want, &rounds, &kept);
                 gsl_rng *rng = sampler_rng_new(3);
                 DecodeOutput o;
-                int rc = decoder_run(dec, &cfg, prompt, 3, rng, &o, &err);
+                int rc = decoder_run_scripted(dec, &cfg, &decisions, prompt, 3, rng, &o, &err);
                 gsl_rng_free(rng);
                 cases++;
                 if (rc) {

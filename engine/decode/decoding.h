@@ -70,9 +70,6 @@ typedef struct DecodeConfig {
     int audit;              /* learn p(x) and the true label for every verifier decision */
     int capture_hidden;     /* store the draft hidden state of every drafted token (collect) */
     int fault_broken_residual; /* tests only: resample from p instead of norm(max(p - q, 0)) */
-    const int8_t *test_decisions; /* tests only: sprinter-type decisions in drafting order (1 accept, 0 reject)
-                                   * replace the verifier's / oracle's; past n_test_decisions: reject */
-    int n_test_decisions;
     int fault_nan_logits;      /* tests only: the first forward's logits read as NaN at index 0, as with a
                                 * NaN weight (decoder_run then fails with DECODE_ERR_NONFINITE) */
 } DecodeConfig;
@@ -139,6 +136,18 @@ void decoder_free(Decoder *decoder);
  * Returns 0, DECODE_ERR_NONFINITE (see above) or -1 (any other error); on error out holds nothing. */
 int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
                 DecodeOutput *out, SpErr *err);
+
+/* Decisions given in advance, in drafting order (1 accept, 0 reject); past n: reject. */
+typedef struct DecisionScript {
+    const int8_t *decisions;
+    int n;
+} DecisionScript;
+
+/* Tests: decoder_run with the decisions of a sequential method (sprinter, oracle-iid,
+ * oracle-markov, collect) taken from script instead of its verifier or oracle, so that a round's
+ * structure can be checked against a loop written by hand. */
+int decoder_run_scripted(Decoder *decoder, const DecodeConfig *cfg, const DecisionScript *script,
+                         const int32_t *prompt, int n_prompt, gsl_rng *rng, DecodeOutput *out, SpErr *err);
 
 /* The exact next-token law of the sprinter method at one prefix, for the theorem checks:
  * given p, q [V] and the verifier's decision a[v] in {0,1} for every vocab token v,

@@ -2,7 +2,7 @@
  * Header-only (no code to link), so the analysis may include it without linking model code;
  * what each method does is in decoding.h.
  *
- * Classes (each method's membership is one line of kMethodClasses below):
+ * Classes (each method's membership is its row of SP_METHODS below):
  *   USES_DRAFT        runs the draft model (every method but ar)
  *   USES_TARGET       runs the target model (every method but draft)
  *   NEEDS_VERIFIER    needs a trained verifier (sprinter, specdecpp)
@@ -19,20 +19,6 @@
 
 #include <string.h>
 
-typedef enum {
-    DM_AR = 0,
-    DM_DRAFT,
-    DM_SD,
-    DM_SPRINTER,
-    DM_BILD,
-    DM_PMIN,
-    DM_SPECDECPP,
-    DM_ORACLE_IID,
-    DM_COLLECT, /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */
-    DM_ORACLE_MARKOV, /* oracle with correlated errors (see oracle_stay) */
-    DM_COUNT
-} DecodeMethod;
-
 enum {
     MC_USES_DRAFT = 1u << 0,
     MC_USES_TARGET = 1u << 1,
@@ -42,25 +28,39 @@ enum {
     MC_LOSSLESS = 1u << 5,
 };
 
+#define MC_BOTH (MC_USES_DRAFT | MC_USES_TARGET)
+/* The methods, one row each: X(ID, name, MC_* classes, family). The family names the file that runs
+ * it: engine/decode/method_<family>.c defines kDecode<Family> (decoder_int.h), and a family's
+ * methods differ by a rule inside that file (who decides, when drafting stops).
+ *   Target, Draft  method_single.c      Bild        method_bild.c
+ *   Block          method_sd.c          Sequential  method_sprinter.c
+ * DecodeMethod values follow the row order; names are what specs, the CLI and the results use. */
+#define SP_METHODS(X)                                                                                        \
+    X(AR, "ar", MC_USES_TARGET | MC_LOSSLESS, Target)                                                          \
+    X(DRAFT, "draft", MC_USES_DRAFT, Draft)                                                                    \
+    X(SD, "sd", MC_BOTH | MC_LOSSLESS, Block)                                                                  \
+    X(SPRINTER, "sprinter", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_SEQUENTIAL, Sequential)              \
+    X(BILD, "bild", MC_BOTH, Bild)                                                                             \
+    X(PMIN, "pmin", MC_BOTH | MC_LOSSLESS, Block)                                                              \
+    X(SPECDECPP, "specdecpp", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_LOSSLESS, Block)                   \
+    X(ORACLE_IID, "oracle-iid", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)                              \
+    /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */                          \
+    X(COLLECT, "collect", MC_BOTH, Sequential)                                                                 \
+    /* oracle with correlated errors (see oracle_stay) */                                                      \
+    X(ORACLE_MARKOV, "oracle-markov", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)
+
+#define SP_METHOD_ENUM_(id, name, classes, family) DM_##id,
+typedef enum { SP_METHODS(SP_METHOD_ENUM_) DM_COUNT } DecodeMethod;
+#undef SP_METHOD_ENUM_
+
 typedef struct MethodInfo {
     const char *name;
     unsigned classes; /* MC_* bits */
 } MethodInfo;
 
-#define MC_BOTH (MC_USES_DRAFT | MC_USES_TARGET)
-static const MethodInfo kMethods[DM_COUNT] = {
-    [DM_AR] = {"ar", MC_USES_TARGET | MC_LOSSLESS},
-    [DM_DRAFT] = {"draft", MC_USES_DRAFT},
-    [DM_SD] = {"sd", MC_BOTH | MC_LOSSLESS},
-    [DM_SPRINTER] = {"sprinter", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_SEQUENTIAL},
-    [DM_BILD] = {"bild", MC_BOTH},
-    [DM_PMIN] = {"pmin", MC_BOTH | MC_LOSSLESS},
-    [DM_SPECDECPP] = {"specdecpp", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_LOSSLESS},
-    [DM_ORACLE_IID] = {"oracle-iid", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL},
-    [DM_COLLECT] = {"collect", MC_BOTH},
-    [DM_ORACLE_MARKOV] = {"oracle-markov", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL},
-};
-#undef MC_BOTH
+#define SP_METHOD_INFO_(id, name, classes, family) [DM_##id] = {name, classes},
+static const MethodInfo kMethods[DM_COUNT] = {SP_METHODS(SP_METHOD_INFO_)};
+#undef SP_METHOD_INFO_
 
 static inline int method_valid(DecodeMethod m) { return m >= 0 && m < DM_COUNT; }
 static inline const char *decode_method_name(DecodeMethod m) { return method_valid(m) ? kMethods[m].name : "?"; }

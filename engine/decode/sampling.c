@@ -51,8 +51,7 @@ static inline int before(const float *key, int32_t a, int32_t b) {
     return key[a] > key[b] || (key[a] == key[b] && a < b);
 }
 
-/* Index of the first token in the order: largest logit, lowest id on ties. */
-static int32_t argmax_lowest(const float *logits, int V) {
+int32_t sampler_argmax(const float *logits, int V) {
     int32_t best = 0;
     for (int32_t i = 1; i < V; i++)
         if (logits[i] > logits[best]) best = i;
@@ -122,7 +121,7 @@ static inline double weight(float logit, double mx, double T) {
 
 /* Full softmax of logits/T into probs with no truncation (the no-sort path). */
 static void softmax_all(const float *logits, int V, double T, float *probs) {
-    double mx = logits[argmax_lowest(logits, V)];
+    double mx = logits[sampler_argmax(logits, V)];
     double sum = 0.0;
     for (int i = 0; i < V; i++) {
         probs[i] = (float)weight(logits[i], mx, T);
@@ -242,7 +241,7 @@ int sampler_probs(const SamplerParams *sp, const float *logits, int V, float *pr
 
     if (sp->temperature == 0.0f) { /* greedy: one-hot, top-k/top-p irrelevant */
         memset(probs, 0, (size_t)V * sizeof *probs);
-        probs[argmax_lowest(logits, V)] = 1.0f;
+        probs[sampler_argmax(logits, V)] = 1.0f;
         return 0;
     }
     double T = sp->temperature;
@@ -260,7 +259,7 @@ int sampler_probs(const SamplerParams *sp, const float *logits, int V, float *pr
         mx = logits[work[0]];
         n = topp_on ? nucleus_of_topk(logits, T, sp->top_p, sp->top_k, work, probs) : sp->top_k;
     } else {
-        mx = logits[argmax_lowest(logits, V)];
+        mx = logits[sampler_argmax(logits, V)];
         n = nucleus_of_all(logits, V, T, mx, sp->top_p, probs, work);
     }
     fill_kept(logits, V, T, mx, work, n, probs);

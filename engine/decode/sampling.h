@@ -30,6 +30,10 @@ int sampler_probs(const SamplerParams *sp, const float *logits, int V, float *pr
 /* Draws one token from probs[V] (need not be exactly normalised) with one uniform from rng. */
 int32_t sampler_draw(const float *probs, int V, gsl_rng *rng);
 
+/* Index of the largest of x[V] (logits or probabilities), the lowest id on ties: greedy decoding's
+ * token, and where a distribution's top probability sits. */
+int32_t sampler_argmax(const float *x, int V);
+
 /* A new RNG (gsl_rng_mt19937) seeded with seed; caller frees with gsl_rng_free. */
 gsl_rng *sampler_rng_new(uint64_t seed);
 
