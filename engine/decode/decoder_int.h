@@ -76,6 +76,9 @@ SP_METHODS(SP_METHOD_FAMILY_DECL_)
 
 /* ---- model lanes (lanes.c) ---- */
 
+/* A lane of model with a session of max_ctx positions (one batch may fill it). */
+int lane_init(Lane *lane, const Model *model, int max_ctx, SpErr *err);
+
 /* Feeds the lane the tokens seq[cached..upto) (after truncating a stale tail) and returns the logits
  * of the last n_tail positions upto-n_tail .. upto-1 ([n_tail, V]) and their hidden states. */
 int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float **logits, const float **hidden,

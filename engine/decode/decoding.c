@@ -47,13 +47,6 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
 
 /* ------------------------------------------------------------------ setup */
 
-static int lane_init(Lane *lane, const Model *model, int max_ctx, SpErr *err) {
-    lane->model = model;
-    lane->params = (double)model_n_params(model);
-    lane->session = session_new(model, max_ctx, max_ctx, err);
-    return lane->session ? 0 : -1;
-}
-
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err) {
     if (!draft && !target) {
         sp_fail(err, "decoder needs a draft or a target model");
@@ -80,8 +73,7 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
     decoder->gamma_cap = SP_GAMMA_MAX;
     decoder->verifier = verifier;
     if ((draft && lane_init(&decoder->draft, draft, max_ctx, err)) ||
-        (target && lane_init(&decoder->target, target, max_ctx, err)) ||
-        (target && lane_init(&decoder->audit, target, max_ctx, err)))
+        (target && lane_init(&decoder->target, target, max_ctx, err)))
         goto fail;
     size_t V = (size_t)decoder->vocab_size, rows = (size_t)decoder->gamma_cap + 1;
     decoder->seq = malloc((size_t)max_ctx * sizeof *decoder->seq);
@@ -150,6 +142,11 @@ int decode_max_tokens(const DecodeConfig *cfg) {
     return cfg->max_new + (cfg->finish_round ? cfg->max_run + 1 : 0);
 }
 
+int decode_context_needed(const DecodeConfig *cfg, int n_prompt) {
+    int drafts = method_is(cfg->method, MC_USES_DRAFT) ? cfg->gamma + 1 : 0;
+    return n_prompt + decode_max_tokens(cfg) + drafts;
+}
+
 /* The family that runs each method (methods.h SP_METHODS). */
 #define SP_METHOD_FAMILY_(id, name, classes, family) [DM_##id] = &kDecode##family,
 static const DecodeMethodOps *const kFamilyOf[DM_COUNT] = {SP_METHODS(SP_METHOD_FAMILY_)};
@@ -170,10 +167,13 @@ static int check_run(const Decoder *decoder, const DecodeConfig *cfg, const int3
     if (method == DM_SPECDECPP && decoder->verifier->feature != VF_TOKEN)
         return sp_fail(err, "method specdecpp needs a verifier of the token feature (this one scores the prefix)");
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
-    int max_out = decode_max_tokens(cfg);
-    if (n_prompt + max_out + cfg->gamma + 1 > decoder->max_ctx)
+    if (decode_context_needed(cfg, n_prompt) > decoder->max_ctx) {
+        if (!method_is(method, MC_USES_DRAFT))
+            return sp_fail(err, "prompt (%d tokens) + at most %d new tokens exceeds the decoder's context of %d",
+                           n_prompt, decode_max_tokens(cfg), decoder->max_ctx);
         return sp_fail(err, "prompt (%d tokens) + at most %d new tokens + gamma %d exceeds the decoder's context of %d",
-                       n_prompt, max_out, cfg->gamma, decoder->max_ctx);
+                       n_prompt, decode_max_tokens(cfg), cfg->gamma, decoder->max_ctx);
+    }
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= decoder->vocab_size)
             return sp_fail(err, "prompt token %d = %d out of range", i, prompt[i]);

@@ -79,6 +79,10 @@ void decode_config_default(DecodeConfig *c);
 int decode_config_check(const DecodeConfig *c, SpErr *err);
 /* The most tokens a run of c emits: max_new, plus max_run + 1 under finish_round. */
 int decode_max_tokens(const DecodeConfig *c);
+/* The context (positions) a run of c on a prompt of n_prompt tokens needs: the prompt, at most
+ * decode_max_tokens(c) new tokens, and for a method that drafts, gamma drafts and the row after
+ * them past the last committed token. decoder_run refuses a run whose need exceeds max_ctx. */
+int decode_context_needed(const DecodeConfig *c, int n_prompt);
 
 
 typedef struct DecodeStats {
@@ -121,8 +125,8 @@ void decode_output_free(DecodeOutput *o);
 typedef struct Decoder Decoder;
 
 /* draft may be NULL for ar; target may be NULL for draft; verifier may be NULL unless a method
- * needs it (sprinter, specdecpp). max_ctx bounds prompt + max_new + gamma + 1. Models must share a
- * vocabulary size (checked). */
+ * needs it (sprinter, specdecpp). max_ctx bounds every run's decode_context_needed. Models must
+ * share a vocabulary size (checked). The audit copy of the target gets its cache on first use. */
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err);
 void decoder_free(Decoder *decoder);
 

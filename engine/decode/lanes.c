@@ -6,6 +6,13 @@
 #include "clock.h"
 #include "decoder_int.h"
 
+int lane_init(Lane *lane, const Model *model, int max_ctx, SpErr *err) {
+    lane->model = model;
+    lane->params = (double)model_n_params(model);
+    lane->session = session_new(model, max_ctx, max_ctx, err);
+    return lane->session ? 0 : -1;
+}
+
 int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float **logits, const float **hidden,
                  int64_t *calls, int64_t *toks, double *secs, double *flops) {
     int cached = session_len(lane->session);
@@ -69,6 +76,9 @@ int audit_p(RunState *state, int pos) {
     Decoder *decoder = state->decoder;
     double flops = 0;
     const float *logits;
+    /* the audit copy's cache is made on first use: most runs never audit */
+    if (!decoder->audit.session && lane_init(&decoder->audit, decoder->target.model, decoder->max_ctx, state->err))
+        return -1;
     if (lane_advance(state, &decoder->audit, pos, 1, &logits, NULL, &stats->audit_forwards, &stats->audit_tokens,
                      &stats->t_audit, &flops))
         return -1;
