@@ -635,6 +635,18 @@ int decode_max_tokens(const DecodeConfig *cfg) {
     return cfg->max_new + (cfg->finish_round ? cfg->max_run + 1 : 0);
 }
 
+int decode_context_need(int n_prompt, int max_out, int gamma) { return n_prompt + max_out + gamma + 1; }
+
+int decode_context_of(const DecodeConfig *c, int n_prompt) {
+    return decode_context_need(n_prompt, decode_max_tokens(c), c->gamma);
+}
+
+int decode_prompt_room(int context, int max_out, int gamma) { return context - max_out - gamma - 1; }
+
+int decode_prompt_room_of(const DecodeConfig *c, int context) {
+    return decode_prompt_room(context, decode_max_tokens(c), c->gamma);
+}
+
 int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
                 DecodeOutput *out, SpErr *err) {
     memset(out, 0, sizeof *out);
@@ -651,7 +663,7 @@ int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt
         return sp_fail(err, "method specdecpp needs a verifier of the token feature (this one scores the prefix)");
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
     int max_out = decode_max_tokens(cfg);
-    if (n_prompt + max_out + cfg->gamma + 1 > decoder->max_ctx)
+    if (decode_context_need(n_prompt, max_out, cfg->gamma) > decoder->max_ctx)
         return sp_fail(err, "prompt (%d tokens) + at most %d new tokens + gamma %d exceeds the decoder's context of %d",
                        n_prompt, max_out, cfg->gamma, decoder->max_ctx);
     for (int i = 0; i < n_prompt; i++)

@@ -83,6 +83,20 @@ int decode_config_check(const DecodeConfig *c, SpErr *err);
 /* The most tokens a run of c emits: max_new, plus max_run + 1 under finish_round. */
 int decode_max_tokens(const DecodeConfig *c);
 
+/* The context rule, the one place it is written (decoder_new's max_ctx, decoder_run's check, every
+ * command's prompt truncation): a decode of a prompt of n_prompt tokens that emits at most max_out
+ * tokens in blocks of at most gamma drafts needs n_prompt + max_out + gamma + 1 positions (a block's
+ * drafts and its bonus token may lie beyond the last emitted one). */
+int decode_context_need(int n_prompt, int max_out, int gamma);
+/* decode_context_need(n_prompt, decode_max_tokens(c), c->gamma): the positions a run of c needs. */
+int decode_context_of(const DecodeConfig *c, int n_prompt);
+/* The rule read backwards: the most prompt tokens a context of `context` positions leaves room for,
+ * context - max_out - gamma - 1 (below 1: none; the caller refuses). Longer prompts keep their last
+ * that many tokens (the part that conditions the continuation). */
+int decode_prompt_room(int context, int max_out, int gamma);
+/* decode_prompt_room(context, decode_max_tokens(c), c->gamma). */
+int decode_prompt_room_of(const DecodeConfig *c, int context);
+
 
 typedef struct DecodeStats {
     int64_t tokens;           /* emitted */
@@ -124,7 +138,7 @@ void decode_output_free(DecodeOutput *o);
 typedef struct Decoder Decoder;
 
 /* draft may be NULL for ar; target may be NULL for draft; verifier may be NULL unless a method
- * needs it (sprinter, specdecpp). max_ctx bounds prompt + max_new + gamma + 1. Models must share a
+ * needs it (sprinter, specdecpp). max_ctx bounds the runs' decode_context_need. Models must share a
  * vocabulary size (checked). */
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err);
 void decoder_free(Decoder *decoder);
