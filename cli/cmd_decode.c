@@ -57,14 +57,12 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"tau", required_argument, 0, 'T'},       {"max-run", required_argument, 0, 'r'},
         {"lambda", required_argument, 0, 'l'},    {"eta-fp", required_argument, 0, 'F'},
         {"eta-tp", required_argument, 0, 'P'},    {"alpha", required_argument, 0, 'a'},
-        {"p-min", required_argument, 0, 'M'},     {"temperature", required_argument, 0, 'e'},
-        {"top-k", required_argument, 0, 'k'},     {"top-p", required_argument, 0, 'u'},
+        {"p-min", required_argument, 0, 'M'},     ARG_SAMPLING_OPTIONS,
         {"seed", required_argument, 0, 's'},      {"audit", no_argument, 0, 'A'},
         {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
         {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    double f;
     long l;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -84,9 +82,6 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'P': if (arg_float(cmd, "eta-tp", optarg, 0, 1, &c->eta_tp)) return 2; break;
         case 'a': if (arg_float(cmd, "alpha", optarg, 0, 1, &c->alpha)) return 2; break;
         case 'M': if (arg_float(cmd, "p-min", optarg, 0, 1, &c->p_min)) return 2; break;
-        case 'e': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; c->sampling.temperature = (float)f; break;
-        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; c->sampling.top_k = (int)l; break;
-        case 'u': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; c->sampling.top_p = (float)f; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &o->seed)) return 2; break;
         case 'A': c->audit = 1; break;
         case 'E': c->stop_at_eos = 1; break;
@@ -94,7 +89,12 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'x': o->print_text = 1; break;
         case 'J': o->json = 1; break;
         case 'h': fputs(kDecodeHelp, stdout); return 1;
-        default: return arg_bad_option("decode", argv);
+        default:
+            switch (arg_sampling(cmd, ch, optarg, &c->sampling)) {
+            case 1: break;
+            case 0: return arg_bad_option(cmd, argv);
+            default: return 2;
+            }
         }
     }
     if ((!o->draft && !o->target) || (!o->prompt == !o->prompt_ids)) {

@@ -63,15 +63,14 @@ static const char kGenerateHelp[] =
 
 int cmd_generate(int argc, char **argv) {
     const char *cmd = "generate", *model_dir = NULL, *tok_dir = NULL, *prompt = NULL, *prompt_ids = NULL;
-    long max_new = 32, top_k = 0, threads = 0;
-    double temp = 1.0, top_p = 1.0;
+    long max_new = 32, threads = 0;
+    SamplerParams sp = {1.0f, 0, 1.0f};
     uint64_t seed = 0;
     int ignore_eos = 0;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},   {"tokenizer", required_argument, 0, 'T'},
         {"prompt", required_argument, 0, 'p'},  {"prompt-ids", required_argument, 0, 'i'},
-        {"max-new", required_argument, 0, 'n'}, {"temperature", required_argument, 0, 't'},
-        {"top-k", required_argument, 0, 'k'},   {"top-p", required_argument, 0, 'P'},
+        {"max-new", required_argument, 0, 'n'}, ARG_SAMPLING_OPTIONS,
         {"seed", required_argument, 0, 's'},    {"ignore-eos", no_argument, 0, 'e'},
         {"threads", required_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -83,14 +82,16 @@ int cmd_generate(int argc, char **argv) {
         case 'p': prompt = optarg; break;
         case 'i': prompt_ids = optarg; break;
         case 'n': if (arg_long(cmd, "max-new", optarg, 0, MAX_IDS, &max_new)) return 2; break;
-        case 't': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &temp)) return 2; break;
-        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &top_k)) return 2; break;
-        case 'P': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &top_p)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &seed)) return 2; break;
         case 'e': ignore_eos = 1; break;
         case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, &threads)) return 2; break;
         case 'h': fputs(kGenerateHelp, stdout); return 0;
-        default: return arg_bad_option(cmd, argv);
+        default:
+            switch (arg_sampling(cmd, c, optarg, &sp)) {
+            case 1: break;
+            case 0: return arg_bad_option(cmd, argv);
+            default: return 2;
+            }
         }
     }
     if (!model_dir || (!prompt == !prompt_ids)) {
@@ -105,7 +106,6 @@ int cmd_generate(int argc, char **argv) {
     int32_t *ids = NULL, *work = NULL;
     float *probs = NULL;
     size_t n_prompt = 0;
-    SamplerParams sp = {(float)temp, (int)top_k, (float)top_p};
     if (sampler_params_check(&sp, &err)) goto done;
     RunSetup rs = {NULL, model_dir, prompt || tok_dir, tok_dir}; /* the tokenizer: --tokenizer, else the model's */
     if (run_models_open(&rm, &rs, &err)) goto done;
