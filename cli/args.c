@@ -91,6 +91,26 @@ int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32
     return 0;
 }
 
+int arg_sampling(const char *cmd, int ch, const char *optarg, SamplerParams *sp) {
+    double f;
+    long l;
+    switch (ch) {
+    case ARG_TEMPERATURE:
+        if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return -1;
+        sp->temperature = (float)f;
+        return 1;
+    case ARG_TOP_K:
+        if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return -1;
+        sp->top_k = (int)l;
+        return 1;
+    case ARG_TOP_P:
+        if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return -1;
+        sp->top_p = (float)f;
+        return 1;
+    default: return 0;
+    }
+}
+
 int arg_bad_option(const char *cmd, char **argv) {
     const char *arg = optind > 0 ? argv[optind - 1] : "?";
     if (optopt != 0 && arg[0] == '-' && arg[1] == '-' && !strchr(arg, '=')) /* a known option without its value */

@@ -6,11 +6,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sampling.h"
+
 int arg_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 int arg_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
 int arg_float(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
 /* "1,2,3" -> malloc'd int32 array (at most max_n ids, each >= 0). */
 int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32_t **ids, size_t *n);
+
+/* The sampling options, one parser for every command that samples (generate, decode, collect, dtv):
+ * --temperature T (0 = greedy, at most 1e6), --top-k K (0 = off), --top-p P (in (0, 1], 1 = off). They
+ * have no short letters (no command takes short options: every getopt_long string is ""); their getopt
+ * values lie above any character, so no command's own option values can collide with them. Put
+ * ARG_SAMPLING_OPTIONS in the command's struct option list, and in the switch's default branch call
+ * arg_sampling first. */
+enum { ARG_TEMPERATURE = 0x100, ARG_TOP_K, ARG_TOP_P };
+#define ARG_SAMPLING_OPTIONS                                                                              \
+    {"temperature", required_argument, 0, ARG_TEMPERATURE}, {"top-k", required_argument, 0, ARG_TOP_K}, \
+        {"top-p", required_argument, 0, ARG_TOP_P}
+/* ch is getopt_long's value: 1 when it was a sampling option and optarg parsed into *sp, 0 when it is
+ * none of them, -1 when optarg is bad (printed: "sprinter CMD: --top-p: ..."). */
+int arg_sampling(const char *cmd, int ch, const char *optarg, SamplerParams *sp);
 
 /* getopt_long returned '?' (opterr is 0: getopt prints nothing): prints one line naming the argument,
  * "sprinter CMD: --foo: unknown option (see sprinter CMD --help)" or "... --max-new: needs a value",

@@ -14,6 +14,7 @@
 #include "rules.h"
 #include "decoding.h"
 #include "metrics.h"
+#include "setup.h"
 #include "tokenizer.h"
 
 static const char kDecodeHelp[] =
@@ -56,14 +57,12 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"tau", required_argument, 0, 'T'},       {"max-run", required_argument, 0, 'r'},
         {"lambda", required_argument, 0, 'l'},    {"eta-fp", required_argument, 0, 'F'},
         {"eta-tp", required_argument, 0, 'P'},    {"alpha", required_argument, 0, 'a'},
-        {"p-min", required_argument, 0, 'M'},     {"temperature", required_argument, 0, 'e'},
-        {"top-k", required_argument, 0, 'k'},     {"top-p", required_argument, 0, 'u'},
+        {"p-min", required_argument, 0, 'M'},     ARG_SAMPLING_OPTIONS,
         {"seed", required_argument, 0, 's'},      {"audit", no_argument, 0, 'A'},
         {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
         {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    double f;
     long l;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -83,9 +82,6 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'P': if (arg_float(cmd, "eta-tp", optarg, 0, 1, &c->eta_tp)) return 2; break;
         case 'a': if (arg_float(cmd, "alpha", optarg, 0, 1, &c->alpha)) return 2; break;
         case 'M': if (arg_float(cmd, "p-min", optarg, 0, 1, &c->p_min)) return 2; break;
-        case 'e': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; c->sampling.temperature = (float)f; break;
-        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; c->sampling.top_k = (int)l; break;
-        case 'u': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; c->sampling.top_p = (float)f; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &o->seed)) return 2; break;
         case 'A': c->audit = 1; break;
         case 'E': c->stop_at_eos = 1; break;
@@ -93,7 +89,12 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'x': o->print_text = 1; break;
         case 'J': o->json = 1; break;
         case 'h': fputs(kDecodeHelp, stdout); return 1;
-        default: return arg_bad_option("decode", argv);
+        default:
+            switch (arg_sampling(cmd, ch, optarg, &c->sampling)) {
+            case 1: break;
+            case 0: return arg_bad_option(cmd, argv);
+            default: return 2;
+            }
         }
     }
     if ((!o->draft && !o->target) || (!o->prompt == !o->prompt_ids)) {
@@ -179,30 +180,21 @@ int cmd_decode(int argc, char **argv) {
     }
     SpErr err = {{0}};
     int rc = 1;
-    Model *dm = NULL, *tm = NULL;
-    Tokenizer *tok = NULL;
+    RunModels rm = {0};
     Decoder *dec = NULL;
     gsl_rng *rng = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
     Verifier ver = {0};
     int have_ver = 0;
-    if (o.draft && !(dm = model_load(o.draft, &err))) {
-        sp_err_prefix(&err, "%s", o.draft);
-        goto done;
-    }
-    if (o.target && !(tm = model_load(o.target, &err))) {
-        sp_err_prefix(&err, "%s", o.target);
-        goto done;
-    }
+    RunSetup rs = {o.draft, o.target, o.prompt || o.print_text, NULL}; /* the tokenizer: the target's, else the draft's */
+    if (run_models_open(&rm, &rs, &err)) goto done;
+    Model *dm = rm.draft, *tm = rm.target;
+    Tokenizer *tok = rm.tokenizer;
     if (o.verifier) {
         if (verifier_load(o.verifier, &ver, &err)) goto done;
         have_ver = 1;
     }
-    if (o.prompt || o.print_text) {
-        if (!(tok = tokenizer_load_dir(o.target ? o.target : o.draft, &err))) goto done;
-    }
-    const ModelConfig *mc = model_config(tm ? tm : dm);
     int64_t biggest = tm ? model_weight_bytes(tm) : model_weight_bytes(dm);
     if (dm && model_weight_bytes(dm) > biggest) biggest = model_weight_bytes(dm);
     openblas_set_num_threads(o.threads ? (int)o.threads : suggest_threads(biggest, (int)sysconf(_SC_NPROCESSORS_ONLN)));
@@ -216,12 +208,10 @@ int cmd_decode(int argc, char **argv) {
         sp_fail(&err, "--prompt encodes to no tokens");
         goto done;
     }
-    int max_ctx = (int)n + decode_max_tokens(&base) + base.gamma + 1;
-    int ctx_cap = mc->max_pos;
-    if (dm && model_config(dm)->max_pos < ctx_cap) ctx_cap = model_config(dm)->max_pos;
-    if (max_ctx > ctx_cap) {
+    int max_ctx = decode_context_of(&base, (int)n);
+    if (max_ctx > rm.max_pos) {
         sp_fail(&err, "prompt (%zu tokens) + --max-new %d + --gamma %d + 1 exceeds the context of %d positions", n,
-                base.max_new, base.gamma, ctx_cap);
+                base.max_new, base.gamma, rm.max_pos);
         goto done;
     }
     if (!(dec = decoder_new(dm, tm, have_ver ? &ver : NULL, max_ctx, &err))) goto done;
@@ -257,8 +247,6 @@ done:
     free(ids);
     decoder_free(dec);
     if (have_ver) verifier_free(&ver);
-    tokenizer_free(tok);
-    model_free(dm);
-    model_free(tm);
+    run_models_close(&rm);
     return rc;
 }

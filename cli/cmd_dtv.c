@@ -46,15 +46,13 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         {"format", required_argument, 0, 'f'},       {"n-prefixes", required_argument, 0, 'n'},
         {"offset", required_argument, 0, 'O'},       {"max-continue", required_argument, 0, 'K'},
         {"tau", required_argument, 0, 'T'},          {"lambda", required_argument, 0, 'l'},
-        {"temperature", required_argument, 0, 'e'},  {"top-k", required_argument, 0, 'k'},
-        {"top-p", required_argument, 0, 'p'},        {"seed", required_argument, 0, 's'},
+        ARG_SAMPLING_OPTIONS,                        {"seed", required_argument, 0, 's'},
         {"samples", required_argument, 0, 'M'},      {"bootstrap", required_argument, 0, 'B'},
         {"oracle-eta-fp", required_argument, 0, 'F'}, {"oracle-eta-tp", required_argument, 0, 'P'},
         {"threads", required_argument, 0, 'j'},      {"quiet", no_argument, 0, 'q'},
         {"out", required_argument, 0, 'o'},          {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     long l;
-    double f;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
@@ -68,9 +66,6 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 'K': if (arg_long(cmd, "max-continue", optarg, 0, 1 << 20, &l)) return 2; s->max_continue = (int)l; break;
         case 'T': if (arg_float(cmd, "tau", optarg, 0, 1, &s->tau)) return 2; break;
         case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &s->lambda)) return 2; break;
-        case 'e': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; s->sampling.temperature = (float)f; break;
-        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; s->sampling.top_k = (int)l; break;
-        case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s->sampling.top_p = (float)f; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s->seed)) return 2; break;
         case 'M': if (arg_long(cmd, "samples", optarg, 0, 1L << 30, &l)) return 2; s->samples = (int)l; break;
         case 'B': if (arg_long(cmd, "bootstrap", optarg, 0, 1 << 20, &l)) return 2; s->bootstrap = (int)l; break;
@@ -80,7 +75,12 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 'q': s->progress = 0; break;
         case 'o': *out = optarg; break;
         case 'h': fputs(kDtvHelp, stdout); return 1;
-        default: return arg_bad_option("dtv", argv);
+        default:
+            switch (arg_sampling(cmd, c, optarg, &s->sampling)) {
+            case 1: break;
+            case 0: return arg_bad_option(cmd, argv);
+            default: return 2;
+            }
         }
     }
     if (optind != argc) {

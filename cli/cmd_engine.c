@@ -19,6 +19,7 @@
 #include "model.h"
 #include "presets.h"
 #include "sampling.h"
+#include "setup.h"
 #include "tokenizer.h"
 
 #define MAX_IDS (1 << 20)
@@ -62,15 +63,14 @@ static const char kGenerateHelp[] =
 
 int cmd_generate(int argc, char **argv) {
     const char *cmd = "generate", *model_dir = NULL, *tok_dir = NULL, *prompt = NULL, *prompt_ids = NULL;
-    long max_new = 32, top_k = 0, threads = 0;
-    double temp = 1.0, top_p = 1.0;
+    long max_new = 32, threads = 0;
+    SamplerParams sp = {1.0f, 0, 1.0f};
     uint64_t seed = 0;
     int ignore_eos = 0;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},   {"tokenizer", required_argument, 0, 'T'},
         {"prompt", required_argument, 0, 'p'},  {"prompt-ids", required_argument, 0, 'i'},
-        {"max-new", required_argument, 0, 'n'}, {"temperature", required_argument, 0, 't'},
-        {"top-k", required_argument, 0, 'k'},   {"top-p", required_argument, 0, 'P'},
+        {"max-new", required_argument, 0, 'n'}, ARG_SAMPLING_OPTIONS,
         {"seed", required_argument, 0, 's'},    {"ignore-eos", no_argument, 0, 'e'},
         {"threads", required_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -82,14 +82,16 @@ int cmd_generate(int argc, char **argv) {
         case 'p': prompt = optarg; break;
         case 'i': prompt_ids = optarg; break;
         case 'n': if (arg_long(cmd, "max-new", optarg, 0, MAX_IDS, &max_new)) return 2; break;
-        case 't': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &temp)) return 2; break;
-        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &top_k)) return 2; break;
-        case 'P': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &top_p)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &seed)) return 2; break;
         case 'e': ignore_eos = 1; break;
         case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, &threads)) return 2; break;
         case 'h': fputs(kGenerateHelp, stdout); return 0;
-        default: return arg_bad_option(cmd, argv);
+        default:
+            switch (arg_sampling(cmd, c, optarg, &sp)) {
+            case 1: break;
+            case 0: return arg_bad_option(cmd, argv);
+            default: return 2;
+            }
         }
     }
     if (!model_dir || (!prompt == !prompt_ids)) {
@@ -98,31 +100,20 @@ int cmd_generate(int argc, char **argv) {
     }
     SpErr err = {{0}};
     int rc = 1;
-    Model *m = NULL;
-    Tokenizer *tok = NULL;
+    RunModels rm = {0};
     Session *s = NULL;
     gsl_rng *rng = NULL;
     int32_t *ids = NULL, *work = NULL;
     float *probs = NULL;
     size_t n_prompt = 0;
-    SamplerParams sp = {(float)temp, (int)top_k, (float)top_p};
     if (sampler_params_check(&sp, &err)) goto done;
-    if (!(m = model_load(model_dir, &err))) {
-        sp_err_prefix(&err, "%s", model_dir);
-        goto done;
-    }
+    RunSetup rs = {NULL, model_dir, prompt || tok_dir, tok_dir}; /* the tokenizer: --tokenizer, else the model's */
+    if (run_models_open(&rm, &rs, &err)) goto done;
+    const Model *m = rm.target;
+    Tokenizer *tok = rm.tokenizer;
     const ModelConfig *c = model_config(m);
     openblas_set_num_threads(threads ? (int)threads
                                      : suggest_threads(model_weight_bytes(m), (int)sysconf(_SC_NPROCESSORS_ONLN)));
-    if (prompt || tok_dir) {
-        tok = tokenizer_load_dir(tok_dir ? tok_dir : model_dir, &err);
-        if (!tok) goto done;
-        if (tokenizer_vocab_size(tok) > c->vocab_size) {
-            sp_fail(&err, "%s: the tokenizer has %d tokens but %s/config.json: vocab_size is %d", tokenizer_source(tok),
-                    tokenizer_vocab_size(tok), model_dir, c->vocab_size);
-            goto done;
-        }
-    }
     if (prompt) {
         if (tokenizer_encode(tok, prompt, strlen(prompt), tokenizer_add_bos(tok), &ids, &n_prompt, &err)) goto done;
     } else if (arg_ids(cmd, "prompt-ids", prompt_ids, MAX_IDS, &ids, &n_prompt)) {
@@ -188,8 +179,7 @@ done:
     free(work);
     free(ids);
     session_free(s);
-    tokenizer_free(tok);
-    model_free(m);
+    run_models_close(&rm);
     return rc;
 }
 
@@ -620,17 +610,15 @@ int cmd_perplexity(int argc, char **argv) {
     }
     SpErr err = {{0}};
     int rc = 1;
-    Tokenizer *t = NULL;
+    RunModels rm = {0};
     Session *s = NULL;
     int32_t *stream = NULL;
     size_t n = 0;
-    Model *m = model_load(dir, &err);
-    if (!m) {
-        sp_err_prefix(&err, "%s", dir);
-        goto done;
-    }
+    RunSetup rs = {NULL, dir, 1, NULL}; /* the model's tokenizer */
+    if (run_models_open(&rm, &rs, &err)) goto done;
+    const Model *m = rm.target;
+    Tokenizer *t = rm.tokenizer;
     const ModelConfig *c = model_config(m);
-    if (!(t = tokenizer_load_dir(dir, &err))) goto done;
     int32_t eos = c->eos_id >= 0 ? c->eos_id : tokenizer_eos_id(t);
     if (eos < 0) {
         sp_fail(&err, "%s/config.json: no eos_token_id to separate documents", dir);
@@ -659,7 +647,6 @@ done:
     if (rc) fail(cmd, &err);
     free(stream);
     session_free(s);
-    tokenizer_free(t);
-    model_free(m);
+    run_models_close(&rm);
     return rc;
 }

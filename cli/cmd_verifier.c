@@ -36,12 +36,10 @@ int cmd_collect(int argc, char **argv) {
         {"data", required_argument, 0, 'D'},      {"format", required_argument, 0, 'f'},
         {"lambda", required_argument, 0, 'l'},    {"out", required_argument, 0, 'o'},
         {"n-prompts", required_argument, 0, 'n'}, {"max-new", required_argument, 0, 'm'},
-        {"temperature", required_argument, 0, 'T'}, {"top-k", required_argument, 0, 'k'},
-        {"top-p", required_argument, 0, 'p'},     {"seed", required_argument, 0, 's'},
+        ARG_SAMPLING_OPTIONS,                     {"seed", required_argument, 0, 's'},
         {"label-rule", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     long l;
-    double f;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
@@ -53,9 +51,6 @@ int cmd_collect(int argc, char **argv) {
         case 'o': out = optarg; break;
         case 'n': if (arg_long(cmd, "n-prompts", optarg, 0, 1 << 30, &l)) return 2; s.n_prompts = (int)l; break;
         case 'm': if (arg_long(cmd, "max-new", optarg, 1, 1 << 20, &l)) return 2; s.max_new = (int)l; break;
-        case 'T': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; s.sampling.temperature = (float)f; break;
-        case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; s.sampling.top_k = (int)l; break;
-        case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s.sampling.top_p = (float)f; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s.seed)) return 2; break;
         case 'L':
             if (label_rule_parse(optarg, &s.label_rule)) {
@@ -64,7 +59,12 @@ int cmd_collect(int argc, char **argv) {
             }
             break;
         case 'h': fputs(kCollectHelp, stdout); return 0;
-        default: return arg_bad_option("collect", argv);
+        default:
+            switch (arg_sampling(cmd, c, optarg, &s.sampling)) {
+            case 1: break;
+            case 0: return arg_bad_option(cmd, argv);
+            default: return 2;
+            }
         }
     }
     if (!s.draft_dir || !s.target_dir || !s.data_path || !out || s.lambda < 0) {

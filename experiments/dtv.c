@@ -17,6 +17,7 @@
 #include "h5util.h"
 #include "hashutil.h"
 #include "jsonutil.h"
+#include "setup.h"
 #include "spec.h"
 #include "tokenizer.h"
 
@@ -127,10 +128,9 @@ static const char kDefinitions[] =
 
 typedef struct Ctx {
     const DtvSpec *s;
-    Model *draft, *target;
+    RunModels m; /* draft, target, the target's tokenizer (engine/decode/setup.h) */
     Verifier ver;
     int have_ver;
-    Tokenizer *tok;
     Dataset ds;
     Session *sd, *st;
     Decoder *dec;
@@ -153,10 +153,8 @@ static void ctx_free(Ctx *c) {
     session_free(c->sd);
     session_free(c->st);
     if (c->have_ver) verifier_free(&c->ver);
-    tokenizer_free(c->tok);
     dataset_free(&c->ds);
-    model_free(c->draft);
-    model_free(c->target);
+    run_models_close(&c->m);
     free(c->P), free(c->Q), free(c->a), free(c->law), free(c->hat), free(c->cnt), free(c->counts);
     free(c->work), free(c->prefix), free(c->h_prefix);
     for (int k = 0; k < DTV_N_INT; k++) free(c->icol[k]);
@@ -174,30 +172,39 @@ static int check_spec(const DtvSpec *s, SpErr *err) {
     return sampler_params_check(&s->sampling, err);
 }
 
+/* The decode sample_at runs from a prefix: SPRINTER's first token (max_new 1, gamma 1, audit off). */
+static void first_token_config(const Ctx *c, DecodeConfig *cfg) {
+    const DtvSpec *s = c->s;
+    decode_config_default(cfg);
+    cfg->method = DM_SPRINTER;
+    cfg->sampling = s->sampling;
+    cfg->max_new = 1;
+    cfg->gamma = 1;
+    cfg->tau = s->tau;
+    cfg->lambda = c->lambda;
+    cfg->audit = 0;
+}
+
 static int load_models(Ctx *c, SpErr *err) {
     const DtvSpec *s = c->s;
-    if (!(c->draft = model_load(s->draft_dir, err))) return sp_err_prefix(err, "draft %s", s->draft_dir);
-    if (!(c->target = model_load(s->target_dir, err))) return sp_err_prefix(err, "target %s", s->target_dir);
-    const ModelConfig *cd = model_config(c->draft), *ct = model_config(c->target);
-    if (cd->vocab_size != ct->vocab_size)
-        return sp_fail(err, "%s/config.json: vocab_size %d differs from the target's %d (%s)", s->draft_dir,
-                       cd->vocab_size, ct->vocab_size, s->target_dir);
+    RunSetup rs = {s->draft_dir, s->target_dir, 1, NULL}; /* the target's tokenizer */
+    if (run_models_open(&c->m, &rs, err)) return -1;
+    const ModelConfig *cd = model_config(c->m.draft);
     if (verifier_load(s->verifier_path, &c->ver, err)) return -1;
     c->have_ver = 1;
     if (c->ver.d != cd->d_model)
         return sp_fail(err, "%s: weight has d = %d, the draft %s has hidden size %d", s->verifier_path, c->ver.d,
                        s->draft_dir, cd->d_model);
-    if (!(c->tok = tokenizer_load_dir(s->target_dir, err))) return sp_err_prefix(err, "target %s: tokenizer", s->target_dir);
-    if (tokenizer_vocab_size(c->tok) > ct->vocab_size)
-        return sp_fail(err, "target %s: tokenizer has %d tokens, the model's vocab_size is %d", s->target_dir,
-                       tokenizer_vocab_size(c->tok), ct->vocab_size);
-    c->V = ct->vocab_size;
-    c->cap = cd->max_pos < ct->max_pos ? cd->max_pos : ct->max_pos;
-    /* room for the continuation, the token v, and decoder_run's max_new 1 + gamma 1 + 1 */
-    c->max_prompt = c->cap - s->max_continue - 3;
+    c->V = c->m.vocab_size;
+    c->cap = c->m.max_pos;
+    c->lambda = s->lambda > 0 ? s->lambda : c->ver.lambda;
+    /* a prefix is the prompt and up to max_continue target tokens; sample_at decodes from it (the
+     * context rule with max_new 1, gamma 1: cap - max_continue - 3) */
+    DecodeConfig first;
+    first_token_config(c, &first);
+    c->max_prompt = decode_prompt_room_of(&first, c->cap) - s->max_continue;
     if (c->max_prompt < 1)
         return sp_fail(err, "max_continue %d leaves no room for a prompt in the context of %d", s->max_continue, c->cap);
-    c->lambda = s->lambda > 0 ? s->lambda : c->ver.lambda;
     return 0;
 }
 
@@ -212,7 +219,7 @@ static int alloc_buffers(Ctx *c, SpErr *err) {
     c->counts = malloc(V * sizeof *c->counts);
     c->work = malloc(V * sizeof *c->work);
     c->prefix = malloc((size_t)c->cap * sizeof *c->prefix);
-    c->h_prefix = malloc((size_t)model_config(c->draft)->d_model * sizeof *c->h_prefix);
+    c->h_prefix = malloc((size_t)model_config(c->m.draft)->d_model * sizeof *c->h_prefix);
     int ok = c->h_prefix && c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix;
     for (int k = 0; k < DTV_N_INT; k++) ok &= (c->icol[k] = calloc(N, sizeof **c->icol)) != NULL;
     for (int k = 0; k < DTV_N_REAL; k++) ok &= (c->dcol[k] = malloc(N * sizeof **c->dcol)) != NULL;
@@ -230,9 +237,9 @@ static int open_inputs(Ctx *c, SpErr *err) {
     if (sha256_model_dir(s->draft_dir, c->sha_draft, err) || sha256_model_dir(s->target_dir, c->sha_target, err) ||
         sha256_file(s->verifier_path, c->sha_ver, err) || sha256_file(s->data_path, c->sha_data, err))
         return -1;
-    if (!(c->sd = session_new(c->draft, c->cap, c->cap, err)) || !(c->st = session_new(c->target, c->cap, c->cap, err)))
+    if (!(c->sd = session_new(c->m.draft, c->cap, c->cap, err)) || !(c->st = session_new(c->m.target, c->cap, c->cap, err)))
         return -1;
-    if (s->samples > 0 && !(c->dec = decoder_new(c->draft, c->target, &c->ver, c->cap, err))) return -1;
+    if (s->samples > 0 && !(c->dec = decoder_new(c->m.draft, c->m.target, &c->ver, c->cap, err))) return -1;
     return alloc_buffers(c, err);
 }
 
@@ -243,10 +250,10 @@ static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
     const DtvSpec *s = c->s;
     int avail = c->ds.n - s->offset, pi = s->offset + i % avail;
     const Example *ex = &c->ds.ex[pi];
-    const ModelConfig *mc = model_config(c->target);
+    const ModelConfig *mc = model_config(c->m.target);
     int32_t *ids;
     size_t len;
-    if (tokenizer_encode(c->tok, ex->prompt, strlen(ex->prompt), tokenizer_add_bos(c->tok), &ids, &len, err))
+    if (tokenizer_encode(c->m.tokenizer, ex->prompt, strlen(ex->prompt), tokenizer_add_bos(c->m.tokenizer), &ids, &len, err))
         return sp_err_prefix(err, "%s: prompt %d", s->data_path, pi);
     if (len == 0) {
         free(ids);
@@ -311,14 +318,7 @@ static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
     int V = c->V, M = s->samples;
     const float *p = c->P + (size_t)i * V;
     DecodeConfig cfg;
-    decode_config_default(&cfg);
-    cfg.method = DM_SPRINTER;
-    cfg.sampling = s->sampling;
-    cfg.max_new = 1;
-    cfg.gamma = 1;
-    cfg.tau = s->tau;
-    cfg.lambda = c->lambda;
-    cfg.audit = 0;
+    first_token_config(c, &cfg);
     const float *q = c->Q + (size_t)i * V;
     memset(c->counts, 0, (size_t)V * sizeof *c->counts);
     long acc = 0;

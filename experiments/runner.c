@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "dataset.h"
 #include "schema.h"
+#include "setup.h"
 #include "fsutil.h"
 #include "hashutil.h"
 #include "model.h"
@@ -143,8 +144,7 @@ typedef struct Ctx {
     RunConfig *runs;
     int n_runs;
     int *pending, n_pending;
-    Model *draft, *target;
-    Tokenizer *tok;
+    RunModels m; /* the models the methods use, the tokenizer (engine/decode/setup.h) */
     PromptFormat fmt; /* [data] prompt_template, with the chat template of the tokenizer's model */
     Prompts prompts[SPEC_MAX_DATASETS];
     VerEntry vers[SPEC_MAX_LIST];
@@ -172,8 +172,6 @@ static void checkpoint(Ctx *c) {
         raise(SIGKILL);
     }
 }
-
-static const Model *any_model(const Ctx *c) { return c->target ? c->target : c->draft; }
 
 /* Stamps every regular file of dir (a model directory) into c->stamps. */
 static int stamp_dir(Ctx *c, const char *dir, SpErr *err) {
@@ -213,26 +211,12 @@ static int load_models(Ctx *c, SpErr *err) {
         need_draft |= method_is(s->methods[i], MC_USES_DRAFT);
         need_target |= method_is(s->methods[i], MC_USES_TARGET);
     }
-    if (need_draft && !(c->draft = model_load(s->draft_dir, err))) return sp_err_prefix(err, "%s: [models] draft %s", s->path, s->draft_dir);
-    if (need_target && !(c->target = model_load(s->target_dir, err)))
-        return sp_err_prefix(err, "%s: [models] target %s", s->path, s->target_dir);
-    if (c->draft && c->target && model_config(c->draft)->vocab_size != model_config(c->target)->vocab_size)
-        return sp_fail(err, "%s: [models]: draft vocab_size %d differs from target vocab_size %d", s->path,
-                       model_config(c->draft)->vocab_size, model_config(c->target)->vocab_size);
-    if ((c->draft && stamp_dir(c, s->draft_dir, err)) || (c->target && stamp_dir(c, s->target_dir, err))) return -1;
-    const char *tdir = c->target ? s->target_dir : s->draft_dir;
-    if (!(c->tok = tokenizer_load_dir(tdir, err))) return sp_err_prefix(err, "%s: [models] %s: tokenizer", s->path, tdir);
-    if (prompt_format_init(&c->fmt, s->prompt_template, tdir, c->tok, err)) return sp_err_prefix(err, "%s", s->path);
-    if (tokenizer_vocab_size(c->tok) > model_config(any_model(c))->vocab_size)
-        return sp_fail(err, "%s: %s: the tokenizer has %d tokens, the model's vocab_size is %d", s->path,
-                       tokenizer_source(c->tok), tokenizer_vocab_size(c->tok), model_config(any_model(c))->vocab_size);
+    RunSetup rs = {need_draft ? s->draft_dir : NULL, need_target ? s->target_dir : NULL, 1, NULL};
+    if (run_models_open(&c->m, &rs, err)) return sp_err_prefix(err, "%s: [models]", s->path);
+    if ((c->m.draft && stamp_dir(c, s->draft_dir, err)) || (c->m.target && stamp_dir(c, s->target_dir, err))) return -1;
+    if (prompt_format_init(&c->fmt, s->prompt_template, c->m.tokenizer_dir, c->m.tokenizer, err))
+        return sp_err_prefix(err, "%s", s->path);
     return 0;
-}
-
-static int context_cap(const Ctx *c) {
-    int cap = model_config(any_model(c))->max_pos;
-    if (c->draft && model_config(c->draft)->max_pos < cap) cap = model_config(c->draft)->max_pos;
-    return cap;
 }
 
 /* Loads dataset d and tokenizes the prompts that do not depend on a run: every first turn, laid out
@@ -258,12 +242,12 @@ static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
     if (!P->ids || !P->n || !P->truncated) return sp_fail(err, "out of memory");
     P->max_prompt = max_prompt;
     if (dataset_has_turns(&P->ds, s->prompt_offset, s->n_prompts)) P->n_max = max_prompt;
-    const ModelConfig *mc = model_config(any_model(c));
+    const ModelConfig *mc = model_config(run_models_any(&c->m));
     for (int i = 0; i < s->n_prompts; i++) {
         int index = s->prompt_offset + i;
         if (P->ds.ex[index].turn > 0) continue;
         char *text = prompt_text(&c->fmt, &P->ds, index, NULL, err);
-        if (!text || prompt_encode(&c->fmt, c->tok, mc->bos_id, text, max_prompt, &P->ids[i], &P->n[i],
+        if (!text || prompt_encode(&c->fmt, c->m.tokenizer, mc->bos_id, text, max_prompt, &P->ids[i], &P->n[i],
                                    &P->truncated[i], err)) {
             free(text);
             return sp_err_prefix(err, "%s: prompt %d (id %s)", path, index, P->ds.ex[index].id);
@@ -372,9 +356,9 @@ static int run_prompt_ids(const Ctx *c, const RunConfig *r, int i, const char *c
         *truncated = P->truncated[i];
         return 0;
     }
-    const ModelConfig *mc = model_config(any_model(c));
+    const ModelConfig *mc = model_config(run_models_any(&c->m));
     char *text = prompt_text(&c->fmt, &P->ds, index, answers + (i - turn), err);
-    int rc = text ? prompt_encode(&c->fmt, c->tok, mc->bos_id, text, P->max_prompt, owned, n, truncated, err)
+    int rc = text ? prompt_encode(&c->fmt, c->m.tokenizer, mc->bos_id, text, P->max_prompt, owned, n, truncated, err)
                   : -1;
     free(text);
     *ids = *owned;
@@ -429,7 +413,7 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, De
         }
         fill_row(row, r, &out);
         size_t len;
-        if (tokenizer_decode(c->tok, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL) == 0)
+        if (tokenizer_decode(c->m.tokenizer, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL) == 0)
             db_text_sanitize(row->output_text);
         else
             row->output_text = NULL;
@@ -462,8 +446,8 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     remove_run_files(c, r);
     if (db_run_begin(c->db, s, r, &meta, err)) return -1;
     checkpoint(c);
-    int max_ctx = c->prompts[r->dataset].n_max + decode_max_tokens(&r->dc) + r->dc.gamma + 1;
-    Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->draft : NULL, method_is(r->dc.method, MC_USES_TARGET) ? c->target : NULL,
+    int max_ctx = decode_context_of(&r->dc, c->prompts[r->dataset].n_max);
+    Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->m.draft : NULL, method_is(r->dc.method, MC_USES_TARGET) ? c->m.target : NULL,
                                v ? &v->v : NULL, max_ctx, err);
     if (!dec) return -1;
     PromptRow *rows = calloc((size_t)s->n_prompts, sizeof *rows);
@@ -619,10 +603,8 @@ static int run_workers(Ctx *c, int jobs, int *ran, int *n_failed, SpErr *err) {
 static void ctx_free(Ctx *c) {
     for (int d = 0; d < SPEC_MAX_DATASETS; d++) prompts_free(&c->prompts[d], c->s->n_prompts);
     for (int i = 0; i < c->n_vers; i++) verifier_free(&c->vers[i].v);
-    tokenizer_free(c->tok);
     prompt_format_free(&c->fmt);
-    model_free(c->draft);
-    model_free(c->target);
+    run_models_close(&c->m);
     db_close(c->db);
     if (c->lock_fd >= 0) close(c->lock_fd);
     free(c->pending);
@@ -710,10 +692,10 @@ static int load_inputs(Ctx *c, SpErr *err) {
         if (c->runs[k].dc.gamma > max_gamma) max_gamma = c->runs[k].dc.gamma;
         if (decode_max_tokens(&c->runs[k].dc) > max_out) max_out = decode_max_tokens(&c->runs[k].dc);
     }
-    int max_prompt = context_cap(c) - max_out - max_gamma - 1;
+    int max_prompt = decode_prompt_room(c->m.max_pos, max_out, max_gamma);
     if (max_prompt < 1)
         return sp_fail(err, "%s: [decode] max_new_tokens: %d (at most %d with a finishing round) + gamma %d + 1 leaves no room "
-                       "for a prompt in a context of %d", s->path, s->max_new, max_out, max_gamma, context_cap(c));
+                       "for a prompt in a context of %d", s->path, s->max_new, max_out, max_gamma, c->m.max_pos);
     for (int d = 0; d < s->n_datasets; d++)
         if (load_prompts(c, d, max_prompt, err)) return -1;
     return 0;

@@ -15,6 +15,7 @@
 #include "dataset.h"
 #include "db.h"
 #include "schema.h"
+#include "setup.h"
 #include "sqlutil.h"
 #include "tokenlog.h"
 #include "hashutil.h"
@@ -94,8 +95,7 @@ typedef struct Ctx {
     int *todo, n_todo;
     DataEntry data[SCORE_MAX_DATASETS];
     int n_data;
-    Model *target;
-    Tokenizer *tok;
+    RunModels m; /* the target and its tokenizer (engine/decode/setup.h) */
     PromptFormat fmt[PROMPT_TEMPLATE_COUNT]; /* by PromptTemplate: what the runs to score used (when fmt_ready) */
     int fmt_ready[PROMPT_TEMPLATE_COUNT];
 } Ctx;
@@ -336,12 +336,12 @@ static int prompt_ids(const Ctx *c, const ScoreRun *r, const TodoPrompt *p, int3
     if (e->ds.ex[p->prompt_index].turn != p->turn)
         return sp_fail(err, "%s: prompt %d is turn %d, prompts.turn of run %.12s says %d (dataset changed since the sweep?)",
                        e->path, p->prompt_index, e->ds.ex[p->prompt_index].turn + 1, r->hash, p->turn + 1);
-    const ModelConfig *mc = model_config(c->target);
+    const ModelConfig *mc = model_config(c->m.target);
     int n, truncated;
     /* the runner's cut is max_prompt; any cut at or above n_prompt_tokens finds the same last tokens */
     const PromptFormat *f = &c->fmt[r->prompt_template];
     char *text = prompt_text(f, &e->ds, p->prompt_index, (const char *const *)p->answers, err);
-    int rc = text ? prompt_encode(f, c->tok, mc->bos_id, text, INT_MAX, ids, &n, &truncated, err) : -1;
+    int rc = text ? prompt_encode(f, c->m.tokenizer, mc->bos_id, text, INT_MAX, ids, &n, &truncated, err) : -1;
     free(text);
     if (rc) return sp_err_prefix(err, "%s: prompt %d", e->path, p->prompt_index);
     int want = p->n_prompt_tokens;
@@ -387,7 +387,7 @@ static int score_prompt(const Ctx *c, Session *s, const ScoreRun *r, const Token
     int32_t *ids = NULL;
     if (find_output(l, log_path, p, &start, &n, err) || prompt_ids(c, r, p, &ids, err)) return -1;
     const int32_t *out = l->token + start;
-    int rc = score_logprobs(s, model_config(c->target)->vocab_size, ids, p->n_prompt_tokens, out, n, lp, err);
+    int rc = score_logprobs(s, model_config(c->m.target)->vocab_size, ids, p->n_prompt_tokens, out, n, lp, err);
     free(ids);
     if (rc) return sp_err_prefix(err, "run %.12s prompt %d", r->hash, p->prompt_index);
     row->prompt_index = p->prompt_index;
@@ -396,7 +396,7 @@ static int score_prompt(const Ctx *c, Session *s, const ScoreRun *r, const Token
     row->lp_sum = 0;
     for (int t = 0; t < n; t++) row->lp_sum += lp[t];
     size_t len;
-    if (tokenizer_decode(c->tok, out, (size_t)n, 1, &row->text, &len, err))
+    if (tokenizer_decode(c->m.tokenizer, out, (size_t)n, 1, &row->text, &len, err))
         return sp_err_prefix(err, "%s: prompt %d: decode", log_path, p->prompt_index);
     for (size_t i = 0; i < len; i++) /* a NUL byte (a byte token) would end the SQLite text early */
         if (row->text[i] == '\0') row->text[i] = '?';
@@ -486,8 +486,8 @@ done:
 
 /* Scores the runs todo[k] with k % n_workers == worker. */
 static int score_share(const Ctx *c, Db *db, int worker, int n_workers, int64_t *added, SpErr *err) {
-    int ctx = model_config(c->target)->max_pos;
-    Session *s = session_new(c->target, ctx, ctx < SCORE_BATCH ? ctx : SCORE_BATCH, err);
+    int ctx = model_config(c->m.target)->max_pos;
+    Session *s = session_new(c->m.target, ctx, ctx < SCORE_BATCH ? ctx : SCORE_BATCH, err);
     if (!s) return -1;
     int rc = 0;
     for (int k = worker; rc == 0 && k < c->n_todo; k += n_workers) rc = score_run(c, db, s, &c->runs[c->todo[k]], added, err);
@@ -550,10 +550,9 @@ static int64_t count_outputs(Db *db) {
 
 static void ctx_free(Ctx *c) {
     for (int d = 0; d < c->n_data; d++) dataset_free(&c->data[d].ds);
-    tokenizer_free(c->tok);
     for (int k = 0; k < PROMPT_TEMPLATE_COUNT; k++)
         if (c->fmt_ready[k]) prompt_format_free(&c->fmt[k]);
-    model_free(c->target);
+    run_models_close(&c->m);
     free(c->runs);
     free(c->todo);
 }
@@ -570,15 +569,12 @@ static int prepare(Ctx *c, Db **db, SpErr *err) {
         if (c->runs[i].n_todo > 0) c->todo[c->n_todo++] = i;
     if (c->n_todo == 0) return 0;
     if (resolve_target(c, *db, err) || check_target(c, err)) return -1;
-    if (!(c->target = model_load(c->target_dir, err))) return sp_err_prefix(err, "target %s", c->target_dir);
-    if (!(c->tok = tokenizer_load_dir(c->target_dir, err))) return sp_err_prefix(err, "target %s: tokenizer", c->target_dir);
-    if (tokenizer_vocab_size(c->tok) > model_config(c->target)->vocab_size)
-        return sp_fail(err, "target %s: tokenizer has %d tokens, the model's vocab_size is %d", c->target_dir,
-                       tokenizer_vocab_size(c->tok), model_config(c->target)->vocab_size);
+    RunSetup rs = {NULL, c->target_dir, 1, NULL};
+    if (run_models_open(&c->m, &rs, err)) return -1;
     for (int k = 0; k < c->n_todo; k++) { /* each prompt template the runs used, once */
         PromptTemplate t = c->runs[c->todo[k]].prompt_template;
         if (c->fmt_ready[t]) continue;
-        if (prompt_format_init(&c->fmt[t], t, c->target_dir, c->tok, err)) return sp_err_prefix(err, "target %s", c->target_dir);
+        if (prompt_format_init(&c->fmt[t], t, c->target_dir, c->m.tokenizer, err)) return sp_err_prefix(err, "target %s", c->target_dir);
         c->fmt_ready[t] = 1;
     }
     return load_datasets(c, err);

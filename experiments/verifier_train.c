@@ -19,6 +19,7 @@
 #include "jsonutil.h"
 #include "hashutil.h"
 #include "model.h"
+#include "setup.h"
 #include "spec.h"
 #include "tokenizer.h"
 #include "verifier.h"
@@ -148,30 +149,14 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
         sha256_file(s->data_path, datasha, err))
         return -1;
     Dataset ds = {0};
-    Model *dm = NULL, *tm = NULL;
-    Tokenizer *tok = NULL;
+    RunModels rm = {0};
     Decoder *dec = NULL;
     Cols c = {0};
     int rc = -1;
     if (dataset_load(s->data_path, s->data_format, s->n_prompts, &ds, err)) return -1;
-    if (!(dm = model_load(s->draft_dir, err))) {
-        sp_err_prefix(err, "%s", s->draft_dir);
-        goto done;
-    }
-    if (!(tm = model_load(s->target_dir, err))) {
-        sp_err_prefix(err, "%s", s->target_dir);
-        goto done;
-    }
-    if (!(tok = tokenizer_load_dir(s->target_dir, err))) goto done;
-    const ModelConfig *tc = model_config(tm);
-    int ctx = tc->max_pos < model_config(dm)->max_pos ? tc->max_pos : model_config(dm)->max_pos;
-    int max_prompt = ctx - s->max_new - 3;
-    if (max_prompt < 1) {
-        sp_fail(err, "max_new %d leaves no room for a prompt in a context of %d", s->max_new, ctx);
-        goto done;
-    }
-    if (!(dec = decoder_new(dm, tm, NULL, ctx, err))) goto done;
-    c.d = model_config(dm)->d_model;
+    RunSetup rs = {s->draft_dir, s->target_dir, 1, NULL}; /* the target's tokenizer */
+    if (run_models_open(&rm, &rs, err)) goto done;
+    Tokenizer *tok = rm.tokenizer;
     DecodeConfig cfg;
     decode_config_default(&cfg);
     cfg.method = DM_COLLECT;
@@ -180,6 +165,16 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
     cfg.lambda = s->lambda;
     cfg.label_rule = s->label_rule;
     cfg.capture_hidden = 1;
+    /* the context rule (decoding.h) with cfg's gamma (the default 5, which decoder_run checks): the
+     * models' context - max_new - 6 */
+    int ctx = rm.max_pos, max_prompt = decode_prompt_room_of(&cfg, ctx);
+    if (max_prompt < 1) {
+        sp_fail(err, "max_new %d + gamma %d + 1 leaves no room for a prompt in a context of %d", s->max_new, cfg.gamma,
+                ctx);
+        goto done;
+    }
+    if (!(dec = decoder_new(rm.draft, rm.target, NULL, ctx, err))) goto done;
+    c.d = model_config(rm.draft)->d_model;
     for (int i = 0; i < ds.n; i++) {
         int32_t *ids;
         size_t n;
@@ -235,9 +230,7 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
 done:
     cols_free(&c);
     decoder_free(dec);
-    tokenizer_free(tok);
-    model_free(dm);
-    model_free(tm);
+    run_models_close(&rm);
     dataset_free(&ds);
     return rc;
 }

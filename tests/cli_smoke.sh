@@ -78,5 +78,23 @@ expect "decode: sprinter without a verifier refused" '[[ $rc -ne 0 && $err == *v
 out=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 --method ar,sd,draft --max-new 10 2>&1); rc=$?
 expect "decode: table with one row per method" '[[ $rc -eq 0 && $(grep -cE "^(ar|sd|draft) " <<< "$out") -eq 3 ]]'
 
+# a tokenizer whose vocabulary does not fit the model (the fixture's 269 tokens, the tiny preset's
+# vocab_size 96) is refused by every command that loads one, in one line naming both directories
+# (engine/decode/setup.h run_models_open)
+T=$W/tok269
+"$S" init-random --arch gpt2 --preset tiny --seed 1 --out "$T" >/dev/null || bad "init-random tok269"
+cp "$(dirname "$0")/tokenizer/fixtures/gpt2/vocab.json" "$(dirname "$0")/tokenizer/fixtures/gpt2/merges.txt" "$T/"
+echo "hello world" > "$W/lines.txt"
+echo '{"id": "a", "prompt": "hello world"}' > "$W/one.jsonl"
+for what in "decode --draft $G --target $T --prompt hello --method sd --max-new 2" \
+            "collect --draft $G --target $T --data $W/one.jsonl --lambda 1 --max-new 2 --out $W/tok.h5" \
+            "perplexity --model $T --data $W/lines.txt" \
+            "generate --model $T --prompt hello --max-new 2"; do
+  "$S" $what >/dev/null 2>"$W/err"; rc=$?
+  e=$(cat "$W/err")
+  expect "${what%% *}: tokenizer of 269 tokens vs vocab_size 96 refused in one line naming $T: rc=$rc $e" \
+    '[[ $rc -eq 1 && $(wc -l < "$W/err") -eq 1 && $e == *"$T/vocab.json: the tokenizer has 269 tokens but $T/config.json: vocab_size is 96"* ]]'
+done
+
 echo "cli_smoke: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

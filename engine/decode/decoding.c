@@ -142,9 +142,22 @@ int decode_max_tokens(const DecodeConfig *cfg) {
     return cfg->max_new + (cfg->finish_round ? cfg->max_run + 1 : 0);
 }
 
-int decode_context_needed(const DecodeConfig *cfg, int n_prompt) {
-    int drafts = method_is(cfg->method, MC_USES_DRAFT) ? cfg->gamma + 1 : 0;
-    return n_prompt + decode_max_tokens(cfg) + drafts;
+/* gamma 0: a method that does not draft; its need is the prompt and what it emits. */
+static int draft_rows(int gamma) { return gamma > 0 ? gamma + 1 : 0; }
+
+int decode_context_need(int n_prompt, int max_out, int gamma) { return n_prompt + max_out + draft_rows(gamma); }
+
+/* The gamma the context rule counts for a run of c: c->gamma when its method drafts, else 0. */
+static int drafting_gamma(const DecodeConfig *c) { return method_is(c->method, MC_USES_DRAFT) ? c->gamma : 0; }
+
+int decode_context_of(const DecodeConfig *c, int n_prompt) {
+    return decode_context_need(n_prompt, decode_max_tokens(c), drafting_gamma(c));
+}
+
+int decode_prompt_room(int context, int max_out, int gamma) { return context - max_out - draft_rows(gamma); }
+
+int decode_prompt_room_of(const DecodeConfig *c, int context) {
+    return decode_prompt_room(context, decode_max_tokens(c), drafting_gamma(c));
 }
 
 /* The family that runs each method (methods.h SP_METHODS). */
@@ -167,7 +180,7 @@ static int check_run(const Decoder *decoder, const DecodeConfig *cfg, const int3
     if (method == DM_SPECDECPP && decoder->verifier->feature != VF_TOKEN)
         return sp_fail(err, "method specdecpp needs a verifier of the token feature (this one scores the prefix)");
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
-    if (decode_context_needed(cfg, n_prompt) > decoder->max_ctx) {
+    if (decode_context_of(cfg, n_prompt) > decoder->max_ctx) {
         if (!method_is(method, MC_USES_DRAFT))
             return sp_fail(err, "prompt (%d tokens) + at most %d new tokens exceeds the decoder's context of %d",
                            n_prompt, decode_max_tokens(cfg), decoder->max_ctx);

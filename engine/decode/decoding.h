@@ -79,10 +79,21 @@ void decode_config_default(DecodeConfig *c);
 int decode_config_check(const DecodeConfig *c, SpErr *err);
 /* The most tokens a run of c emits: max_new, plus max_run + 1 under finish_round. */
 int decode_max_tokens(const DecodeConfig *c);
-/* The context (positions) a run of c on a prompt of n_prompt tokens needs: the prompt, at most
- * decode_max_tokens(c) new tokens, and for a method that drafts, gamma drafts and the row after
- * them past the last committed token. decoder_run refuses a run whose need exceeds max_ctx. */
-int decode_context_needed(const DecodeConfig *c, int n_prompt);
+
+/* The context rule, the one place it is written (decoder_new's max_ctx, decoder_run's check, every
+ * command's prompt truncation): a decode of a prompt of n_prompt tokens that emits at most max_out
+ * tokens in blocks of at most gamma drafts needs n_prompt + max_out + gamma + 1 positions (a block's
+ * drafts and its bonus token may lie beyond the last emitted one); with gamma 0 (a method that does
+ * not draft: ar) n_prompt + max_out. */
+int decode_context_need(int n_prompt, int max_out, int gamma);
+/* The positions a run of c needs: decode_context_need with c->gamma when c's method drafts, else 0. */
+int decode_context_of(const DecodeConfig *c, int n_prompt);
+/* The rule read backwards: the most prompt tokens a context of `context` positions leaves room for,
+ * context - max_out - gamma - 1 (gamma 0: context - max_out; below 1: none; the caller refuses). Longer prompts keep their last
+ * that many tokens (the part that conditions the continuation). */
+int decode_prompt_room(int context, int max_out, int gamma);
+/* decode_prompt_room for a run of c (gamma as in decode_context_of). */
+int decode_prompt_room_of(const DecodeConfig *c, int context);
 
 
 typedef struct DecodeStats {
@@ -125,8 +136,8 @@ void decode_output_free(DecodeOutput *o);
 typedef struct Decoder Decoder;
 
 /* draft may be NULL for ar; target may be NULL for draft; verifier may be NULL unless a method
- * needs it (sprinter, specdecpp). max_ctx bounds every run's decode_context_needed. Models must
- * share a vocabulary size (checked). The audit copy of the target gets its cache on first use. */
+ * needs it (sprinter, specdecpp). max_ctx bounds the runs' decode_context_of. Models must share a
+ * vocabulary size (checked). The audit copy of the target gets its cache on first use. */
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err);
 void decoder_free(Decoder *decoder);
 
