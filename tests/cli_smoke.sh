@@ -5,12 +5,8 @@
 set -uo pipefail
 S=$1
 W=$2
-rm -rf "$W" && mkdir -p "$W"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() { if eval "$2"; then ok; else bad "$1"; fi; }
+source "$(dirname "${BASH_SOURCE[0]}")/shell_common.sh"
+fresh_workdir "$W"
 
 for c in generate tokenize logits init-random info export-gguf; do
   out=$("$S" "$c" --help 2>&1); rc=$?
@@ -78,5 +74,4 @@ expect "decode: sprinter without a verifier refused" '[[ $rc -ne 0 && $err == *v
 out=$("$S" decode --draft "$G" --target "$G" --prompt-ids 1,2 --method ar,sd,draft --max-new 10 2>&1); rc=$?
 expect "decode: table with one row per method" '[[ $rc -eq 0 && $(grep -cE "^(ar|sd|draft) " <<< "$out") -eq 3 ]]'
 
-echo "cli_smoke: $pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+report cli_smoke
