@@ -48,7 +48,7 @@ done
 # decode: incompatible inputs and out-of-range parameters are refused with a clear message
 G=$W/gpt2; L=$W/llama
 /usr/bin/python3 -c "
-import sys; sys.path.insert(0, '$(dirname "$0")/oracle')
+import sys; sys.path.insert(0, '$(dirname "$0")/../scripts/pylib')
 import numpy as np, stio
 stio.write('$W/v16.safetensors', {'weight': np.zeros(16, np.float32), 'bias': np.zeros(1, np.float32)},
            metadata={'format': 'sprinter-verifier', 'version': '1', 'lambda': '1.0'})
