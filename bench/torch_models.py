@@ -11,7 +11,7 @@ cache, no autograd. Same measurements as bench/bench_forward.c, same random-toke
 "Best of its own settings": each compute dtype asked for is tried under every execution mode
 (eager + torch.no_grad, eager + torch.inference_mode, torch.jit.script, torch.jit.script +
 torch.jit.freeze) with a short decode trial; the fastest mode is then measured in full. All
-trials are reported. Weights are read by the small safetensors reader below (no safetensors or
+trials are reported. Weights are read by scripts/pylib/stio.py (no safetensors or
 transformers package); f16/bf16 weights are widened exactly when the compute dtype is float32.
 
 Run with Debian's /usr/bin/python3 (python3-torch 1.13). Threads: torch.set_num_threads(T) and
@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 import time
 
@@ -66,27 +65,19 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from typing import List  # noqa: E402
 
+# scripts/pylib holds the safetensors module shared with tests/ and data/train/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "pylib"))
+import stio  # noqa: E402
+
 
 # ------------------------------------------------------------------ safetensors reader
 def read_safetensors(path):
-    """{name: numpy array} for F32/F16 and {name: ("BF16", uint16 array)} for BF16; copies out of
-    an mmap so every array is aligned and owned."""
-    with open(path, "rb") as f:
-        (hlen,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(hlen))
-    mm = np.memmap(path, dtype=np.uint8, mode="r")
-    base = 8 + hlen
-    out = {}
-    np_types = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        if e["dtype"] not in np_types:
-            raise ValueError(f"{path}: tensor {name} has dtype {e['dtype']}, expected F32, F16 or BF16")
-        lo, hi = e["data_offsets"]
-        a = np.frombuffer(mm[base + lo:base + hi], dtype=np_types[e["dtype"]]).reshape(e["shape"]).copy()
-        out[name] = (e["dtype"], a)
-    return out
+    """{name: (dtype, numpy array)}: float32/float16 arrays for F32/F16, uint16 bits for BF16;
+    every array is an aligned, owned copy."""
+    stio.check_dtypes(path, ("F32", "F16", "BF16"),
+                      "{path}: tensor {name} has dtype {dtype}, expected F32, F16 or BF16")
+    raw, _, _ = stio.read_raw(path)
+    return {name: (dt, a) for name, (dt, _, a) in raw.items()}
 
 
 def load_tensors(model_dir):

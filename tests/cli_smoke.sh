@@ -5,12 +5,8 @@
 set -uo pipefail
 S=$1
 W=$2
-rm -rf "$W" && mkdir -p "$W"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() { if eval "$2"; then ok; else bad "$1"; fi; }
+source "$(dirname "${BASH_SOURCE[0]}")/shell_common.sh"
+fresh_workdir "$W"
 
 for c in generate tokenize logits init-random info export-gguf; do
   out=$("$S" "$c" --help 2>&1); rc=$?
@@ -52,7 +48,7 @@ done
 # decode: incompatible inputs and out-of-range parameters are refused with a clear message
 G=$W/gpt2; L=$W/llama
 /usr/bin/python3 -c "
-import sys; sys.path.insert(0, '$(dirname "$0")/oracle')
+import sys; sys.path.insert(0, '$(dirname "$0")/../scripts/pylib')
 import numpy as np, stio
 stio.write('$W/v16.safetensors', {'weight': np.zeros(16, np.float32), 'bias': np.zeros(1, np.float32)},
            metadata={'format': 'sprinter-verifier', 'version': '1', 'lambda': '1.0'})
@@ -96,5 +92,4 @@ for what in "decode --draft $G --target $T --prompt hello --method sd --max-new 
     '[[ $rc -eq 1 && $(wc -l < "$W/err") -eq 1 && $e == *"$T/vocab.json: the tokenizer has 269 tokens but $T/config.json: vocab_size is 96"* ]]'
 done
 
-echo "cli_smoke: $pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+report cli_smoke

@@ -5,6 +5,7 @@ of a results directory, and command helpers.
 Every test prints "NAME: N passed, M failed" and exits 0/1, or 77 (CTest SKIP_RETURN_CODE) with the
 reason when the fault cannot be injected here.
 """
+import argparse
 import os
 import re
 import shutil
@@ -18,6 +19,22 @@ import sweep_fixture  # noqa: E402  (make_models, write_spec, dump, Checks)
 
 Checks = sweep_fixture.Checks
 SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
+
+
+def parse_args():
+    """The command line every fault_*.py test takes (CMakeLists.txt passes the same four options to all)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sprinter", required=True)
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--shim", default=None)
+    ap.add_argument("--work", required=True)
+    return ap.parse_args()
+
+
+def fresh_dir(path):
+    """Start from an empty work directory, whatever an earlier run left there."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
 
 
 def skip(reason):

@@ -26,13 +26,12 @@ model directory of init-random.
 
 usage: fault_disk_full.py --sprinter BIN --dump SWEEP_DUMP [--shim LIB] --work DIR
 """
-import argparse
 import os
 import re
 import shutil
 import subprocess
 
-from fault_common import SANITIZER, Checks, Space, check_results_dir, clean_failure, leftovers, run, space_mode, sweep_fixture, reference_sweep
+from fault_common import SANITIZER, Checks, Space, check_results_dir, clean_failure, leftovers, run, space_mode, sweep_fixture, reference_sweep, fresh_dir, parse_args
 
 FULL = r"No space left|disk is full|disk full|write failed|flush failed|close failed|disk I/O error"
 # SQLite's messages (runs.sqlite) and what each must carry: the extended result code, and errno 28 for
@@ -87,20 +86,14 @@ def sweep_on_small_disk(ck, a, mode, spec, ref_lines, ref_dump, size, tokens_onl
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sprinter", required=True)
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--shim", default=None)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
+    a = parse_args()
     a.sprinter, a.dump = os.path.abspath(a.sprinter), os.path.abspath(a.dump)
     a.shim = os.path.abspath(a.shim) if a.shim else None
     for d in ("disk", "res-tokens/tokens", "collect-disk", "model-disk"):
         p = os.path.join(a.work, d)
         if os.path.ismount(p):
             subprocess.run(["umount", p], check=False)
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    fresh_dir(a.work)
     mode = space_mode(a.work, a.shim)
     print("fault_disk_full: full disk simulated with %s" % mode, flush=True)
     ck = Checks("fault_disk_full")

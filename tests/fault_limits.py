@@ -17,7 +17,6 @@ covered by tests/bad_input.py; this adds:
 
 usage: fault_limits.py --sprinter BIN --dump SWEEP_DUMP --work DIR [--shim LIB (unused)]
 """
-import argparse
 import json
 import os
 import shutil
@@ -26,7 +25,7 @@ import struct
 import subprocess
 import sys
 
-from fault_common import Checks, clean_failure, sweep_fixture
+from fault_common import Checks, clean_failure, sweep_fixture, fresh_dir, parse_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -73,15 +72,9 @@ def model_dir(base, name, cfg, st):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sprinter", required=True)
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--shim", default=None)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
+    a = parse_args()
     S = a.sprinter
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    fresh_dir(a.work)
     ck = Checks("fault_limits")
     m = os.path.join(a.work, "m")
     sweep_fixture.make_models(S, m)  # vocab 269, n_positions 128, GPT-2 BPE fixture tokenizer

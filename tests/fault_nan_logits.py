@@ -27,7 +27,6 @@ Documented behaviour checked here:
 
 usage: fault_nan_logits.py --sprinter BIN --dump SWEEP_DUMP --work DIR [--shim LIB (unused)]
 """
-import argparse
 import json
 import os
 import re
@@ -35,7 +34,7 @@ import shutil
 import sqlite3
 import struct
 
-from fault_common import SANITIZER, Checks, check_results_dir, clean_failure, integrity_ok, leftovers, run, sweep_fixture
+from fault_common import SANITIZER, Checks, check_results_dir, clean_failure, integrity_ok, leftovers, run, sweep_fixture, fresh_dir, parse_args
 
 NONFINITE = r"logits (at position \d+ )?contain (NaN|[+-]Inf) at index \d+"
 
@@ -60,14 +59,8 @@ def copy_model(src, dst, tensor, value):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sprinter", required=True)
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--shim", default=None)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = parse_args()
+    fresh_dir(a.work)
     ck = Checks("fault_nan_logits")
     m = os.path.join(a.work, "m")
     sweep_fixture.make_models(a.sprinter, m)

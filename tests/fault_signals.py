@@ -17,7 +17,6 @@ the line names one of the runs in progress).
 
 usage: fault_signals.py --sprinter BIN --dump SWEEP_DUMP --work DIR [--shim LIB (unused)]
 """
-import argparse
 import os
 import re
 import shutil
@@ -26,7 +25,7 @@ import sqlite3
 import subprocess
 import time
 
-from fault_common import SANITIZER, Checks, check_results_dir, run, sweep_fixture, reference_sweep
+from fault_common import SANITIZER, Checks, check_results_dir, run, sweep_fixture, reference_sweep, fresh_dir, parse_args
 
 LINE = re.compile(r"^sprinter sweep: interrupted by (SIGTERM|SIGINT); runs? ([0-9a-f]{12,64}(?:, [0-9a-f]{12,64})*) "
                   r"discarded; (\d+) of (\d+) runs done$")
@@ -118,14 +117,8 @@ def interrupt(ck, a, spec, ref_dump, ref_lines, name, sig, after_done, jobs=1):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sprinter", required=True)
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--shim", default=None)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = parse_args()
+    fresh_dir(a.work)
     ck = Checks("fault_signals")
     m, spec, ref, ref_dump = reference_sweep(ck, a)
     ref_lines = set(ref_dump.splitlines())

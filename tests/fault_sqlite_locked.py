@@ -13,7 +13,6 @@
 
 usage: fault_sqlite_locked.py --sprinter BIN --dump SWEEP_DUMP --work DIR [--shim LIB (unused)]
 """
-import argparse
 import os
 import shutil
 import sqlite3
@@ -21,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from fault_common import SANITIZER, Checks, clean_failure, integrity_ok, leftovers, run, sweep_fixture, reference_sweep
+from fault_common import SANITIZER, Checks, clean_failure, integrity_ok, leftovers, run, sweep_fixture, reference_sweep, fresh_dir, parse_args
 
 HOLD = 2.0
 
@@ -75,14 +74,8 @@ def hold_lock(db, seconds):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sprinter", required=True)
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--shim", default=None)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a = parse_args()
+    fresh_dir(a.work)
     ck = Checks("fault_sqlite_locked")
     m, spec, ref, ref_dump = reference_sweep(ck, a)
 

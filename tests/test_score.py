@@ -35,8 +35,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "oracle"))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts", "pylib"))
 import sweep_fixture as fx  # noqa: E402
 import ref_model  # noqa: E402
+from gpt2_bytes import bytes_to_unicode  # noqa: E402
 
 TOL = 1e-4
 N_PROMPTS, MAX_NEW = 3, 8
@@ -85,19 +87,6 @@ def log_tokens(dump_exe, res):
     return toks
 
 
-def bytes_to_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
-        list(range(ord("\xae"), ord("\xff") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
-
-
 def sanitize(raw):
     """Invalid UTF-8 bytes and NUL -> '?', the rule of score.c."""
     out, i = bytearray(), 0
@@ -125,7 +114,7 @@ class Decoder:
         with open(os.path.join(model_dir, "vocab.json")) as f:
             vocab = json.load(f)
         self.inv = {i: s for s, i in vocab.items()}
-        self.byte = {u: b for b, u in bytes_to_unicode().items()}
+        self.byte = {u: b for b, u in bytes_to_unicode()}
 
     def __call__(self, ids):
         raw = bytearray()

@@ -8,12 +8,8 @@ set -uo pipefail
 S=$1
 SRC=$2
 W=$3
-rm -rf "$W" && mkdir -p "$W"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() { if eval "$2"; then ok; else bad "$1"; fi; }
+source "$(dirname "${BASH_SOURCE[0]}")/shell_common.sh"
+fresh_workdir "$W"
 
 for c in sweep merge summary; do
   out=$("$S" "$c" --help 2>&1); rc=$?
@@ -169,5 +165,4 @@ expect "experiments/paper.ini expands ($p)" '[[ $p =~ ^[0-9]+\ runs ]]'
 expect "paper grid: 4 lambdas x 5 taus x 2 caps of sprinter present" \
   '[[ $("$S" sweep "$W/ship-paper.ini" --out "$W/ship-paper" --dry-run | grep -c " sprinter lambda=") -eq $((40 * $(grep -E "^seeds" "$SRC/experiments/paper.ini" | tr "," "\n" | wc -l))) ]]'
 
-echo "sweep_cli: $pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+report sweep_cli

@@ -20,6 +20,11 @@ import re
 import sys
 import unicodedata
 
+# GPT-2's byte map is shared with the tokenizer tests (scripts/pylib/gpt2_bytes.py); importers of
+# this module keep calling bpe.bytes_to_unicode().
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "pylib"))
+from gpt2_bytes import bytes_to_unicode  # noqa: E402,F401
+
 EOT = "<|endoftext|>"
 
 
@@ -46,23 +51,6 @@ _L = _class(lambda c: c in ("Lu", "Ll", "Lt", "Lm", "Lo"))
 _N = _class(lambda c: c in ("Nd", "Nl", "No"))
 PRETOKENIZE = re.compile(
     r"'s|'t|'re|'ve|'m|'ll|'d| ?[" + _L + r"]+| ?[" + _N + r"]+| ?[^\s" + _L + _N + r"]+|\s+(?!\S)|\s+")
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable unicode character map (as a list in id order).
-    Returns [(byte, char)] ordered: '!'..'~', '¡'..'¬', '®'..'ÿ', then the remaining bytes mapped
-    to U+0100 upward. That order is also the order of the first 256 token ids."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [(b, chr(c)) for b, c in zip(bs, cs)]
-
 
 BYTE2CHAR = {b: c for b, c in bytes_to_unicode()}
 CHAR2BYTE = {c: b for b, c in bytes_to_unicode()}

@@ -2,17 +2,20 @@
 GPT2LMHeadModel (Conv1D weights stored [in, out], y = x @ W + b; tied LM head), so exporting is
 writing state_dict() to safetensors. No dropout. gelu_new = tanh-approximated GELU.
 
-Also: a minimal safetensors writer/reader (F32) and the config.json writer.
+Also: the safetensors writer/reader (F32, from scripts/pylib/stio.py) and the config.json writer.
 """
 import json
 import math
 import os
-import struct
+import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# scripts/pylib holds the safetensors module shared with tests/ and bench/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "pylib"))
+import stio  # noqa: E402
 
 
 class Conv1D(nn.Module):
@@ -151,43 +154,10 @@ def make_config(vocab_size, n_positions, n_embd, n_layer, n_head, eos_id):
 
 
 # ------------------------------------------------------------------ safetensors (F32)
-def save_safetensors(tensors, path):
-    """tensors: {name: float32 ndarray}. Writes header (padded with spaces to a multiple of 8,
-    with __metadata__ {"format": "pt"}) + data in sorted name order, via path.tmp + rename."""
-    header = {"__metadata__": {"format": "pt"}}
-    off = 0
-    blobs = []
-    for name in sorted(tensors):
-        a = np.ascontiguousarray(tensors[name], dtype="<f4")
-        b = a.tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        off += len(b)
-        blobs.append(b)
-    h = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    h += b" " * ((8 - len(h) % 8) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n).decode("utf-8"))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] != "F32":
-            raise ValueError(f"{path}: tensor {name}: dtype {info['dtype']} (only F32 supported)")
-        a, b = info["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(info["shape"]).copy()
-    return out
+# The F32 writer and reader are scripts/pylib/stio.py's (save_f32: sorted names, __metadata__
+# {"format": "pt"}, header padded to a multiple of 8, written via path.tmp + rename).
+save_safetensors = stio.save_f32
+load_safetensors = stio.load_f32
 
 
 def export(model, out_dir):

@@ -23,7 +23,7 @@ RoPE is HF's rotate-half form (inv_freq = 1 / theta^(2j/hd), cos/sin of cat(freq
 q cos + rotate_half(q) sin with rotate_half(x) = cat(-x2, x1)), applied to q and k of every head.
 Attention scores are scaled by 1/sqrt(hd), causal, no dropout. Computation in float32.
 
-save_hf_dir(model, cfg, out_dir) writes config.json, model.safetensors (F32, written here:
+save_hf_dir(model, cfg, out_dir) writes config.json, model.safetensors (F32, by scripts/pylib/stio.py:
 8-byte little-endian header length + JSON header padded with spaces to a multiple of 8 +
 raw little-endian data, tensors in sorted name order) and copies the tokenizer files.
 load_hf_dir(dir) reads such a directory back.
@@ -32,12 +32,15 @@ import json
 import math
 import os
 import shutil
-import struct
+import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# scripts/pylib holds the safetensors module shared with tests/ and bench/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "pylib"))
+import stio  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TOKENIZER = os.path.join(os.path.dirname(HERE), "models", "tokenizer")
@@ -227,43 +230,10 @@ def forward_flops_per_token(cfg, context):
 
 
 # ------------------------------------------------------------------ safetensors (F32)
-def save_safetensors(tensors, path):
-    """tensors: {name: float32 ndarray}. u64 LE header length, JSON header ({name: {dtype, shape,
-    data_offsets}}, __metadata__ {"format": "pt"}, padded with spaces to a multiple of 8), then
-    the little-endian float32 data in sorted name order. Written to path.tmp, then renamed."""
-    header = {"__metadata__": {"format": "pt"}}
-    off, blobs = 0, []
-    for name in sorted(tensors):
-        b = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(np.shape(tensors[name])),
-                        "data_offsets": [off, off + len(b)]}
-        off += len(b)
-        blobs.append(b)
-    h = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    h += b" " * ((8 - len(h) % 8) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n).decode("utf-8"))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] != "F32":
-            raise ValueError(f"{path}: tensor {name}: dtype {info['dtype']} (only F32 supported)")
-        a, b = info["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(info["shape"]).copy()
-    return out
+# The F32 writer and reader are scripts/pylib/stio.py's (save_f32: sorted names, __metadata__
+# {"format": "pt"}, header padded to a multiple of 8, written via path.tmp + rename).
+save_safetensors = stio.save_f32
+load_safetensors = stio.load_f32
 
 
 def _write_json(path, obj):

@@ -38,6 +38,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "pylib"))
 import ref_model  # noqa: E402
 import stio  # noqa: E402
 

@@ -33,17 +33,8 @@ import json
 import os
 import sys
 
-
-def bytes_to_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [(b, chr(c)) for b, c in zip(bs, cs)]  # in GPT-2's id order
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "pylib"))
+from gpt2_bytes import bytes_to_unicode  # noqa: E402  (in GPT-2's id order)
 
 
 GPT2_MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("l", "l"), ("e", "l"), ("ll", "o"),

@@ -5,6 +5,10 @@ File layout: u64 little-endian header length N, N bytes of JSON
 then the data buffer; offsets are relative to the start of the data buffer.
 
 bf16 is held in numpy as uint16 (the top 16 bits of a float32).
+
+The one safetensors module of the Python side: the oracle and fault tests (tests/), the trainers
+(data/train/) and the PyTorch baseline (bench/) all import it. An importer puts this directory
+(scripts/pylib, found relative to its own __file__) on sys.path first.
 """
 import json
 import os
@@ -76,13 +80,23 @@ def read_header(path):
     return n, json.loads(hdr.decode("utf-8"))
 
 
+def check_dtypes(path, allowed, complaint):
+    """Refuse a file holding a tensor whose dtype is not in `allowed`, before any data is read:
+    ValueError(complaint.format(path=, name=, dtype=)) for the first such tensor in header order."""
+    _, header = read_header(path)
+    for name, info in header.items():
+        if name != "__metadata__" and info["dtype"] not in allowed:
+            raise ValueError(complaint.format(path=path, name=name, dtype=info["dtype"]))
+
+
 def read_raw(path):
-    """-> (tensors {name: (dtype, shape, stored ndarray)}, metadata, order)."""
+    """-> (tensors {name: (dtype, shape, stored ndarray)}, metadata, order).
+
+    The data is mapped, not read, and every tensor copied out of the map: each array is aligned and
+    owned, and a large model (bench/torch_models.py) is not held twice in memory."""
     n, header = read_header(path)
     meta = header.pop("__metadata__", None)
-    with open(path, "rb") as f:
-        f.seek(8 + n)
-        buf = f.read()
+    buf = np.memmap(path, dtype=np.uint8, mode="r")[8 + n:]
     out = {}
     for name, info in header.items():
         dt = info["dtype"]
@@ -153,9 +167,10 @@ def build_bytes(items, metadata=None, align=8, pad_char=b" "):
 
 
 def write(path, tensors, dtype="F32", order=None, metadata=None, align=8,
-          dtypes=None):
+          dtypes=None, atomic=False):
     """tensors: {name: float ndarray}; dtype: storage dtype for all tensors
-    (or per-tensor through `dtypes`); order: list of names giving file order."""
+    (or per-tensor through `dtypes`); order: list of names giving file order.
+    atomic: write path + ".tmp" and rename it, so a reader never sees half a file."""
     names = list(order) if order is not None else list(tensors)
     items = []
     for name in names:
@@ -163,9 +178,28 @@ def write(path, tensors, dtype="F32", order=None, metadata=None, align=8,
         st = to_storage(tensors[name], dt)
         items.append((name, dt, st.shape, st.tobytes()))
     data = build_bytes(items, metadata, align)
-    with open(path, "wb") as f:
+    dest = path + ".tmp" if atomic else path
+    with open(dest, "wb") as f:
         f.write(data)
+    if atomic:
+        os.replace(dest, path)
     return data
+
+
+# ---------------------------------------------------------------- the trainers' F32 files
+# data/train/ (gpt2.py, llama.py) writes and reads F32 only: tensors in sorted name order,
+# __metadata__ {"format": "pt"}, header padded to a multiple of 8, written through a rename.
+def save_f32(tensors, path):
+    """tensors: {name: float32 ndarray} -> path, as the trainers export a model."""
+    write(path, tensors, dtype="F32", order=sorted(tensors), metadata={"format": "pt"},
+          align=8, atomic=True)
+
+
+def load_f32(path):
+    """-> {name: float32 ndarray} in header order; any dtype but F32 is refused."""
+    check_dtypes(path, ("F32",), "{path}: tensor {name}: dtype {dtype} (only F32 supported)")
+    raw, _, _ = read_raw(path)
+    return {name: a for name, (_, _, a) in raw.items()}
 
 
 def write_sharded(model_dir, tensors, nshards, dtype="F32", order=None,
