@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "clock.h"
 #include "commands.h"
+#include "decoding.h"
 #include "fsutil.h"
 #include "jsonutil.h"
 #include "gguf.h"
@@ -101,17 +101,16 @@ int cmd_generate(int argc, char **argv) {
     SpErr err = {{0}};
     int rc = 1;
     RunModels rm = {0};
-    Session *s = NULL;
+    Decoder *decoder = NULL;
     gsl_rng *rng = NULL;
-    int32_t *ids = NULL, *work = NULL;
-    float *probs = NULL;
+    int32_t *ids = NULL;
     size_t n_prompt = 0;
+    DecodeOutput out = {0};
     if (sampler_params_check(&sp, &err)) goto done;
     RunSetup rs = {NULL, model_dir, prompt || tok_dir, tok_dir}; /* the tokenizer: --tokenizer, else the model's */
     if (run_models_open(&rm, &rs, &err)) goto done;
     const Model *m = rm.target;
     Tokenizer *tok = rm.tokenizer;
-    const ModelConfig *c = model_config(m);
     openblas_set_num_threads(threads ? (int)threads
                                      : suggest_threads(model_weight_bytes(m), (int)sysconf(_SC_NPROCESSORS_ONLN)));
     if (prompt) {
@@ -124,61 +123,51 @@ int cmd_generate(int argc, char **argv) {
         sp_fail(&err, "--prompt: the prompt encodes to no tokens");
         goto done;
     }
-    size_t total = n_prompt + (size_t)max_new;
-    if (total > (size_t)c->max_pos) {
+    /* the AR method of the decoder, as sweeps run it */
+    DecodeConfig ar;
+    decode_config_default(&ar);
+    ar.method = DM_AR;
+    ar.sampling = sp;
+    ar.max_new = (int)(max_new > 0 ? max_new : 1);
+    ar.stop_at_eos = !ignore_eos;
+    int context = max_new > 0 ? decode_context_of(&ar, (int)n_prompt) : (int)n_prompt;
+    if (context > model_config(m)->max_pos) {
         sp_fail(&err, "prompt (%zu tokens) + --max-new %ld exceeds the context of %d positions", n_prompt, max_new,
-                c->max_pos);
+                model_config(m)->max_pos);
         goto done;
     }
-    int32_t *all = realloc(ids, (total + 1) * sizeof *ids);
-    if (!all) goto done;
-    ids = all;
-    if (!(s = session_new(m, (int)total, (int)(n_prompt < 512 ? n_prompt : 512), &err))) goto done;
-    probs = malloc((size_t)c->vocab_size * sizeof *probs);
-    work = malloc((size_t)c->vocab_size * sizeof *work);
-    rng = sampler_rng_new(seed);
-    if (!probs || !work || !rng) {
-        sp_fail(&err, "out of memory");
-        goto done;
-    }
-    double t0 = sp_now_s();
-    const float *logits;
-    if (session_prefill(s, ids, (int)n_prompt, &logits, NULL, &err)) goto done;
-    double t1 = sp_now_s();
-    size_t n = n_prompt;
-    while (n < total) {
-        if (sampler_probs(&sp, logits, c->vocab_size, probs, work, &err)) { /* as decode: model and position */
-            sp_err_prefix(&err, "%s: logits at position %zu", model_dir, n - 1);
+    if (max_new > 0) {
+        if (!(decoder = decoder_new(NULL, m, NULL, context, &err)) || !(rng = sampler_rng_new(seed))) {
+            if (!decoder) sp_err_prefix(&err, "%s", model_dir);
+            else sp_fail(&err, "out of memory");
             goto done;
         }
-        int32_t next = sampler_draw(probs, c->vocab_size, rng);
-        ids[n++] = next;
-        if (!ignore_eos && next == c->eos_id) break;
-        if (n < total && session_forward(s, &next, 1, &logits, NULL, &err)) goto done;
+        if (decoder_run(decoder, &ar, ids, (int)n_prompt, rng, &out, &err)) { /* the model and the position */
+            sp_err_prefix(&err, "%s", model_dir);
+            goto done;
+        }
     }
-    double t2 = sp_now_s();
-    size_t n_new = n - n_prompt;
     if (tok) {
         char *text;
         size_t len;
-        if (tokenizer_decode(tok, ids + n_prompt, n_new, 1, &text, &len, &err)) goto done;
+        if (tokenizer_decode(tok, out.tokens, (size_t)out.n_tokens, 1, &text, &len, &err)) goto done;
         fwrite(text, 1, len, stdout);
         fputc('\n', stdout);
         free(text);
     } else {
-        for (size_t i = n_prompt; i < n; i++) printf("%s%d", i > n_prompt ? "," : "", ids[i]);
+        for (int i = 0; i < out.n_tokens; i++) printf("%s%d", i ? "," : "", out.tokens[i]);
         printf("\n");
     }
-    fprintf(stderr, "prompt %zu tokens (%.1f tok/s prefill), generated %zu tokens (%.1f tok/s)\n", n_prompt,
-            (double)n_prompt / (t1 - t0), n_new, n_new ? (double)n_new / (t2 - t1) : 0.0);
+    double secs = out.stats.t_total;
+    fprintf(stderr, "prompt %zu tokens, generated %d tokens in %.3f s (%.1f tok/s, the prompt's forward included)\n",
+            n_prompt, out.n_tokens, secs, out.n_tokens && secs > 0 ? out.n_tokens / secs : 0.0);
     rc = 0;
 done:
     if (rc == 1) fail(cmd, &err);
     if (rng) gsl_rng_free(rng);
-    free(probs);
-    free(work);
+    decode_output_free(&out);
+    decoder_free(decoder);
     free(ids);
-    session_free(s);
     run_models_close(&rm);
     return rc;
 }
