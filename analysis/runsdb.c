@@ -16,7 +16,6 @@ typedef struct Rdb {
     const char *path;
 } Rdb;
 
-static int fail_sql(const Rdb *d, SpErr *err, const char *what) { return sql_fail(d->h, d->path, what, err); }
 
 static double col_opt(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
@@ -79,30 +78,21 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
                      sizeof r->verifier_data_sha256);
 }
 
+static int read_run_item(sqlite3_stmt *st, void *item, void *ctx, SpErr *err) {
+    (void)ctx, (void)err;
+    read_run_row(st, item);
+    return 0;
+}
+
 static int load_runs(const Rdb *d, RunSet *rs, SpErr *err) {
     char cols[4096], sql[4400];
     if (db_select_list(d->h, "main", &kRunsTable, "", 0, cols, sizeof cols)) return sp_fail(err, "query too long");
     snprintf(sql, sizeof sql, "SELECT %s FROM runs WHERE status = 'done' ORDER BY run_index, run_hash", cols);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(d, err, "read runs");
-    int cap = 0, rc = 0;
-    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
-        if (s != SQLITE_ROW) {
-            rc = fail_sql(d, err, "read runs");
-            break;
-        }
-        if (rs->n == cap) {
-            RunInfo *nr = realloc(rs->runs, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *nr);
-            if (!nr) {
-                rc = sp_fail(err, "out of memory");
-                break;
-            }
-            rs->runs = nr;
-        }
-        RunInfo *r = &rs->runs[rs->n++];
-        memset(r, 0, sizeof *r);
-        read_run_row(st, r);
-    }
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(d->h, d->path, "read runs", err);
+    void *runs = rs->runs;
+    int rc = sql_read_rows(d->h, d->path, st, "read runs", sizeof *rs->runs, &runs, &rs->n, read_run_item, NULL, err);
+    rs->runs = runs;
     sqlite3_finalize(st);
     return rc;
 }
@@ -155,39 +145,32 @@ static double avg_tokens_paper_of(const RunInfo *r) {
     return n ? sum / n : NAN;
 }
 
+/* One prompts row into p (ctx: its run), its text columns copied. */
+static int read_prompt_item(sqlite3_stmt *st, void *item, void *ctx, SpErr *err) {
+    RunInfo *r = ctx;
+    PromptInfo *p = item;
+    add_prompt_row(st, r, p);
+    p->turn = sqlite3_column_int(st, PROMPTS_turn);
+    const int text_cols[] = {PROMPTS_output_text, PROMPTS_category};
+    char **texts[] = {&p->output_text, &p->category};
+    for (int k = 0; k < 2; k++) {
+        const unsigned char *txt = sqlite3_column_text(st, text_cols[k]);
+        if (txt && !(*texts[k] = strdup((const char *)txt))) return sp_fail(err, "out of memory");
+    }
+    return 0;
+}
+
 static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
     char cols[4096], sql[4400];
     if (db_select_list(d->h, "main", &kPromptsTable, "", 0, cols, sizeof cols)) return sp_fail(err, "query too long");
     snprintf(sql, sizeof sql, "SELECT %s FROM prompts WHERE run_hash = ? ORDER BY prompt_index", cols);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(d, err, "read prompts");
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(d->h, d->path, "read prompts", err);
     sqlite3_bind_text(st, 1, r->hash, -1, SQLITE_STATIC);
-    int cap = 0, rc = 0;
-    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
-        if (s != SQLITE_ROW) {
-            rc = fail_sql(d, err, "read prompts");
-            break;
-        }
-        if (r->n_rows == cap) {
-            PromptInfo *np = realloc(r->prompts, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *np);
-            if (!np) {
-                rc = sp_fail(err, "out of memory");
-                break;
-            }
-            r->prompts = np;
-        }
-        PromptInfo *p = &r->prompts[r->n_rows++];
-        memset(p, 0, sizeof *p);
-        add_prompt_row(st, r, p);
-        p->turn = sqlite3_column_int(st, PROMPTS_turn);
-        const int text_cols[] = {PROMPTS_output_text, PROMPTS_category};
-        char **texts[] = {&p->output_text, &p->category};
-        for (int k = 0; k < 2 && !rc; k++) {
-            const unsigned char *txt = sqlite3_column_text(st, text_cols[k]);
-            if (txt && !(*texts[k] = strdup((const char *)txt))) rc = sp_fail(err, "out of memory");
-        }
-        if (rc) break;
-    }
+    void *prompts = r->prompts;
+    int rc = sql_read_rows(d->h, d->path, st, "read prompts", sizeof *r->prompts, &prompts, &r->n_rows,
+                           read_prompt_item, r, err);
+    r->prompts = prompts;
     sqlite3_finalize(st);
     r->avg_tokens_paper = avg_tokens_paper_of(r);
     return rc;
@@ -199,7 +182,7 @@ static int load_outputs(const Rdb *d, RunInfo *r, int *any, SpErr *err) {
     const char *sql = "SELECT prompt_index, target_logprob, n_tokens FROM outputs WHERE run_hash = ?"
                       " AND target_logprob IS NOT NULL";
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(d, err, "read outputs");
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(d->h, d->path, "read outputs", err);
     sqlite3_bind_text(st, 1, r->hash, -1, SQLITE_STATIC);
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -213,7 +196,7 @@ static int load_outputs(const Rdb *d, RunInfo *r, int *any, SpErr *err) {
             }
     }
     sqlite3_finalize(st);
-    return s == SQLITE_DONE ? 0 : fail_sql(d, err, "read outputs");
+    return s == SQLITE_DONE ? 0 : sql_fail(d->h, d->path, "read outputs", err);
 }
 
 int runset_load(const char *db_path, RunSet *rs, SpErr *err) {

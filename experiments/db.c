@@ -18,7 +18,6 @@ struct Db {
 };
 
 /* "PATH: WHAT: MESSAGE (CODE[, errno N: TEXT])" from the connection's last error. */
-static int fail_sql(Db *db, SpErr *err, const char *what) { return sql_fail(db->h, db->path, what, err); }
 
 /* Runs sql; on error "PATH: [WHAT: ]MESSAGE (CODE...)" (a short statement names itself). */
 static int exec(Db *db, const char *sql, SpErr *err) { return sql_exec(db->h, db->path, sql, NULL, err); }
@@ -109,7 +108,7 @@ int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr
     if (failure && cap) failure[0] = '\0';
     enum { Q_STATUS, Q_FAILURE }; /* result columns */
     if (sqlite3_prepare_v2(db->h, "SELECT status, failure FROM runs WHERE run_hash = ?", -1, &st, NULL) != SQLITE_OK)
-        return fail_sql(db, err, "query runs");
+        return sql_fail(db->h, db->path, "query runs", err);
     sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st), status = DB_RUN_NONE;
     if (rc == SQLITE_ROW) {
@@ -119,7 +118,7 @@ int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr
             snprintf(failure, cap, "%s", (const char *)sqlite3_column_text(st, Q_FAILURE));
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail_sql(db, err, "query runs");
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(db->h, db->path, "query runs", err);
     return status;
 }
 
@@ -127,20 +126,20 @@ int64_t db_run_tokens(Db *db, const char *run_hash, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, "SELECT COALESCE(SUM(tokens), 0) FROM prompts WHERE run_hash = ?", -1, &st, NULL) !=
         SQLITE_OK)
-        return fail_sql(db, err, "query prompts");
+        return sql_fail(db->h, db->path, "query prompts", err);
     sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
     int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
     sqlite3_finalize(st);
-    return n < 0 ? fail_sql(db, err, "query prompts") : n;
+    return n < 0 ? sql_fail(db->h, db->path, "query prompts", err) : n;
 }
 
 static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "prepare");
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "prepare", err);
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : fail_sql(db, err, "delete");
+    return rc == SQLITE_DONE ? 0 : sql_fail(db->h, db->path, "delete", err);
 }
 
 static int delete_run(Db *db, const char *hash, SpErr *err) {
@@ -200,7 +199,7 @@ static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunM
     char sql[4096];
     sqlite3_stmt *st;
     if (insert_sql(&kRunsTable, sql, sizeof sql) || sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
-        return fail_sql(db, err, "prepare insert into runs");
+        return sql_fail(db->h, db->path, "prepare insert into runs", err);
     const DecodeConfig *c = &r->dc;
     int uses_draft = method_is(c->method, MC_USES_DRAFT), uses_target = method_is(c->method, MC_USES_TARGET);
 #define AT(col) (1 + RUNS_##col)
@@ -241,7 +240,7 @@ static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunM
 #undef AT
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : fail_sql(db, err, "insert into runs");
+    return rc == SQLITE_DONE ? 0 : sql_fail(db->h, db->path, "insert into runs", err);
 }
 
 int db_run_begin(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err) {
@@ -311,7 +310,7 @@ static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const Promp
     for (size_t j = 0; j < sizeof reals / sizeof *reals; j++) sqlite3_bind_double(st, reals[j].col, reals[j].v);
     bind_opt_text(st, AT(output_text), p->output_text);
 #undef AT
-    return sqlite3_step(st) == SQLITE_DONE ? 0 : fail_sql(db, err, "insert into prompts");
+    return sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(db->h, db->path, "insert into prompts", err);
 }
 
 int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const char *finished_at, SpErr *err) {
@@ -320,16 +319,16 @@ int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, co
     if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
     int rc = 0;
     if (insert_sql(&kPromptsTable, sql, sizeof sql) || sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
-        rc = fail_sql(db, err, "prepare insert into prompts");
+        rc = sql_fail(db->h, db->path, "prepare insert into prompts", err);
     for (int i = 0; rc == 0 && i < n; i++) rc = insert_prompt(db, st, run_hash, &rows[i], err);
     if (rc == 0) {
         if (sqlite3_prepare_v2(db->h, "UPDATE runs SET status = 'done', finished_at = ? WHERE run_hash = ?", -1, &up,
                                NULL) != SQLITE_OK) {
-            rc = fail_sql(db, err, "prepare update of runs");
+            rc = sql_fail(db->h, db->path, "prepare update of runs", err);
         } else {
             sqlite3_bind_text(up, 1, finished_at, -1, SQLITE_STATIC);
             sqlite3_bind_text(up, 2, run_hash, -1, SQLITE_STATIC);
-            if (sqlite3_step(up) != SQLITE_DONE) rc = fail_sql(db, err, "mark run done");
+            if (sqlite3_step(up) != SQLITE_DONE) rc = sql_fail(db->h, db->path, "mark run done", err);
             else if (sqlite3_changes(db->h) != 1) rc = sp_fail(err, "%s: run %.16s has no row to mark done", db->path, run_hash);
         }
     }
@@ -353,12 +352,12 @@ int db_run_fail(Db *db, const char *run_hash, const char *reason, const char *fi
     if (rc == 0 && sqlite3_prepare_v2(db->h, "UPDATE runs SET status = 'failed', failure = ?, finished_at = ? "
                                                "WHERE run_hash = ? AND status = 'running'",
                                       -1, &up, NULL) != SQLITE_OK)
-        rc = fail_sql(db, err, "prepare update of runs");
+        rc = sql_fail(db->h, db->path, "prepare update of runs", err);
     if (rc == 0) {
         sqlite3_bind_text(up, 1, reason && reason[0] ? reason : "unknown", -1, SQLITE_STATIC);
         sqlite3_bind_text(up, 2, finished_at, -1, SQLITE_STATIC);
         sqlite3_bind_text(up, 3, run_hash, -1, SQLITE_STATIC);
-        if (sqlite3_step(up) != SQLITE_DONE) rc = fail_sql(db, err, "mark run failed");
+        if (sqlite3_step(up) != SQLITE_DONE) rc = sql_fail(db->h, db->path, "mark run failed", err);
         else if (sqlite3_changes(db->h) != 1)
             rc = sp_fail(err, "%s: run %.16s has no running row to mark failed", db->path, run_hash);
     }
@@ -377,7 +376,7 @@ int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *token
                       "(SELECT COUNT(*) FROM runs WHERE status='failed'), "
                       "(SELECT COALESCE(SUM(p.tokens),0) FROM prompts p JOIN runs r ON r.run_hash = p.run_hash "
                       "WHERE r.status='done')";
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query progress");
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "query progress", err);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         *runs_done = sqlite3_column_int64(st, Q_DONE);
@@ -385,7 +384,7 @@ int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *token
         *tokens = sqlite3_column_int64(st, Q_TOKENS);
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : fail_sql(db, err, "query progress");
+    return rc == SQLITE_ROW ? 0 : sql_fail(db->h, db->path, "query progress", err);
 }
 
 /* ------------------------------------------------------------------ the grid */
@@ -394,10 +393,10 @@ int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *token
 static int meta_put(Db *db, const char *key, const char *value, SpErr *err) {
     sqlite3_stmt *st;
     const char *sql = value ? "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)" : "DELETE FROM meta WHERE key = ?";
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "write meta");
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "write meta", err);
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     if (value) sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : fail_sql(db, err, "write meta");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(db->h, db->path, "write meta", err);
     sqlite3_finalize(st);
     return rc;
 }
@@ -426,7 +425,7 @@ int db_set_grid_text(Db *db, const char *grid, SpErr *err) { return meta_put(db,
 static int attach(Db *db, const char *src, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, "ATTACH DATABASE ? AS src", -1, &st, NULL) != SQLITE_OK)
-        return fail_sql(db, err, "attach");
+        return sql_fail(db->h, db->path, "attach", err);
     sqlite3_bind_text(st, 1, src, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
@@ -470,13 +469,13 @@ static int src_meta(Db *db, const char *key, char **value, SpErr *err) {
     sqlite3_stmt *st;
     *value = NULL;
     if (sqlite3_prepare_v2(db->h, "SELECT value FROM src.meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
-        return fail_sql(db, err, "read source meta");
+        return sql_fail(db->h, db->path, "read source meta", err);
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     int s = sqlite3_step(st), rc = 0;
     if (s == SQLITE_ROW && sqlite3_column_text(st, 0)) {
         if (!(*value = strdup((const char *)sqlite3_column_text(st, 0)))) rc = sp_fail(err, "out of memory");
     } else if (s != SQLITE_ROW && s != SQLITE_DONE) {
-        rc = fail_sql(db, err, "read source meta");
+        rc = sql_fail(db->h, db->path, "read source meta", err);
     }
     sqlite3_finalize(st);
     return rc;
@@ -499,11 +498,11 @@ int db_merge_plan(Db *dst, const char *src_path, MergePlan *p, SpErr *err) {
     char **failed = NULL;
     int n_failed = 0, cap = 0, cap_f = 0, rc = 0;
     if (sqlite3_prepare_v2(dst->h, sql, -1, &st, NULL) != SQLITE_OK) {
-        rc = fail_sql(dst, err, "read source runs");
+        rc = sql_fail(dst->h, dst->path, "read source runs", err);
     } else {
         for (int s; rc == 0 && (s = sqlite3_step(st)) != SQLITE_DONE;) {
             if (s != SQLITE_ROW) {
-                rc = fail_sql(dst, err, "read source runs");
+                rc = sql_fail(dst->h, dst->path, "read source runs", err);
                 break;
             }
             const char *h = (const char *)sqlite3_column_text(st, Q_HASH);
@@ -553,7 +552,7 @@ int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpE
     int rc = exec(dst, "BEGIN IMMEDIATE", err);
     const char *sqls[3] = {sql_r, sql_p, sql_o};
     for (int j = 0; rc == 0 && j < n_stmt; j++)
-        if (sqlite3_prepare_v2(dst->h, sqls[j], -1, &stmts[j], NULL) != SQLITE_OK) rc = fail_sql(dst, err, "prepare merge");
+        if (sqlite3_prepare_v2(dst->h, sqls[j], -1, &stmts[j], NULL) != SQLITE_OK) rc = sql_fail(dst->h, dst->path, "prepare merge", err);
     for (int i = 0; rc == 0 && i < n; i++) {
         if (delete_run(dst, hashes[i], err)) {
             rc = -1;
@@ -562,7 +561,7 @@ int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpE
         for (int j = 0; rc == 0 && j < n_stmt; j++) {
             sqlite3_reset(stmts[j]);
             sqlite3_bind_text(stmts[j], 1, hashes[i], -1, SQLITE_STATIC);
-            if (sqlite3_step(stmts[j]) != SQLITE_DONE) rc = fail_sql(dst, err, "merge rows");
+            if (sqlite3_step(stmts[j]) != SQLITE_DONE) rc = sql_fail(dst->h, dst->path, "merge rows", err);
         }
     }
     for (int j = 0; j < 3; j++) sqlite3_finalize(stmts[j]);
@@ -605,6 +604,47 @@ enum { SUM_METHOD, SUM_DATASET, SUM_RUNS, SUM_TOKENS, SUM_T_TOTAL, SUM_CALLS, SU
        SUM_TP, SUM_T_AUDIT, SUM_N_DATASETS, SUM_DRAFTED, SUM_VERIFIER_ACCEPTS, SUM_REJECTED, SUM_ALL_REJECTED,
        SUM_AVG_TOKENS_PAPER, SUM_TEMPERATURE, SUM_N_TEMPERATURES, SUM_PARAMS };
 
+/* What read_summary_row needs besides the row. */
+typedef struct SummaryRead {
+    int by_method;
+    SumShape *shape;
+} SummaryRead;
+
+/* One row of the summary query into a SumRow. */
+static int read_summary_row(sqlite3_stmt *st, void *item, void *ctx, SpErr *err) {
+    (void)err;
+    const SummaryRead *read = ctx;
+    SumRow *r = item;
+    snprintf(r->method, sizeof r->method, "%s", (const char *)sqlite3_column_text(st, SUM_METHOD));
+    snprintf(r->dataset, sizeof r->dataset, "%s", base((const char *)sqlite3_column_text(st, SUM_DATASET)));
+    if (!read->by_method) db_params_label(st, SUM_PARAMS, r->label, sizeof r->label);
+    for (int p = 0; p < RP_COUNT; p++)
+        r->params[p] = read->by_method || sqlite3_column_type(st, SUM_PARAMS + p) == SQLITE_NULL
+                           ? NAN
+                           : sqlite3_column_double(st, SUM_PARAMS + p);
+    r->runs = sqlite3_column_int64(st, SUM_RUNS);
+    r->tokens = sqlite3_column_int64(st, SUM_TOKENS);
+    r->t_total = sqlite3_column_double(st, SUM_T_TOTAL);
+    r->calls = sqlite3_column_int64(st, SUM_CALLS);
+    r->accepted = sqlite3_column_int64(st, SUM_ACCEPTED);
+    r->neg = sqlite3_column_int64(st, SUM_NEG);
+    r->fp = sqlite3_column_int64(st, SUM_FP);
+    r->pos = sqlite3_column_int64(st, SUM_POS);
+    r->tp = sqlite3_column_int64(st, SUM_TP);
+    r->t_audit = sqlite3_column_double(st, SUM_T_AUDIT);
+    read->shape->show_data = !read->by_method && sqlite3_column_int(st, SUM_N_DATASETS) > 1;
+    read->shape->show_temperature = !read->by_method && sqlite3_column_int(st, SUM_N_TEMPERATURES) > 1;
+    r->temperature = read->by_method ? NAN : sqlite3_column_double(st, SUM_TEMPERATURE);
+    r->drafted = sqlite3_column_int64(st, SUM_DRAFTED);
+    r->verifier_accepts = sqlite3_column_int64(st, SUM_VERIFIER_ACCEPTS);
+    r->rejected = sqlite3_column_int64(st, SUM_REJECTED);
+    r->has_rejected = sqlite3_column_int(st, SUM_ALL_REJECTED);
+    r->avg_tokens_paper = sqlite3_column_type(st, SUM_AVG_TOKENS_PAPER) == SQLITE_NULL
+                              ? NAN
+                              : sqlite3_column_double(st, SUM_AVG_TOKENS_PAPER);
+    return 0;
+}
+
 /* Rows per (method, data, temperature, parameters), or per method (by_method: pooled). */
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, SumShape *shape, SpErr *err) {
     char params[512], group[640], sql[4096];
@@ -621,54 +661,14 @@ static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, SumShape *
              " GROUP BY %s ORDER BY MIN(r.run_index), %s",
              params, group, group);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "summary query");
-    int cap = 0, rc = 0;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "summary query", err);
     *rows = NULL;
     *n = 0;
     *shape = (SumShape){0, 0};
-    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
-        if (s != SQLITE_ROW) {
-            rc = fail_sql(db, err, "summary query");
-            break;
-        }
-        if (*n == cap) {
-            SumRow *nr = realloc(*rows, (size_t)(cap = cap ? cap * 2 : 32) * sizeof *nr);
-            if (!nr) {
-                rc = sp_fail(err, "out of memory");
-                break;
-            }
-            *rows = nr;
-        }
-        SumRow *r = &(*rows)[(*n)++];
-        memset(r, 0, sizeof *r);
-        snprintf(r->method, sizeof r->method, "%s", (const char *)sqlite3_column_text(st, SUM_METHOD));
-        snprintf(r->dataset, sizeof r->dataset, "%s", base((const char *)sqlite3_column_text(st, SUM_DATASET)));
-        if (!by_method) db_params_label(st, SUM_PARAMS, r->label, sizeof r->label);
-        for (int p = 0; p < RP_COUNT; p++)
-            r->params[p] = by_method || sqlite3_column_type(st, SUM_PARAMS + p) == SQLITE_NULL
-                               ? NAN
-                               : sqlite3_column_double(st, SUM_PARAMS + p);
-        r->runs = sqlite3_column_int64(st, SUM_RUNS);
-        r->tokens = sqlite3_column_int64(st, SUM_TOKENS);
-        r->t_total = sqlite3_column_double(st, SUM_T_TOTAL);
-        r->calls = sqlite3_column_int64(st, SUM_CALLS);
-        r->accepted = sqlite3_column_int64(st, SUM_ACCEPTED);
-        r->neg = sqlite3_column_int64(st, SUM_NEG);
-        r->fp = sqlite3_column_int64(st, SUM_FP);
-        r->pos = sqlite3_column_int64(st, SUM_POS);
-        r->tp = sqlite3_column_int64(st, SUM_TP);
-        r->t_audit = sqlite3_column_double(st, SUM_T_AUDIT);
-        shape->show_data = !by_method && sqlite3_column_int(st, SUM_N_DATASETS) > 1;
-        shape->show_temperature = !by_method && sqlite3_column_int(st, SUM_N_TEMPERATURES) > 1;
-        r->temperature = by_method ? NAN : sqlite3_column_double(st, SUM_TEMPERATURE);
-        r->drafted = sqlite3_column_int64(st, SUM_DRAFTED);
-        r->verifier_accepts = sqlite3_column_int64(st, SUM_VERIFIER_ACCEPTS);
-        r->rejected = sqlite3_column_int64(st, SUM_REJECTED);
-        r->has_rejected = sqlite3_column_int(st, SUM_ALL_REJECTED);
-        r->avg_tokens_paper = sqlite3_column_type(st, SUM_AVG_TOKENS_PAPER) == SQLITE_NULL
-                                  ? NAN
-                                  : sqlite3_column_double(st, SUM_AVG_TOKENS_PAPER);
-    }
+    SummaryRead read = {by_method, shape};
+    void *items = NULL;
+    int rc = sql_read_rows(db->h, db->path, st, "summary query", sizeof **rows, &items, n, read_summary_row, &read, err);
+    *rows = items;
     sqlite3_finalize(st);
     return rc;
 }
@@ -695,7 +695,7 @@ static int summary_not_done(Db *db, FILE *out, SpErr *err) {
                  " ORDER BY r.run_index, r.run_hash",
                  params);
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "query failed runs");
+        if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "query failed runs", err);
         int shown = 0, s;
         while (shown < SUMMARY_MAX_FAILED && (s = sqlite3_step(st)) == SQLITE_ROW) {
             char label[200];
@@ -871,12 +871,12 @@ static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
              " ORDER BY MIN(r.run_index), MIN(p.prompt_index)",
              params);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(db, err, "task summary query");
+    if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "task summary query", err);
     TaskConfig *c = NULL;
     int n = 0, cap = 0, rc = 0;
     for (int step; (step = sqlite3_step(st)) != SQLITE_DONE;) {
         if (step != SQLITE_ROW) {
-            rc = fail_sql(db, err, "task summary query");
+            rc = sql_fail(db->h, db->path, "task summary query", err);
             break;
         }
         char label[160], dataset[256];
@@ -1037,7 +1037,7 @@ int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, "SELECT run_hash FROM runs WHERE status = 'running' ORDER BY run_index", -1, &st, NULL) !=
         SQLITE_OK)
-        return fail_sql(db, err, "query unfinished runs");
+        return sql_fail(db->h, db->path, "query unfinished runs", err);
     size_t k = 0;
     buf[0] = '\0';
     while (sqlite3_step(st) == SQLITE_ROW) {

@@ -100,11 +100,35 @@ typedef struct Ctx {
     int fmt_ready[PROMPT_TEMPLATE_COUNT];
 } Ctx;
 
-static int fail_sql(sqlite3 *h, const char *path, SpErr *err, const char *what) { return sql_fail(h, path, what, err); }
 
 static void copy_col(sqlite3_stmt *st, int i, char *buf, size_t cap) {
     const unsigned char *t = sqlite3_column_text(st, i);
     snprintf(buf, cap, "%s", t ? (const char *)t : "");
+}
+
+/* Result columns of plan_runs' query. */
+enum { R_HASH, R_METHOD, R_DATASET, R_DATASET_SHA, R_FORMAT, R_TARGET_SHA, R_TOKEN_LOG, R_TEMPLATE, R_TODO, R_HAVE,
+       R_MAX_INDEX };
+
+/* One row of plan_runs' query into a ScoreRun (ctx: the Ctx, for messages). */
+static int read_plan_row(sqlite3_stmt *st, void *item, void *ctx, SpErr *err) {
+    const Ctx *c = ctx;
+    ScoreRun *r = item;
+    copy_col(st, R_HASH, r->hash, sizeof r->hash);
+    copy_col(st, R_METHOD, r->method, sizeof r->method);
+    copy_col(st, R_DATASET, r->dataset, sizeof r->dataset);
+    copy_col(st, R_DATASET_SHA, r->dataset_sha, sizeof r->dataset_sha);
+    copy_col(st, R_FORMAT, r->format, sizeof r->format);
+    copy_col(st, R_TARGET_SHA, r->target_sha, sizeof r->target_sha);
+    copy_col(st, R_TOKEN_LOG, r->token_log, sizeof r->token_log);
+    const char *tpl = (const char *)sqlite3_column_text(st, R_TEMPLATE);
+    if (prompt_template_parse(tpl ? tpl : "", &r->prompt_template))
+        return sp_fail(err, "%s: runs.prompt_template of run %.12s is \"%s\", not none, vicuna or chat_template",
+                       c->db_path, r->hash, tpl ? tpl : "");
+    r->n_todo = sqlite3_column_int(st, R_TODO);
+    r->n_have = sqlite3_column_int(st, R_HAVE);
+    r->max_index = sqlite3_column_int(st, R_MAX_INDEX);
+    return 0;
 }
 
 /* Every done run, with its count of prompts still to score and of rows already scored. */
@@ -118,43 +142,11 @@ static int plan_runs(Ctx *c, Db *db, SpErr *err) {
         " (SELECT COUNT(*) FROM outputs o WHERE o.run_hash = r.run_hash),"
         " (SELECT COALESCE(MAX(p.prompt_index), -1) FROM prompts p WHERE p.run_hash = r.run_hash)"
         " FROM runs r WHERE r.status = 'done' ORDER BY r.run_index, r.run_hash";
-    enum { R_HASH, R_METHOD, R_DATASET, R_DATASET_SHA, R_FORMAT, R_TARGET_SHA, R_TOKEN_LOG, R_TEMPLATE, R_TODO, R_HAVE,
-           R_MAX_INDEX };
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "read runs");
-    int cap = 0, rc = 0;
-    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
-        if (s != SQLITE_ROW) {
-            rc = fail_sql(h, c->db_path, err, "read runs");
-            break;
-        }
-        if (c->n_runs == cap) {
-            ScoreRun *nr = realloc(c->runs, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *nr);
-            if (!nr) {
-                rc = sp_fail(err, "out of memory");
-                break;
-            }
-            c->runs = nr;
-        }
-        ScoreRun *r = &c->runs[c->n_runs++];
-        memset(r, 0, sizeof *r);
-        copy_col(st, R_HASH, r->hash, sizeof r->hash);
-        copy_col(st, R_METHOD, r->method, sizeof r->method);
-        copy_col(st, R_DATASET, r->dataset, sizeof r->dataset);
-        copy_col(st, R_DATASET_SHA, r->dataset_sha, sizeof r->dataset_sha);
-        copy_col(st, R_FORMAT, r->format, sizeof r->format);
-        copy_col(st, R_TARGET_SHA, r->target_sha, sizeof r->target_sha);
-        copy_col(st, R_TOKEN_LOG, r->token_log, sizeof r->token_log);
-        const char *tpl = (const char *)sqlite3_column_text(st, R_TEMPLATE);
-        if (prompt_template_parse(tpl ? tpl : "", &r->prompt_template)) {
-            rc = sp_fail(err, "%s: runs.prompt_template of run %.12s is \"%s\", not none, vicuna or chat_template", c->db_path, r->hash,
-                         tpl ? tpl : "");
-            break;
-        }
-        r->n_todo = sqlite3_column_int(st, R_TODO);
-        r->n_have = sqlite3_column_int(st, R_HAVE);
-        r->max_index = sqlite3_column_int(st, R_MAX_INDEX);
-    }
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(h, c->db_path, "read runs", err);
+    void *runs = c->runs;
+    int rc = sql_read_rows(h, c->db_path, st, "read runs", sizeof *c->runs, &runs, &c->n_runs, read_plan_row, c, err);
+    c->runs = runs;
     sqlite3_finalize(st);
     return rc;
 }
@@ -168,7 +160,7 @@ static int resolve_target(Ctx *c, Db *db, SpErr *err) {
     sqlite3 *h = db_sqlite(db);
     sqlite3_stmt *st;
     const char *sql = "SELECT DISTINCT target_dir FROM runs WHERE status = 'done' AND target_dir IS NOT NULL";
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "read runs");
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(h, c->db_path, "read runs", err);
     int n = 0, rc = 0;
     for (int s; (s = sqlite3_step(st)) == SQLITE_ROW;)
         if (n++ == 0) copy_col(st, 0, c->target_dir, sizeof c->target_dir);
@@ -250,7 +242,7 @@ static int earlier_answers(sqlite3 *h, const char *db_path, const char *hash, To
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(h, "SELECT output_text FROM prompts WHERE run_hash = ? AND prompt_index = ?", -1, &st, NULL) !=
         SQLITE_OK)
-        return fail_sql(h, db_path, err, "read prompts");
+        return sql_fail(h, db_path, "read prompts", err);
     int rc = 0;
     for (int k = 0; k < p->turn && !rc; k++) {
         int index = p->prompt_index - p->turn + k;
@@ -261,7 +253,7 @@ static int earlier_answers(sqlite3 *h, const char *db_path, const char *hash, To
         if (step == SQLITE_DONE)
             rc = sp_fail(err, "%s: run %.12s: prompt %d is turn %d, but the run has no row for prompt %d (its turn %d)",
                          db_path, hash, p->prompt_index, p->turn + 1, index, k + 1);
-        else if (step != SQLITE_ROW) rc = fail_sql(h, db_path, err, "read prompts");
+        else if (step != SQLITE_ROW) rc = sql_fail(h, db_path, "read prompts", err);
         else if (!(p->answers[k] = prompt_answer((const char *)sqlite3_column_text(st, 0)))) rc = sp_fail(err, "out of memory");
     }
     sqlite3_finalize(st);
@@ -297,12 +289,12 @@ static int todo_prompts(sqlite3 *h, const char *db_path, const char *hash, TodoP
     sqlite3_stmt *st;
     *out = NULL;
     *n = 0;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(h, db_path, err, "read prompts");
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(h, db_path, "read prompts", err);
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
     int cap = 0, rc = 0;
     for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
         if (s != SQLITE_ROW) {
-            rc = fail_sql(h, db_path, err, "read prompts");
+            rc = sql_fail(h, db_path, "read prompts", err);
             break;
         }
         if (*n == cap) {
@@ -416,9 +408,9 @@ static int insert_rows(const Ctx *c, sqlite3 *h, const char *hash, const OutRow 
                       " VALUES(?,?,?,?,?,?,?,?,?,?,?)";
     char now[40];
     db_now_iso(now, sizeof now);
-    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return fail_sql(h, c->db_path, err, "begin");
+    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return sql_fail(h, c->db_path, "begin", err);
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK ? 0 : fail_sql(h, c->db_path, err, "prepare insert into outputs");
+    int rc = sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK ? 0 : sql_fail(h, c->db_path, "prepare insert into outputs", err);
     for (int i = 0; rc == 0 && i < n; i++) {
         const OutRow *o = &rows[i];
         double mean = o->n_tokens > 0 ? o->lp_sum / o->n_tokens : NAN;
@@ -435,11 +427,11 @@ static int insert_rows(const Ctx *c, sqlite3 *h, const char *hash, const OutRow 
         sqlite3_bind_text(st, 9, c->target_dir, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 10, c->target_sha, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 11, now, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = fail_sql(h, c->db_path, err, "insert into outputs");
+        if (sqlite3_step(st) != SQLITE_DONE) rc = sql_fail(h, c->db_path, "insert into outputs", err);
         else *added += sqlite3_changes(h);
     }
     sqlite3_finalize(st);
-    if (rc == 0 && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) rc = fail_sql(h, c->db_path, err, "commit");
+    if (rc == 0 && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) rc = sql_fail(h, c->db_path, "commit", err);
     if (rc) sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
@@ -628,7 +620,7 @@ int score_summary(const char *results_dir, FILE *out, SpErr *err) {
              params, params);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        fail_sql(h, path, err, "summary query");
+        sql_fail(h, path, "summary query", err);
         db_close(db);
         return -1;
     }

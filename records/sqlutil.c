@@ -2,6 +2,7 @@
 #include "sqlutil.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -189,4 +190,22 @@ int sql_has_column(sqlite3 *h, const char *schema, const char *table, const char
     int found = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     return found;
+}
+
+int sql_read_rows(sqlite3 *h, const char *path, sqlite3_stmt *st, const char *what, size_t item_size, void **items,
+                  int *n, SqlReadRow read_row, void *ctx, SpErr *err) {
+    int cap = *n;
+    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
+        if (s != SQLITE_ROW) return sql_fail(h, path, what, err);
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            void *grown = realloc(*items, (size_t)cap * item_size);
+            if (!grown) return sp_fail(err, "out of memory");
+            *items = grown;
+        }
+        void *item = (char *)*items + (size_t)(*n)++ * item_size;
+        memset(item, 0, item_size);
+        if (read_row(st, item, ctx, err)) return -1;
+    }
+    return 0;
 }

@@ -26,6 +26,14 @@ int sql_scalar_text(sqlite3 *h, const char *path, const char *sql, char *buf, si
  * failure is reported as it is ("PATH: open for reading: MESSAGE (CODE, errno N: TEXT)"), never as
  * a file of the wrong kind. Returns the connection (sqlite3_close it), or NULL with err set. */
 sqlite3 *sql_open_read(const char *path, SpErr *err);
+/* Reads every row of the prepared statement st into a growing array: for each row, one zeroed
+ * element of item_size bytes is appended to *items (*n counts them; the caller frees *items, which
+ * may hold elements read before an error) and read_row(st, element, ctx, err) fills it. A step that
+ * is neither a row nor the end is "PATH: WHAT: MESSAGE (CODE...)". st stays the caller's. Returns 0,
+ * or -1 with err set (from SQLite, out of memory, or read_row's own -1). */
+typedef int (*SqlReadRow)(sqlite3_stmt *st, void *item, void *ctx, SpErr *err);
+int sql_read_rows(sqlite3 *h, const char *path, sqlite3_stmt *st, const char *what, size_t item_size, void **items,
+                  int *n, SqlReadRow read_row, void *ctx, SpErr *err);
 /* 1 if schema ("main", "src") has table `table` / table `table` has column `col`, else 0. */
 int sql_has_table(sqlite3 *h, const char *schema, const char *table);
 int sql_has_column(sqlite3 *h, const char *schema, const char *table, const char *col);
