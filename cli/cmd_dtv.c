@@ -66,8 +66,8 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 'n': if (arg_long(cmd, "n-prefixes", optarg, 1, 1 << 24, &l)) return 2; s->n_prefixes = (int)l; break;
         case 'O': if (arg_long(cmd, "offset", optarg, 0, 1 << 30, &l)) return 2; s->offset = (int)l; break;
         case 'K': if (arg_long(cmd, "max-continue", optarg, 0, 1 << 20, &l)) return 2; s->max_continue = (int)l; break;
-        case 'T': if (arg_float(cmd, "tau", optarg, 0, 1, &s->tau)) return 2; break;
-        case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &s->lambda)) return 2; break;
+        case 'T': if (arg_param(cmd, "tau", optarg, RP_TAU, &s->tau)) return 2; break;
+        case 'l': if (arg_param(cmd, "lambda", optarg, RP_LAMBDA, &s->lambda)) return 2; break;
         case 'e': if (arg_float(cmd, "temperature", optarg, 0, 1e6, &f)) return 2; s->sampling.temperature = (float)f; break;
         case 'k': if (arg_long(cmd, "top-k", optarg, 0, 1 << 30, &l)) return 2; s->sampling.top_k = (int)l; break;
         case 'p': if (arg_float(cmd, "top-p", optarg, 1e-9, 1, &f)) return 2; s->sampling.top_p = (float)f; break;
