@@ -74,8 +74,8 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 's': if (arg_u64(cmd, "seed", optarg, &s->seed)) return 2; break;
         case 'M': if (arg_long(cmd, "samples", optarg, 0, 1L << 30, &l)) return 2; s->samples = (int)l; break;
         case 'B': if (arg_long(cmd, "bootstrap", optarg, 0, 1 << 20, &l)) return 2; s->bootstrap = (int)l; break;
-        case 'F': if (arg_float(cmd, "oracle-eta-fp", optarg, 0, 1, &s->oracle_eta_fp)) return 2; break;
-        case 'P': if (arg_float(cmd, "oracle-eta-tp", optarg, 0, 1, &s->oracle_eta_tp)) return 2; break;
+        case 'F': if (arg_param(cmd, "oracle-eta-fp", optarg, RP_ETA_FP, &s->oracle_eta_fp)) return 2; break;
+        case 'P': if (arg_param(cmd, "oracle-eta-tp", optarg, RP_ETA_TP, &s->oracle_eta_tp)) return 2; break;
         case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, threads)) return 2; break;
         case 'q': s->progress = 0; break;
         case 'o': *out = optarg; break;

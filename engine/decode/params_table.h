@@ -16,13 +16,16 @@
  *                      does not apply (records/schema.h RUNS_COLUMNS)
  *   RunInfo.<name>     the analysis' field (analysis/runsdb.h)
  *
- * Adding a parameter = ONE row at the end of RUN_PARAMS_ADDED below, then DB_SCHEMA_VERSION + 1 in
- * records/schema.h (the row's `since`; a static assertion there checks it) and the column's row in
- * results/README.md (tests/check_schema_doc.py checks the documentation). Rows go at the END: table
- * order is the order of the run's canonical text, so earlier rows keep their place and every old run
- * its hash. A parameter that applies to methods that existed before should default to 0 and carry
- * RPF_ZERO_UNNAMED, so that those methods' runs keep their names. Code that uses the value (the
- * method's decoding) reads cfg-><name>; nothing else needs an edit.
+ * Adding a parameter = ONE row at the end of RUN_PARAMS_ADDED below (the one place to edit), plus
+ * what the database needs: DB_SCHEMA_VERSION raised to the row's `since` in records/schema.h (a
+ * static assertion there fails until it is; say what the version adds in the version list above it)
+ * and the column's row in results/README.md (tests/check_schema_doc.py checks it). Rows go at the END:
+ * table order is the order of the run's canonical text, so earlier rows keep their place and every
+ * old run its hash. A parameter that applies to methods that existed before must default to 0 and
+ * carry RPF_ZERO_UNNAMED, so that those methods' runs keep their names (hashes). The method's decoding
+ * reads cfg-><name>. Optional: a `sprinter decode` option (cli/cmd_decode.c, through arg_param). A NEW
+ * METHOD that uses existing parameters adds its RP_M(DM_x) bit to their rows' methods (it has no
+ * runs yet, so no hash changes).
  *
  * Row: X(A, ID, name, type, default, lo, hi, flags, methods, since)
  *   A          pass-through (write A): lets records/schema.h expand the rows as runs columns
