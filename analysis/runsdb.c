@@ -36,24 +36,6 @@ static void verifier_data_of(const char *config, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)(n < cap - 1 ? n : cap - 1), k);
 }
 
-/* The RunInfo field of grid parameter p. */
-static double *param_slot(RunInfo *r, RunParam p) {
-    switch (p) {
-    case RP_LAMBDA: return &r->lambda;
-    case RP_TAU: return &r->tau;
-    case RP_GAMMA: return &r->gamma;
-    case RP_MAX_RUN: return &r->max_run;
-    case RP_ALPHA: return &r->alpha;
-    case RP_P_MIN: return &r->p_min;
-    case RP_ETA_FP: return &r->eta_fp;
-    case RP_ETA_TP: return &r->eta_tp;
-    case RP_ORACLE_STAY: return &r->oracle_stay;
-    case RP_BONUS: return &r->bonus;
-    case RP_FINISH_ROUND: return &r->finish_round;
-    default: return NULL;
-    }
-}
-
 /* One row of SELECT <every runs column> (records/schema.h: result column i is RUNS column i). */
 static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
     col_str(st, RUNS_run_hash, r->hash, sizeof r->hash);
@@ -69,7 +51,7 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
     r->stop_at_eos = sqlite3_column_int(st, RUNS_stop_at_eos);
     r->audit = sqlite3_column_int(st, RUNS_audit);
     for (int i = 0; i < RUNS_N_COLS; i++)
-        if (kRunsTable.cols[i].param >= 0) *param_slot(r, (RunParam)kRunsTable.cols[i].param) = col_opt(st, i);
+        if (kRunsTable.cols[i].param >= 0) r->param[kRunsTable.cols[i].param] = col_opt(st, i);
     col_str(st, RUNS_token_log, r->token_log, sizeof r->token_log);
     col_str(st, RUNS_label_rule, r->label_rule, sizeof r->label_rule);
     col_str(st, RUNS_verifier_sha256, r->verifier_sha256, sizeof r->verifier_sha256);
@@ -237,7 +219,5 @@ void runset_free(RunSet *rs) {
 }
 
 void run_label(const RunInfo *r, char *buf, int cap) {
-    double values[RP_COUNT];
-    for (int p = 0; p < RP_COUNT; p++) values[p] = *param_slot((RunInfo *)r, (RunParam)p);
-    run_params_format(values, buf, cap);
+    run_params_format(r->param, buf, cap);
 }

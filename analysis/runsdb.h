@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "params_table.h"
 
 typedef struct PromptInfo {
     int prompt_index;
@@ -32,7 +33,16 @@ typedef struct RunInfo {
     int64_t seed;
     int max_new, n_prompts, prompt_offset, stop_at_eos, audit;
     double temperature;
-    double gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp, oracle_stay, bonus, finish_round;
+    /* the grid parameters (NaN where one does not apply): a field per row of params_table.h, named as
+     * its runs column (r->lambda), and the same values by RunParam (r->param[RP_LAMBDA]) */
+    union {
+        struct {
+#define RP_RUNINFO_FIELD_(ID, name, ...) double name;
+            RUN_PARAMS(RP_RUNINFO_FIELD_)
+#undef RP_RUNINFO_FIELD_
+        };
+        double param[RP_COUNT];
+    };
     /* sums over the run's prompts */
     int64_t tokens, target_calls, target_tokens, draft_calls, draft_tokens, verifier_evals, drafted, accepted;
     int64_t verifier_accepts, rejected; /* rejected: summed over the prompts that have it (schema 5 on) */

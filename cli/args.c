@@ -51,6 +51,23 @@ int arg_float(const char *cmd, const char *opt, const char *s, double lo, double
     return 0;
 }
 
+int arg_param(const char *cmd, const char *opt, const char *s, RunParam p, double *out) {
+    char *end, range[48];
+    errno = 0;
+    double v = run_param_info(p)->integer ? (double)strtol(s, &end, 10) : strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) {
+        fprintf(stderr, "sprinter %s: --%s: \"%s\" is not %s\n", cmd, opt, s,
+                run_param_info(p)->integer ? "an integer" : "a number");
+        return -1;
+    }
+    if (!run_param_in_range(p, v)) {
+        fprintf(stderr, "sprinter %s: --%s: %g is outside %s\n", cmd, opt, v, run_param_range(p, range));
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32_t **ids, size_t *n) {
     size_t cap = 16, k = 0;
     int32_t *v = malloc(cap * sizeof *v);

@@ -6,11 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "params_table.h"
 #include "sampling.h"
 
 int arg_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 int arg_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
 int arg_float(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
+/* A value of grid parameter p (engine/decode/params_table.h) in p's range, a whole number when p takes
+ * them: "sprinter decode: --tau: 1.5 is outside [0, 1]", "... --gamma: \"2.5\" is not an integer". */
+int arg_param(const char *cmd, const char *opt, const char *s, RunParam p, double *out);
 /* "1,2,3" -> malloc'd int32 array (at most max_n ids, each >= 0). */
 int arg_ids(const char *cmd, const char *opt, const char *s, size_t max_n, int32_t **ids, size_t *n);
 

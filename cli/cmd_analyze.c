@@ -107,8 +107,8 @@ static int parse(int argc, char **argv, ReportOpts *o, int *quiet) {
         case 'a': if (arg_float(cmd, "alpha", optarg, 1e-9, 0.5, &o->alpha)) return 2; break;
         case 'b': if (arg_long(cmd, "bootstrap", optarg, 2, 100000, &l)) return 2; o->bootstrap = (int)l; break;
         case 's': if (arg_long(cmd, "seed", optarg, 0, 2147483647L, &l)) return 2; o->seed = (unsigned long)l; break;
-        case 'l': if (arg_float(cmd, "deployed-lambda", optarg, 1e-9, 1e9, &o->deployed_lambda)) return 2; break;
-        case 't': if (arg_float(cmd, "deployed-tau", optarg, 0, 1, &o->deployed_tau)) return 2; break;
+        case 'l': if (arg_param(cmd, "deployed-lambda", optarg, RP_LAMBDA, &o->deployed_lambda)) return 2; break;
+        case 't': if (arg_param(cmd, "deployed-tau", optarg, RP_TAU, &o->deployed_tau)) return 2; break;
         case 'm': if (arg_float(cmd, "tie-margin", optarg, 0, 1e6, &o->tie_margin)) return 2; break;
         case 'g': o->gnuplot = optarg; break;
         case 'n': o->plots = 0; break;

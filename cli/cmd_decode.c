@@ -63,6 +63,7 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
+    double pv;
     long l;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -74,14 +75,14 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'i': o->prompt_ids = optarg; break;
         case 'm': o->methods = optarg; break;
         case 'n': if (arg_long(cmd, "max-new", optarg, 1, 1 << 20, &l)) return 2; c->max_new = (int)l; break;
-        case 'g': if (arg_long(cmd, "gamma", optarg, 1, SP_GAMMA_MAX, &l)) return 2; c->gamma = (int)l; break;
-        case 'T': if (arg_float(cmd, "tau", optarg, 0, 1, &c->tau)) return 2; break;
-        case 'r': if (arg_long(cmd, "max-run", optarg, 0, 1 << 20, &l)) return 2; c->max_run = (int)l; break;
-        case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &c->lambda)) return 2; break;
-        case 'F': if (arg_float(cmd, "eta-fp", optarg, 0, 1, &c->eta_fp)) return 2; break;
-        case 'P': if (arg_float(cmd, "eta-tp", optarg, 0, 1, &c->eta_tp)) return 2; break;
-        case 'a': if (arg_float(cmd, "alpha", optarg, 0, 1, &c->alpha)) return 2; break;
-        case 'M': if (arg_float(cmd, "p-min", optarg, 0, 1, &c->p_min)) return 2; break;
+        case 'g': if (arg_param(cmd, "gamma", optarg, RP_GAMMA, &pv)) return 2; c->gamma = (int)pv; break;
+        case 'T': if (arg_param(cmd, "tau", optarg, RP_TAU, &c->tau)) return 2; break;
+        case 'r': if (arg_param(cmd, "max-run", optarg, RP_MAX_RUN, &pv)) return 2; c->max_run = (int)pv; break;
+        case 'l': if (arg_param(cmd, "lambda", optarg, RP_LAMBDA, &c->lambda)) return 2; break;
+        case 'F': if (arg_param(cmd, "eta-fp", optarg, RP_ETA_FP, &c->eta_fp)) return 2; break;
+        case 'P': if (arg_param(cmd, "eta-tp", optarg, RP_ETA_TP, &c->eta_tp)) return 2; break;
+        case 'a': if (arg_param(cmd, "alpha", optarg, RP_ALPHA, &c->alpha)) return 2; break;
+        case 'M': if (arg_param(cmd, "p-min", optarg, RP_P_MIN, &c->p_min)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &o->seed)) return 2; break;
         case 'A': c->audit = 1; break;
         case 'E': c->stop_at_eos = 1; break;

@@ -64,13 +64,13 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 'n': if (arg_long(cmd, "n-prefixes", optarg, 1, 1 << 24, &l)) return 2; s->n_prefixes = (int)l; break;
         case 'O': if (arg_long(cmd, "offset", optarg, 0, 1 << 30, &l)) return 2; s->offset = (int)l; break;
         case 'K': if (arg_long(cmd, "max-continue", optarg, 0, 1 << 20, &l)) return 2; s->max_continue = (int)l; break;
-        case 'T': if (arg_float(cmd, "tau", optarg, 0, 1, &s->tau)) return 2; break;
-        case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &s->lambda)) return 2; break;
+        case 'T': if (arg_param(cmd, "tau", optarg, RP_TAU, &s->tau)) return 2; break;
+        case 'l': if (arg_param(cmd, "lambda", optarg, RP_LAMBDA, &s->lambda)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s->seed)) return 2; break;
         case 'M': if (arg_long(cmd, "samples", optarg, 0, 1L << 30, &l)) return 2; s->samples = (int)l; break;
         case 'B': if (arg_long(cmd, "bootstrap", optarg, 0, 1 << 20, &l)) return 2; s->bootstrap = (int)l; break;
-        case 'F': if (arg_float(cmd, "oracle-eta-fp", optarg, 0, 1, &s->oracle_eta_fp)) return 2; break;
-        case 'P': if (arg_float(cmd, "oracle-eta-tp", optarg, 0, 1, &s->oracle_eta_tp)) return 2; break;
+        case 'F': if (arg_param(cmd, "oracle-eta-fp", optarg, RP_ETA_FP, &s->oracle_eta_fp)) return 2; break;
+        case 'P': if (arg_param(cmd, "oracle-eta-tp", optarg, RP_ETA_TP, &s->oracle_eta_tp)) return 2; break;
         case 'j': if (arg_long(cmd, "threads", optarg, 1, 1024, threads)) return 2; break;
         case 'q': s->progress = 0; break;
         case 'o': *out = optarg; break;

@@ -47,7 +47,7 @@ int cmd_collect(int argc, char **argv) {
         case 't': s.target_dir = optarg; break;
         case 'D': s.data_path = optarg; break;
         case 'f': s.data_format = optarg; break;
-        case 'l': if (arg_float(cmd, "lambda", optarg, 1e-9, 1e9, &s.lambda)) return 2; break;
+        case 'l': if (arg_param(cmd, "lambda", optarg, RP_LAMBDA, &s.lambda)) return 2; break;
         case 'o': out = optarg; break;
         case 'n': if (arg_long(cmd, "n-prompts", optarg, 0, 1 << 30, &l)) return 2; s.n_prompts = (int)l; break;
         case 'm': if (arg_long(cmd, "max-new", optarg, 1, 1 << 20, &l)) return 2; s.max_new = (int)l; break;
@@ -129,7 +129,7 @@ int cmd_train_verifier(int argc, char **argv) {
         case 'o': out = optarg; break;
         case 'l': if (arg_float(cmd, "l2", optarg, 0, 1e6, &t.l2)) return 2; break;
         case 'v': if (arg_float(cmd, "val-fraction", optarg, 1e-6, 0.999999, &t.val_fraction)) return 2; break;
-        case 't': if (arg_float(cmd, "tau", optarg, 0, 1, &t.tau)) return 2; break;
+        case 't': if (arg_param(cmd, "tau", optarg, RP_TAU, &t.tau)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &t.seed)) return 2; break;
         case 'h': fputs(kTrainHelp, stdout); return 0;
         default: return arg_bad_option("train-verifier", argv);

@@ -166,7 +166,7 @@ static int check_spec(const DtvSpec *s, SpErr *err) {
         return sp_fail(err, "dtv needs a draft, a target, a verifier and a dataset");
     if (s->n_prefixes < 1) return sp_fail(err, "n_prefixes = %d must be >= 1", s->n_prefixes);
     if (s->offset < 0 || s->max_continue < 0) return sp_fail(err, "offset and max_continue must be >= 0");
-    if (!(s->tau >= 0 && s->tau <= 1)) return sp_fail(err, "tau = %g must be in [0, 1]", s->tau);
+    if (run_param_check(RP_TAU, s->tau, err)) return -1;
     if (s->samples < 0 || s->bootstrap < 0) return sp_fail(err, "samples and bootstrap must be >= 0");
     if (s->oracle_eta_fp > 1 || s->oracle_eta_tp > 1) return sp_fail(err, "oracle rates must be in [0, 1]");
     return sampler_params_check(&s->sampling, err);

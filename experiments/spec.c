@@ -23,36 +23,23 @@
 #define STR(x) STR_(x)
 static const char kMaxListText[] = STR(SPEC_MAX_LIST); /* "64", for messages */
 
+/* The DecodeConfig field of each grid parameter (params_table.h names it). */
 static void param_set(DecodeConfig *c, RunParam p, double v) {
     switch (p) {
-    case RP_LAMBDA: c->lambda = v; break;
-    case RP_TAU: c->tau = v; break;
-    case RP_GAMMA: c->gamma = (int)v; break;
-    case RP_MAX_RUN: c->max_run = (int)v; break;
-    case RP_ALPHA: c->alpha = v; break;
-    case RP_P_MIN: c->p_min = v; break;
-    case RP_ETA_FP: c->eta_fp = v; break;
-    case RP_ETA_TP: c->eta_tp = v; break;
-    case RP_ORACLE_STAY: c->oracle_stay = v; break;
-    case RP_BONUS: c->bonus = (int)v; break;
-    case RP_FINISH_ROUND: c->finish_round = (int)v; break;
+#define RP_SET_(ID, name, type, ...) \
+    case RP_##ID: c->name = (type)v; break;
+        RUN_PARAMS(RP_SET_)
+#undef RP_SET_
     default: break;
     }
 }
 
 double run_param_value(const DecodeConfig *c, RunParam p) {
     switch (p) {
-    case RP_LAMBDA: return c->lambda;
-    case RP_TAU: return c->tau;
-    case RP_GAMMA: return c->gamma;
-    case RP_MAX_RUN: return c->max_run;
-    case RP_ALPHA: return c->alpha;
-    case RP_P_MIN: return c->p_min;
-    case RP_ETA_FP: return c->eta_fp;
-    case RP_ETA_TP: return c->eta_tp;
-    case RP_ORACLE_STAY: return c->oracle_stay;
-    case RP_BONUS: return c->bonus;
-    case RP_FINISH_ROUND: return c->finish_round;
+#define RP_GET_(ID, name, ...) \
+    case RP_##ID: return c->name;
+        RUN_PARAMS(RP_GET_)
+#undef RP_GET_
     default: return 0;
     }
 }
@@ -84,6 +71,13 @@ static int fail(Parse *P, const char *sec, const char *key, const char *fmt, con
     }
     P->failed = 1;
     return 0; /* inih: error on this line */
+}
+
+/* "[grid] tau: 1.5 is out of range [0, 1]": value text v of parameter p is outside the table's range. */
+static int fail_range(Parse *P, const char *sec, const char *key, RunParam p, const char *v) {
+    char range[48], fmt[64];
+    snprintf(fmt, sizeof fmt, "%%s is out of range %s", run_param_range(p, range));
+    return fail(P, sec, key, fmt, v);
 }
 
 /* 0 and *out set; -1: not a number; -2: a number outside double precision (overflow, or below
@@ -138,19 +132,13 @@ static int each_item(Parse *P, const char *sec, const char *key, const char *val
 
 static int item_param(Parse *P, const char *sec, const char *key, const char *tok, void *ctx) {
     RunParam p = (RunParam)(intptr_t)ctx;
-    const ParamInfo *pi = run_param_info(p);
     SpecList *L = &P->s->grid[p];
     double d;
     int prc = parse_double(tok, &d);
     if (prc == -2) return fail(P, sec, key, "%s is outside the range of a double", tok), -1;
     if (prc) return fail(P, sec, key, "\"%s\" is not a number", tok), -1;
-    if (d < pi->lo || d > pi->hi || (pi->lo_open && d == pi->lo) || (pi->hi_open && d == pi->hi)) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%%s is out of range %c%g, %g%c", pi->lo_open ? '(' : '[', pi->lo, pi->hi,
-                 pi->hi_open ? ')' : ']');
-        return fail(P, sec, key, msg, tok), -1;
-    }
-    if (pi->integer && d != floor(d)) return fail(P, sec, key, "%s must be a whole number", tok), -1;
+    if (!run_param_in_range(p, d)) return fail_range(P, sec, key, p, tok), -1;
+    if (!run_param_whole(p, d)) return fail(P, sec, key, "%s must be a whole number", tok), -1;
     if (L->n == SPEC_MAX_LIST) return fail(P, sec, key, "more than %s values", kMaxListText), -1;
     L->v[L->n++] = d;
     return 0;
@@ -263,7 +251,8 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         if (parse_double(v, &d) || d <= 0 || d >= 1) return fail(P, sec, key, "\"%s\" is not a number in (0, 1)", v);
         s->ver_val_fraction = d;
     } else if (IS("verifier", "tau")) {
-        if (parse_double(v, &d) || d < 0 || d > 1) return fail(P, sec, key, "%s is out of range [0, 1]", v);
+        /* the grid's tau: the same threshold, the same range */
+        if (parse_double(v, &d) || !run_param_in_range(RP_TAU, d)) return fail_range(P, sec, key, RP_TAU, v);
         s->ver_tau = d;
     } else if (IS("verifier", "recipe")) {
         if (train_recipe_parse(v, &s->ver_recipe)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);

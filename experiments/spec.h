@@ -58,7 +58,7 @@
 #define SPEC_MAX_DATASETS 8
 #define SPEC_PATH 1024
 
-/* The value of grid parameter p (records/params.h) in a decoding configuration. */
+/* The value of grid parameter p (engine/decode/params_table.h) in a decoding configuration. */
 double run_param_value(const DecodeConfig *c, RunParam p);
 
 typedef struct SpecList {

@@ -10,6 +10,10 @@
 
 #define DB_COL_ROW(name, decl, since, until, param) {#name, decl, since, until, param},
 static const DbColumn kRunsCols[] = {RUNS_COLUMNS(DB_COL_ROW)};
+/* Every grid parameter has a runs column (test_spec checks that each has exactly one, of its type). */
+#define RP_COL_COUNT_(name, decl, since, until, param) +((param) >= 0)
+_Static_assert(0 RUNS_COLUMNS(RP_COL_COUNT_) == RP_COUNT, "records/schema.h: a grid parameter lacks its runs column");
+#undef RP_COL_COUNT_
 static const DbColumn kPromptsCols[] = {PROMPTS_COLUMNS(DB_COL_ROW)};
 static const DbColumn kOutputsCols[] = {OUTPUTS_COLUMNS(DB_COL_ROW)};
 #undef DB_COL_ROW

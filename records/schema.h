@@ -24,7 +24,9 @@
  *        where it was 0) (issue 15)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
- * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row.
+ * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row. A grid
+ * parameter's column is not written here: its row in engine/decode/params_table.h (RUN_PARAMS_ADDED)
+ * makes it, at the end of runs, with the row's version.
  */
 #ifndef SP_SCHEMA_H
 #define SP_SCHEMA_H
@@ -36,6 +38,12 @@
 #include "params.h"
 
 #define DB_SCHEMA_VERSION 7
+/* Every grid parameter's column exists in the current schema (a new row of params_table.h names the
+ * version that adds its column: DB_SCHEMA_VERSION must be raised to it). */
+#define RP_SINCE_CHECK_(ID, name, type, dflt, lo, hi, flags, methods, since) \
+    _Static_assert((since) >= 1 && (since) <= DB_SCHEMA_VERSION, "params_table.h: " #name "'s schema version is above DB_SCHEMA_VERSION");
+RUN_PARAMS(RP_SINCE_CHECK_)
+#undef RP_SINCE_CHECK_
 #define DB_SCHEMA_MIN 1
 #define DB_FORMAT "sprinter-runs"
 
@@ -55,7 +63,15 @@ typedef struct DbTable {
 } DbTable;
 
 #define NOPARAM (-1)
-/* X(name, declaration, since, until, grid parameter) in table order. */
+/* A grid parameter's row of params_table.h as a runs column. */
+#define RUNS_PARAM_COLUMN_(X, ID, name, type, dflt, lo, hi, flags, methods, since) \
+    X(name, RP_SQL_##type, since, 0, RP_##ID)
+/* X(name, declaration, since, until, grid parameter) in table order. The grid parameters' columns of
+ * schemas 1 to 7 (gamma .. eta_tp, oracle_stay, bonus, finish_round) are listed by hand in the places
+ * those schemas gave them; every parameter added since comes from params_table.h RUN_PARAMS_ADDED,
+ * expanded at the end. A test (test_spec) checks that each grid parameter has exactly one column, of
+ * its row's type and schema version, and that `since` never decreases along a table (a column added
+ * after a new parameter goes after that expansion). */
 #define RUNS_COLUMNS(X)                                                                                       \
     X(run_hash, "TEXT PRIMARY KEY", 1, 0, NOPARAM)                                                            \
     X(run_index, "INTEGER NOT NULL", 1, 0, NOPARAM)                                                           \
@@ -101,7 +117,8 @@ typedef struct DbTable {
     X(bonus, "INTEGER", 6, 0, RP_BONUS)                                                                       \
     X(finish_round, "INTEGER", 6, 0, RP_FINISH_ROUND)                                                         \
     X(label_rule, "TEXT", 6, 0, NOPARAM)                                                                     \
-    X(prompt_template, "TEXT", 7, 0, NOPARAM)
+    X(prompt_template, "TEXT", 7, 0, NOPARAM)                                                                 \
+    RUN_PARAMS_ADDED(RUNS_PARAM_COLUMN_, X)
 
 #define PROMPTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 1, 0, NOPARAM)                                                               \

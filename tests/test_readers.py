@@ -58,7 +58,7 @@ def main():
     ph, prows = tsv(pan.stdout) if pan.returncode == 0 else ([], [])
     params = ["lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp", "oracle_stay", "bonus",
               "finish_round"]
-    # the summary's parameter columns come first (as named in records/params.h), its measured eta_* last
+    # the summary's parameter columns come first (as named in engine/decode/params_table.h), its measured eta_* last
     def key_s(r):
         d = dict(zip(sh[:3 + len(params)], r[:3 + len(params)]))
         return (d["method"], d["dataset"]) + tuple(round(num(d[k]), 9) if not math.isnan(num(d[k])) else None

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "schema.h"
 #include "spec.h"
 
 #include "check.h"
@@ -265,6 +266,94 @@ static void test_bad(T *t) {
 }
 
 /* mkdir -p */
+/* The one grid-parameter table (params_table.h) and what it drives: runs columns, defaults, ranges,
+ * the accessors and the canonical text's parameter lines. */
+static void test_param_table(T *t) {
+    /* every parameter: exactly one runs column, named as the row, of its type and schema version */
+    int cols_ok = 1;
+    for (int p = 0; p < RP_COUNT; p++) {
+        const ParamInfo *pi = run_param_info((RunParam)p);
+        int found = 0;
+        for (int i = 0; i < kRunsTable.n_cols; i++) {
+            const DbColumn *c = &kRunsTable.cols[i];
+            if (c->param != p) continue;
+            found++;
+            if (strcmp(c->name, pi->name) || strcmp(c->decl, pi->integer ? "INTEGER" : "REAL") || c->since != pi->since ||
+                c->until != 0) {
+                printf("  column %s: decl %s since %d, row %s integer %d since %d\n", c->name, c->decl, c->since, pi->name,
+                       pi->integer, pi->since);
+                cols_ok = 0;
+            }
+        }
+        if (found != 1) printf("  %s: %d runs columns\n", pi->name, found), cols_ok = 0;
+    }
+    check(cols_ok, "each grid parameter has one runs column of its row's name, type and schema version");
+    /* ALTER TABLE appends: a new and an upgraded file agree on the order only if since never decreases */
+    const DbTable *tables[] = {&kRunsTable, &kPromptsTable, &kOutputsTable};
+    int order_ok = 1;
+    for (int k = 0; k < 3; k++)
+        for (int i = 1; i < tables[k]->n_cols; i++)
+            if (tables[k]->cols[i].since < tables[k]->cols[i - 1].since) {
+                printf("  %s.%s (since %d) after %s (since %d)\n", tables[k]->name, tables[k]->cols[i].name,
+                       tables[k]->cols[i].since, tables[k]->cols[i - 1].name, tables[k]->cols[i - 1].since);
+                order_ok = 0;
+            }
+    check(order_ok, "columns' schema versions never decrease along a table");
+
+    /* defaults: the row's, readable through the generated accessors, and in range */
+    DecodeConfig c;
+    decode_config_default(&c);
+    int def_ok = 1;
+    for (int p = 0; p < RP_COUNT; p++) def_ok &= run_param_value(&c, (RunParam)p) == run_param_info((RunParam)p)->dflt;
+    SpErr err = {{0}};
+    check(def_ok && c.gamma == SP_DEFAULT_GAMMA && c.tau == SP_DEFAULT_TAU && c.lambda == SP_DEFAULT_LAMBDA &&
+              c.eta_tp == 1.0 && c.max_run == 0 && decode_config_check(&c, &err) == 0,
+          "decode_config_default sets each parameter to its row's default, which passes the check");
+
+    /* the engine's check takes the row's range */
+    char range[48];
+    c.tau = 1.5;
+    check(decode_config_check(&c, &err) != 0 && !strcmp(err.msg, "tau = 1.5 must be in [0, 1]"),
+          "decode_config_check: tau 1.5 refused as the table says (%s)", err.msg);
+    decode_config_default(&c);
+    c.oracle_stay = 1;
+    check(decode_config_check(&c, &err) != 0 && !strcmp(err.msg, "oracle_stay = 1 must be in [0, 1)"),
+          "decode_config_check: oracle_stay 1 refused (%s)", err.msg);
+    decode_config_default(&c);
+    c.lambda = 0;
+    check(decode_config_check(&c, &err) != 0 && strstr(err.msg, "lambda = 0 must be in (0, "),
+          "decode_config_check: lambda 0 refused (%s)", err.msg);
+    check(!strcmp(run_param_range(RP_GAMMA, range), "[1, 64]") && !strcmp(run_param_range(RP_MAX_RUN, range), "[0, 1048576]"),
+          "range text of gamma and max_run");
+    check(run_param_check(RP_GAMMA, 2.5, &err) != 0 && !strcmp(err.msg, "gamma = 2.5 must be a whole number") &&
+              run_param_check(RP_TAU, NAN, &err) != 0 && run_param_check(RP_BONUS, 1, &err) == 0,
+          "run_param_check: whole numbers, NaN");
+    check(method_params(DM_SD) == (1u << RP_GAMMA) && method_params(DM_AR) == 0 &&
+              method_params(DM_ORACLE_MARKOV) == ((1u << RP_LAMBDA) | (1u << RP_MAX_RUN) | (1u << RP_ETA_FP) |
+                                                  (1u << RP_ETA_TP) | (1u << RP_ORACLE_STAY) | (1u << RP_BONUS) |
+                                                  (1u << RP_FINISH_ROUND)),
+          "method_params from the rows' methods");
+
+    /* the canonical text's parameter lines: RunParam order, "name %.17g" (run hashes depend on it) */
+    SweepSpec *s = calloc(1, sizeof *s);
+    RunConfig *r = NULL;
+    int n = 0;
+    const char *txt = "[sweep]\nmethods = sprinter, oracle-markov\n"
+                      "[models]\ndraft = d\ntarget = t\n"
+                      "[data]\ndatasets = x.jsonl\nn_prompts = 4\noffset = 10\n"
+                      "[decode]\nmax_new_tokens = 8\n"
+                      "[grid]\nseeds = 1\nlambda = 1.2\ntau = 0.3\nmax_run = 19\neta_fp = 0.1\noracle_stay = 0.5\n"
+                      "bonus = 1\nfinish_round = 1\n"
+                      "[verifier]\ndata = v.jsonl\nn_prompts = 10\n";
+    int ok = load(t, "table", txt, s, &err) == 0 && spec_expand(s, &r, &n, &err) == 0 && n == 2;
+    check(ok && strstr(r[0].canon, "\nlambda 1.2\ntau 0.29999999999999999\nmax_run 19\nbonus 1\nfinish_round 1\n") &&
+              strstr(r[1].canon, "\nlambda 1.2\nmax_run 19\neta_fp 0.10000000000000001\neta_tp 1\noracle_stay 0.5\n"
+                                 "bonus 1\nfinish_round 1\n"),
+          "canonical text: parameter lines in table order, %%.17g (%s)", ok ? "" : err.msg);
+    free(r);
+    free(s);
+}
+
 static void mkdirs(const char *path) {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", path);
@@ -282,5 +371,6 @@ int main(int argc, char **argv) {
     mkdirs(t.dir);
     test_expand(&t);
     test_bad(&t);
+    test_param_table(&t);
     return check_summary("test_spec");
 }

@@ -14,13 +14,9 @@ void decode_config_default(DecodeConfig *c) {
     c->method = DM_SD;
     c->sampling = (SamplerParams){1.0f, 0, 1.0f};
     c->max_new = 20;
-    c->gamma = SP_DEFAULT_GAMMA;
-    c->tau = SP_DEFAULT_TAU;
-    c->lambda = SP_DEFAULT_LAMBDA;
-    c->eta_fp = 0.0;
-    c->eta_tp = 1.0;
-    c->alpha = 0.5;
-    c->p_min = 0.5;
+#define RP_DEFAULT_(ID, name, type, dflt, ...) c->name = dflt;
+    RUN_PARAMS(RP_DEFAULT_) /* the grid parameters' defaults (params_table.h) */
+#undef RP_DEFAULT_
     c->stop_at_eos = 0;
 }
 
@@ -28,20 +24,12 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
     if (c->method < 0 || c->method >= DM_COUNT) return sp_fail(err, "method: unknown");
     if (sampler_params_check(&c->sampling, err)) return -1;
     if (c->max_new < 1) return sp_fail(err, "max_new = %d must be >= 1", c->max_new);
-    if (c->gamma < 1 || c->gamma > SP_GAMMA_MAX)
-        return sp_fail(err, "gamma = %d must be in [1, %d]", c->gamma, SP_GAMMA_MAX);
-    if (!(c->tau >= 0 && c->tau <= 1)) return sp_fail(err, "tau = %g must be in [0, 1]", c->tau);
-    if (!(c->lambda > 0)) return sp_fail(err, "lambda = %g must be > 0", c->lambda);
-    if (!(c->eta_fp >= 0 && c->eta_fp <= 1) || !(c->eta_tp >= 0 && c->eta_tp <= 1))
-        return sp_fail(err, "eta_fp = %g and eta_tp = %g must be in [0, 1]", c->eta_fp, c->eta_tp);
-    if (!(c->alpha >= 0 && c->alpha <= 1)) return sp_fail(err, "alpha = %g must be in [0, 1]", c->alpha);
-    if (!(c->p_min >= 0 && c->p_min <= 1)) return sp_fail(err, "p_min = %g must be in [0, 1]", c->p_min);
-    if (c->max_run < 0) return sp_fail(err, "max_run = %d must be >= 0", c->max_run);
+#define RP_CHECK_(ID, name, ...) if (run_param_check(RP_##ID, c->name, err)) return -1;
+    RUN_PARAMS(RP_CHECK_) /* the grid parameters' ranges (params_table.h) */
+#undef RP_CHECK_
     if (c->label_rule != LABEL_SOUND && c->label_rule != LABEL_PAPER_CODE) return sp_fail(err, "label_rule: unknown");
     if (c->finish_round && c->max_run < 1)
         return sp_fail(err, "finish_round needs max_run >= 1 (a round must end; the authors' code caps it at 20 drafts)");
-    if (!(c->oracle_stay >= 0 && c->oracle_stay < 1))
-        return sp_fail(err, "oracle_stay = %g must be in [0, 1)", c->oracle_stay);
     return 0;
 }
 

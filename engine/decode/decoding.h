@@ -39,6 +39,7 @@
 #include "events.h"
 #include "methods.h"
 #include "model.h"
+#include "params_table.h"
 #include "rules.h"
 #include "sampling.h"
 #include "verifier.h"
@@ -48,24 +49,14 @@ typedef struct DecodeConfig {
     DecodeMethod method;
     SamplerParams sampling; /* applied to both p and q */
     int max_new;            /* tokens to generate */
-    int gamma;              /* sd / pmin / specdecpp: max draft tokens per target call */
-    double tau;             /* sprinter / specdecpp: verifier threshold */
-    int max_run;            /* sprinter / oracle-iid: cap on consecutive verifier accepts, 0 = none */
-    /* Round structure of the sprinter-type methods (a round = the drafts up to and including the one
-     * the target decides). Both 0 is the harness's reading of Algorithm 2; both 1 with max_run 19 is
-     * what the authors' code runs (sprinter.py: at most 20 drafts a round, bonus, ">= 20 tokens"). */
-    int bonus;              /* after the target SD-accepts the token it decides, also emit a bonus token
-                             * from the same target pass (over the drafts and that token) */
-    int finish_round;       /* max_new is checked only when a round ends: a round that starts below
-                             * max_new runs to its end, so up to max_run + 1 tokens more are emitted
-                             * (needs max_run >= 1); eos still stops at once */
-    double lambda;          /* label threshold for oracle-iid and the audit: acceptable iff q/p <= lambda */
+    /* The grid parameters (gamma, tau, lambda, max_run, alpha, p_min, eta_fp, eta_tp, oracle_stay, bonus,
+     * finish_round, ...): one field per row of params_table.h, named and typed there, where each is
+     * documented. */
+#define RP_DC_FIELD_(ID, name, type, ...) type name;
+    RUN_PARAMS(RP_DC_FIELD_)
+#undef RP_DC_FIELD_
     LabelRule label_rule;   /* sprinter-type methods and collect: which q and p the label compares (rules.h);
                              * sd-type methods always label with the decoding distributions */
-    double eta_fp, eta_tp;  /* oracle-iid / oracle-markov rates */
-    double oracle_stay;     /* oracle-markov: probability of repeating the class's last decision */
-    double alpha;           /* bild */
-    double p_min;           /* pmin */
     int stop_at_eos;        /* stop after emitting the target's eos id */
     int audit;              /* learn p(x) and the true label for every verifier decision */
     int capture_hidden;     /* store the draft hidden state of every drafted token (collect) */
