@@ -15,8 +15,8 @@
  *      parse_quirks, GGUF names in slot_gguf[] (model.c) and metadata in write_metadata() (gguf.c).
  *      Genuinely one-architecture quirks may be a ModelConfig field set by parse_quirks (GPT-Neo's
  *      layer_local/window_size, GPT-2's scale_attn_by_layer) rather than a trait.
- *   3. Named shapes for init-random: presets.c (preset_names / preset_config), and the CLI's
- *      --arch spelling in cli/cmd_engine.c (init-random).
+ *   3. init-random: a config builder, preset shapes and a kPresetArchs row (its --arch spelling and
+ *      model_type) in presets.c; the init-random help text in cli/cmd_engine.c.
  *   4. Check: init-random a tiny model, compare logits against the PyTorch oracle (tests/oracle).
  */
 #include "arch.h"
