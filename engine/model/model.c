@@ -8,6 +8,9 @@
  *   Llama:            x = embed[tok]
  *                     x += Attn(RMS1(x)); x += down(silu(gate(.)) * up(.))   (RoPE on q, k)
  *   all:              hidden = final_norm(x);  logits = hidden lm_head^T
+ *
+ * Which of these a model runs comes from its row in arch.c's table (ArchInfo: norm, positions, qkv
+ * layout, MLP kind, attention scale, biases, tensor names); nothing here compares architecture ids.
  */
 #include "model.h"
 
