@@ -405,13 +405,13 @@ int cmd_init_random(int argc, char **argv) {
         return 2;
     }
     if (!preset_names(arch)) {
-        fprintf(stderr, "sprinter init-random: --arch: unknown architecture \"%s\" (gpt2, gpt-neo, llama)\n", arch);
+        fprintf(stderr, "sprinter init-random: --arch: unknown architecture \"%s\" (%s)\n", arch, preset_arch_list());
         return 2;
     }
     SpErr err = {{0}};
     cJSON *cfg = preset ? preset_config(arch, preset, &err) : sp_json_load(cfg_path, 16u << 20, &err);
     if (!cfg) return fail(cmd, &err);
-    const char *want = !strcmp(arch, "gpt-neo") ? "gpt_neo" : arch;
+    const char *want = preset_model_type(arch);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     int rc = 1;
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, want)) {

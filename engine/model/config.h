@@ -9,6 +9,8 @@
 
 #include "error.h"
 
+/* An architecture's id: its row in arch.c's table (ArchInfo, arch.h) says what it means. Code reads
+ * the row's traits (arch_info(cfg->arch)), not these ids. */
 typedef enum { ARCH_GPT2 = 1, ARCH_GPTNEO = 2, ARCH_LLAMA = 3 } Arch;
 /* MLP activation: tanh-approximated GELU (gelu_new), exact erf GELU, or SiLU (Llama SwiGLU). */
 typedef enum { ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3 } Act;
@@ -27,10 +29,10 @@ typedef struct ModelConfig {
     float rope_theta; /* Llama only */
     int tie_embeddings;
     Act act;
-    int scale_attn_by_layer; /* GPT-2 scale_attn_by_inverse_layer_idx */
+    int scale_attn_by_layer; /* GPT-2 scale_attn_by_inverse_layer_idx (its parse_quirks): scale /= layer + 1 */
     float init_std;        /* initializer_range: used only by init-random */
     int window_size;       /* GPT-Neo local attention window */
-    uint8_t *layer_local;  /* [L] GPT-Neo: 1 where the layer uses local attention */
+    uint8_t *layer_local;  /* [L] 1 where the layer uses local attention (GPT-Neo's parse_quirks); else NULL */
     int bos_id, eos_id;    /* -1 when absent */
 } ModelConfig;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "fsutil.h"
 #include "jsonutil.h"
 #include "kernels.h"
@@ -251,64 +252,25 @@ static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gn
     return 0;
 }
 
-static int plan_llama(Plan *p, const StArchive *st, const ModelConfig *c, DType dt, SpErr *err) {
-    int64_t E = c->d_model, V = c->vocab_size, F = c->d_ff, Q = (int64_t)c->n_heads * c->head_dim,
-            K = (int64_t)c->n_kv_heads * c->head_dim;
-    char hf[128], g[GGUF_MAX_NAME];
-    int rc = plan_add(p, st, "model.embed_tokens.weight", "token_embd.weight", E, V, dt, X_COPY, 0, err);
-    for (int i = 0; rc == 0 && i < c->n_layers; i++) {
-        const struct {
-            const char *hf, *g;
-            int64_t ne0, ne1;
-            Xform x;
-            int heads;
-        } L[] = {{"input_layernorm.weight", "attn_norm.weight", E, 0, X_COPY, 0},
-                 {"self_attn.q_proj.weight", "attn_q.weight", E, Q, X_ROPE_PERMUTE, c->n_heads},
-                 {"self_attn.k_proj.weight", "attn_k.weight", E, K, X_ROPE_PERMUTE, c->n_kv_heads},
-                 {"self_attn.v_proj.weight", "attn_v.weight", E, K, X_COPY, 0},
-                 {"self_attn.o_proj.weight", "attn_output.weight", Q, E, X_COPY, 0},
-                 {"post_attention_layernorm.weight", "ffn_norm.weight", E, 0, X_COPY, 0},
-                 {"mlp.gate_proj.weight", "ffn_gate.weight", E, F, X_COPY, 0},
-                 {"mlp.up_proj.weight", "ffn_up.weight", E, F, X_COPY, 0},
-                 {"mlp.down_proj.weight", "ffn_down.weight", F, E, X_COPY, 0}};
-        for (size_t k = 0; rc == 0 && k < sizeof L / sizeof *L; k++) {
-            snprintf(hf, sizeof hf, "model.layers.%d.%s", i, L[k].hf);
-            snprintf(g, sizeof g, "blk.%d.%s", i, L[k].g);
-            rc = plan_add(p, st, hf, g, L[k].ne0, L[k].ne1, dt, L[k].x, L[k].heads, err);
+/* Every tensor of the model's tensor table (model.c), in its order, under its GGUF name: ne = {in, out}
+ * for matrices (Conv1D [in, out] transposed; RoPE q / k rows permuted where the row asks), norms and
+ * biases as they are. */
+static int plan_model(Plan *p, const StArchive *st, const ModelConfig *c, const ArchInfo *a, DType dt, SpErr *err) {
+    TensorSpec *specs = NULL;
+    int n = 0, rc = model_tensor_specs(c, &specs, &n, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        const TensorSpec *t = &specs[i];
+        int64_t ne0 = t->shape[0], ne1 = 0;
+        Xform x = X_COPY;
+        if (t->ndim == 2) {
+            ne0 = t->conv1d ? t->shape[0] : t->shape[1];
+            ne1 = t->conv1d ? t->shape[1] : t->shape[0];
+            if (t->conv1d) x = X_TRANSPOSE;
+            else if (t->rope_heads && a->gguf_permute_qk) x = X_ROPE_PERMUTE;
         }
+        rc = plan_add(p, st, t->name, t->gguf_name, ne0, ne1, dt, x, x == X_ROPE_PERMUTE ? t->rope_heads : 0, err);
     }
-    if (rc == 0) rc = plan_add(p, st, "model.norm.weight", "output_norm.weight", E, 0, dt, X_COPY, 0, err);
-    if (rc == 0 && !c->tie_embeddings) rc = plan_add(p, st, "lm_head.weight", "output.weight", E, V, dt, X_COPY, 0, err);
-    return rc;
-}
-
-static int plan_gpt2(Plan *p, const StArchive *st, const ModelConfig *c, DType dt, SpErr *err) {
-    int64_t E = c->d_model, V = c->vocab_size, F = c->d_ff;
-    char hf[128], g[GGUF_MAX_NAME];
-    int rc = plan_add(p, st, "transformer.wte.weight", "token_embd.weight", E, V, dt, X_COPY, 0, err);
-    if (rc == 0) rc = plan_add(p, st, "transformer.wpe.weight", "position_embd.weight", E, c->max_pos, dt, X_COPY, 0, err);
-    for (int i = 0; rc == 0 && i < c->n_layers; i++) {
-        const struct {
-            const char *hf, *g;
-            int64_t ne0, ne1;
-            Xform x;
-        } L[] = {{"ln_1.weight", "attn_norm.weight", E, 0, X_COPY},        {"ln_1.bias", "attn_norm.bias", E, 0, X_COPY},
-                 {"attn.c_attn.weight", "attn_qkv.weight", E, 3 * E, X_TRANSPOSE},
-                 {"attn.c_attn.bias", "attn_qkv.bias", 3 * E, 0, X_COPY},
-                 {"attn.c_proj.weight", "attn_output.weight", E, E, X_TRANSPOSE},
-                 {"attn.c_proj.bias", "attn_output.bias", E, 0, X_COPY},    {"ln_2.weight", "ffn_norm.weight", E, 0, X_COPY},
-                 {"ln_2.bias", "ffn_norm.bias", E, 0, X_COPY},             {"mlp.c_fc.weight", "ffn_up.weight", E, F, X_TRANSPOSE},
-                 {"mlp.c_fc.bias", "ffn_up.bias", F, 0, X_COPY},           {"mlp.c_proj.weight", "ffn_down.weight", F, E, X_TRANSPOSE},
-                 {"mlp.c_proj.bias", "ffn_down.bias", E, 0, X_COPY}};
-        for (size_t k = 0; rc == 0 && k < sizeof L / sizeof *L; k++) {
-            snprintf(hf, sizeof hf, "transformer.h.%d.%s", i, L[k].hf);
-            snprintf(g, sizeof g, "blk.%d.%s", i, L[k].g);
-            rc = plan_add(p, st, hf, g, L[k].ne0, L[k].ne1, dt, L[k].x, 0, err);
-        }
-    }
-    if (rc == 0) rc = plan_add(p, st, "transformer.ln_f.weight", "output_norm.weight", E, 0, dt, X_COPY, 0, err);
-    if (rc == 0) rc = plan_add(p, st, "transformer.ln_f.bias", "output_norm.bias", E, 0, dt, X_COPY, 0, err);
-    if (rc == 0 && !c->tie_embeddings) rc = plan_add(p, st, "lm_head.weight", "output.weight", E, V, dt, X_COPY, 0, err);
+    free(specs);
     return rc;
 }
 
@@ -336,8 +298,8 @@ static void convert(const GTensor *t, float *work, float *work2, void *out) {
 
 /* ------------------------------------------------------------------ writing */
 
-static void write_metadata(Meta *m, const ModelConfig *c, const char *name, DType dt, const Vocab *v) {
-    const char *arch = c->arch == ARCH_LLAMA ? "llama" : "gpt2";
+static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, const char *name, DType dt, const Vocab *v) {
+    const char *arch = a->gguf_arch;
     char k[96];
 #define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", arch, suffix), k)
     kv_str(m, "general.architecture", arch);
@@ -348,18 +310,17 @@ static void write_metadata(Meta *m, const ModelConfig *c, const char *name, DTyp
     kv_u32(m, KEY("block_count"), (uint32_t)c->n_layers);
     kv_u32(m, KEY("feed_forward_length"), (uint32_t)c->d_ff);
     kv_u32(m, KEY("attention.head_count"), (uint32_t)c->n_heads);
-    if (c->arch == ARCH_LLAMA) {
-        kv_u32(m, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
-        kv_f32(m, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
+    if (a->key.kv_heads) kv_u32(m, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
+    if (a->norm == NORM_RMS) kv_f32(m, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps);
+    else kv_f32(m, KEY("attention.layer_norm_epsilon"), c->norm_eps);
+    if (a->pos == POS_ROPE) {
         kv_f32(m, KEY("rope.freq_base"), c->rope_theta);
         kv_u32(m, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
-        kv_u32(m, KEY("vocab_size"), (uint32_t)c->vocab_size);
-        if (c->head_dim * c->n_heads != c->d_model) {
-            kv_u32(m, KEY("attention.key_length"), (uint32_t)c->head_dim);
-            kv_u32(m, KEY("attention.value_length"), (uint32_t)c->head_dim);
-        }
-    } else {
-        kv_f32(m, KEY("attention.layer_norm_epsilon"), c->norm_eps);
+    }
+    if (a->gguf_vocab_size) kv_u32(m, KEY("vocab_size"), (uint32_t)c->vocab_size);
+    if (c->head_dim * c->n_heads != c->d_model) {
+        kv_u32(m, KEY("attention.key_length"), (uint32_t)c->head_dim);
+        kv_u32(m, KEY("attention.value_length"), (uint32_t)c->head_dim);
     }
 #undef KEY
     kv_str(m, "tokenizer.ggml.model", "gpt2");
@@ -372,7 +333,7 @@ static void write_metadata(Meta *m, const ModelConfig *c, const char *name, DTyp
     for (int i = 0; i < v->n_merges; i++) put_str(&m->b, v->merges[i]);
     if (c->bos_id >= 0) kv_u32(m, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_id);
     if (c->eos_id >= 0) kv_u32(m, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_id);
-    kv_bool(m, "tokenizer.ggml.add_bos_token", c->arch == ARCH_LLAMA);
+    kv_bool(m, "tokenizer.ggml.add_bos_token", a->gguf_add_bos);
     kv_bool(m, "tokenizer.ggml.add_eos_token", 0);
 }
 
@@ -430,19 +391,20 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
     Meta m = {0};
     FILE *f = NULL;
     int rc = 0;
-    if (c.arch == ARCH_GPTNEO)
-        rc = sp_fail(err, "%s: GPT-Neo: llama.cpp has no GPT-Neo architecture to export to", path);
-    else if (c.arch == ARCH_GPT2 && c.scale_attn_by_layer)
-        rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's gpt2 does not scale by layer", path);
-    else if (c.arch == ARCH_LLAMA && c.head_dim % 2)
+    const ArchInfo *a = arch_info(c.arch);
+    if (!a->gguf_arch)
+        rc = sp_fail(err, "%s: %s: llama.cpp has no %s architecture to export to", path, a->title, a->title);
+    else if (c.scale_attn_by_layer)
+        rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path, a->gguf_arch);
+    else if (a->pos == POS_ROPE && c.head_dim % 2)
         rc = sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c.head_dim);
     if (rc == 0) rc = sp_output_check(out_path, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
-    if (rc == 0) rc = c.arch == ARCH_LLAMA ? plan_llama(&p, &st, &c, dtype, err) : plan_gpt2(&p, &st, &c, dtype, err);
+    if (rc == 0) rc = plan_model(&p, &st, &c, a, dtype, err);
     if (rc == 0) {
         const char *base = strrchr(model_dir, '/');
         char name[256];
         snprintf(name, sizeof name, "%s", base && base[1] ? base + 1 : model_dir);
-        write_metadata(&m, &c, name, dtype, &v);
+        write_metadata(&m, &c, a, name, dtype, &v);
         if (m.b.oom) rc = sp_fail(err, "out of memory");
     }
     if (rc == 0 && !(f = sp_output_fopen_tmp(out_path, tmp, sizeof tmp, err))) rc = -1;

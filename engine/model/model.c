@@ -8,6 +8,9 @@
  *   Llama:            x = embed[tok]
  *                     x += Attn(RMS1(x)); x += down(silu(gate(.)) * up(.))   (RoPE on q, k)
  *   all:              hidden = final_norm(x);  logits = hidden lm_head^T
+ *
+ * Which of these a model runs comes from its row in arch.c's table (ArchInfo: norm, positions, qkv
+ * layout, MLP kind, attention scale, biases, tensor names); nothing here compares architecture ids.
  */
 #include "model.h"
 
@@ -19,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "jsonutil.h"
 #include "kernels.h"
 #include "safetensors.h"
@@ -33,6 +37,7 @@ typedef struct Layer {
 
 struct Model {
     ModelConfig cfg;
+    const ArchInfo *ai; /* cfg.arch's row */
     StArchive st;
     Tensor wte; /* [V, d] */
     Tensor wpe; /* [max_pos, d], GPT-2 / GPT-Neo */
@@ -75,78 +80,101 @@ static int add_spec(SpecList *l, TensorRole role, int64_t d0, int64_t d1, const 
     return 0;
 }
 
-static int specs_gpt2(const ModelConfig *c, SpecList *l) {
-    int64_t d = c->d_model, f = c->d_ff;
-    int rc = add_spec(l, TR_MATRIX, c->vocab_size, d, "transformer.wte.weight") |
-             add_spec(l, TR_MATRIX, c->max_pos, d, "transformer.wpe.weight");
-    for (int i = 0; i < c->n_layers; i++) {
-        rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_1.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_1.bias", i) |
-              add_spec(l, TR_MATRIX, d, 3 * d, "transformer.h.%d.attn.c_attn.weight", i) |
-              add_spec(l, TR_BIAS, 3 * d, 0, "transformer.h.%d.attn.c_attn.bias", i) |
-              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.c_proj.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.attn.c_proj.bias", i) |
-              add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_2.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_2.bias", i) |
-              add_spec(l, TR_MATRIX, d, f, "transformer.h.%d.mlp.c_fc.weight", i) |
-              add_spec(l, TR_BIAS, f, 0, "transformer.h.%d.mlp.c_fc.bias", i) |
-              add_spec(l, TR_MATRIX, f, d, "transformer.h.%d.mlp.c_proj.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.mlp.c_proj.bias", i);
+/* One slot of a layer: a norm (weight [+ bias]) or a matrix (weight [+ bias]) that the row's traits
+ * imply. The tensor table, the loader and the GGUF export all walk this list, in this order (which is
+ * also init-random's: it draws the weights in table order). */
+typedef enum { S_ATTN_NORM, S_QKV, S_Q, S_K, S_V, S_O, S_MLP_NORM, S_GATE, S_UP, S_DOWN, S_COUNT } SlotId;
+typedef struct Slot {
+    SlotId id;
+    const char *name; /* the row's pattern */
+    int64_t out, in;  /* a matrix's logical shape; a norm's length in out (in = 0) */
+    int bias;
+    int rope_heads;   /* q / k under RoPE: heads (GGUF export permutes their rows) */
+} Slot;
+
+/* llama.cpp's names for the slots (blk.N.<name>.weight / .bias). */
+static const char *const slot_gguf[S_COUNT] = {"attn_norm", "attn_qkv",  "attn_q",   "attn_k",  "attn_v",
+                                               "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+
+static int layer_slots(const ArchInfo *a, const ModelConfig *c, Slot *s) {
+    int64_t d = c->d_model, f = c->d_ff, qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
+    int nb = a->norm == NORM_LAYER, rope = a->pos == POS_ROPE, n = 0;
+    const ArchNames *N = &a->names;
+    s[n++] = (Slot){S_ATTN_NORM, N->attn_norm, d, 0, nb, 0};
+    if (a->qkv == QKV_FUSED) {
+        s[n++] = (Slot){S_QKV, N->qkv, 3 * d, d, a->qkv_bias, 0};
+    } else {
+        s[n++] = (Slot){S_Q, N->q, qd, d, a->qkv_bias, rope ? c->n_heads : 0};
+        s[n++] = (Slot){S_K, N->k, kvd, d, a->qkv_bias, rope ? c->n_kv_heads : 0};
+        s[n++] = (Slot){S_V, N->v, kvd, d, a->qkv_bias, 0};
     }
-    rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.ln_f.weight") |
-          add_spec(l, TR_BIAS, d, 0, "transformer.ln_f.bias");
-    if (!c->tie_embeddings) rc |= add_spec(l, TR_MATRIX, c->vocab_size, d, "lm_head.weight");
-    return rc;
+    s[n++] = (Slot){S_O, N->o, d, qd, a->o_bias, 0};
+    s[n++] = (Slot){S_MLP_NORM, N->mlp_norm, d, 0, nb, 0};
+    if (a->mlp == MLP_SWIGLU) s[n++] = (Slot){S_GATE, N->gate, f, d, a->mlp_bias, 0};
+    s[n++] = (Slot){S_UP, N->up, f, d, a->mlp_bias, 0};
+    s[n++] = (Slot){S_DOWN, N->down, d, f, a->mlp_bias, 0};
+    return n;
 }
 
-static int specs_neo(const ModelConfig *c, SpecList *l) {
-    int64_t d = c->d_model, f = c->d_ff;
-    int rc = add_spec(l, TR_MATRIX, c->vocab_size, d, "transformer.wte.weight") |
-             add_spec(l, TR_MATRIX, c->max_pos, d, "transformer.wpe.weight");
-    for (int i = 0; i < c->n_layers; i++) {
-        rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_1.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_1.bias", i) |
-              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.q_proj.weight", i) |
-              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.k_proj.weight", i) |
-              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.v_proj.weight", i) |
-              add_spec(l, TR_MATRIX, d, d, "transformer.h.%d.attn.attention.out_proj.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.attn.attention.out_proj.bias", i) |
-              add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.h.%d.ln_2.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.ln_2.bias", i) |
-              add_spec(l, TR_MATRIX, f, d, "transformer.h.%d.mlp.c_fc.weight", i) |
-              add_spec(l, TR_BIAS, f, 0, "transformer.h.%d.mlp.c_fc.bias", i) |
-              add_spec(l, TR_MATRIX, d, f, "transformer.h.%d.mlp.c_proj.weight", i) |
-              add_spec(l, TR_BIAS, d, 0, "transformer.h.%d.mlp.c_proj.bias", i);
-    }
-    rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "transformer.ln_f.weight") |
-          add_spec(l, TR_BIAS, d, 0, "transformer.ln_f.bias");
-    if (!c->tie_embeddings) rc |= add_spec(l, TR_MATRIX, c->vocab_size, d, "lm_head.weight");
-    return rc;
+/* pattern with "%d" replaced by layer, then suffix. */
+static void expand(char *out, size_t cap, const char *pattern, int layer, const char *suffix) {
+    const char *at = strstr(pattern, "%d");
+    if (at) snprintf(out, cap, "%.*s%d%s%s", (int)(at - pattern), pattern, layer, at + 2, suffix);
+    else snprintf(out, cap, "%s%s", pattern, suffix);
 }
 
-static int specs_llama(const ModelConfig *c, SpecList *l) {
-    int64_t d = c->d_model, f = c->d_ff, qd = (int64_t)c->n_heads * c->head_dim,
-            kvd = (int64_t)c->n_kv_heads * c->head_dim;
-    int rc = add_spec(l, TR_MATRIX, c->vocab_size, d, "model.embed_tokens.weight");
+/* Adds one tensor: name from pattern/layer/suffix, GGUF name from gpattern (NULL: none). */
+static int add_tensor(SpecList *l, TensorRole role, int64_t d0, int64_t d1, const char *pattern, int layer,
+                      const char *suffix, const char *gpattern, int conv1d, int rope_heads) {
+    char name[96], g[64] = "";
+    expand(name, sizeof name, pattern, layer, suffix);
+    if (gpattern) expand(g, sizeof g, gpattern, layer, suffix);
+    if (add_spec(l, role, d0, d1, "%s", name)) return -1;
+    TensorSpec *t = &l->v[l->n - 1];
+    snprintf(t->gguf_name, sizeof t->gguf_name, "%s", g);
+    t->conv1d = conv1d;
+    t->rope_heads = rope_heads;
+    return 0;
+}
+
+/* An embedding-like [rows, d] matrix or a final-norm vector (no layer index). */
+static int add_global(SpecList *l, TensorRole role, int64_t d0, int64_t d1, const char *pattern, const char *suffix,
+                      const char *gname) {
+    return add_tensor(l, role, d0, d1, pattern, 0, suffix, gname, 0, 0);
+}
+
+static int specs_from_row(const ArchInfo *a, const ModelConfig *c, SpecList *l) {
+    int64_t d = c->d_model;
+    const ArchNames *N = &a->names;
+    int conv = a->weights == W_CONV1D, rc = add_global(l, TR_MATRIX, c->vocab_size, d, N->embed, ".weight", "token_embd");
+    if (a->pos == POS_LEARNED) rc |= add_global(l, TR_MATRIX, c->max_pos, d, N->pos_embed, ".weight", "position_embd");
+    Slot s[S_COUNT];
+    int ns = layer_slots(a, c, s);
     for (int i = 0; i < c->n_layers; i++) {
-        rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "model.layers.%d.input_layernorm.weight", i) |
-              add_spec(l, TR_MATRIX, qd, d, "model.layers.%d.self_attn.q_proj.weight", i) |
-              add_spec(l, TR_MATRIX, kvd, d, "model.layers.%d.self_attn.k_proj.weight", i) |
-              add_spec(l, TR_MATRIX, kvd, d, "model.layers.%d.self_attn.v_proj.weight", i) |
-              add_spec(l, TR_MATRIX, d, qd, "model.layers.%d.self_attn.o_proj.weight", i) |
-              add_spec(l, TR_NORM_WEIGHT, d, 0, "model.layers.%d.post_attention_layernorm.weight", i) |
-              add_spec(l, TR_MATRIX, f, d, "model.layers.%d.mlp.gate_proj.weight", i) |
-              add_spec(l, TR_MATRIX, f, d, "model.layers.%d.mlp.up_proj.weight", i) |
-              add_spec(l, TR_MATRIX, d, f, "model.layers.%d.mlp.down_proj.weight", i);
+        for (int k = 0; k < ns; k++) {
+            char g[32];
+            snprintf(g, sizeof g, "blk.%%d.%s", slot_gguf[s[k].id]);
+            if (s[k].in == 0) { /* a norm */
+                rc |= add_tensor(l, TR_NORM_WEIGHT, s[k].out, 0, s[k].name, i, ".weight", g, 0, 0);
+            } else if (conv) { /* Conv1D stores [in, out] */
+                rc |= add_tensor(l, TR_MATRIX, s[k].in, s[k].out, s[k].name, i, ".weight", g, 1, s[k].rope_heads);
+            } else {
+                rc |= add_tensor(l, TR_MATRIX, s[k].out, s[k].in, s[k].name, i, ".weight", g, 0, s[k].rope_heads);
+            }
+            if (s[k].bias) rc |= add_tensor(l, TR_BIAS, s[k].out, 0, s[k].name, i, ".bias", g, 0, 0);
+        }
     }
-    rc |= add_spec(l, TR_NORM_WEIGHT, d, 0, "model.norm.weight");
-    if (!c->tie_embeddings) rc |= add_spec(l, TR_MATRIX, c->vocab_size, d, "lm_head.weight");
+    rc |= add_global(l, TR_NORM_WEIGHT, d, 0, N->final_norm, ".weight", "output_norm");
+    if (a->norm == NORM_LAYER) rc |= add_global(l, TR_BIAS, d, 0, N->final_norm, ".bias", "output_norm");
+    if (!c->tie_embeddings) rc |= add_global(l, TR_MATRIX, c->vocab_size, d, N->lm_head, ".weight", "output");
     return rc;
 }
 
 int model_tensor_specs(const ModelConfig *cfg, TensorSpec **out, int *n, SpErr *err) {
+    const ArchInfo *a = arch_info(cfg->arch);
+    if (!a) return sp_fail(err, "internal: unknown architecture id %d", (int)cfg->arch);
     SpecList l = {0};
-    int rc = cfg->arch == ARCH_GPT2 ? specs_gpt2(cfg, &l) : cfg->arch == ARCH_GPTNEO ? specs_neo(cfg, &l) : specs_llama(cfg, &l);
+    int rc = specs_from_row(a, cfg, &l);
     if (rc != 0) {
         free(l.v);
         return sp_fail(err, "out of memory listing tensors");
@@ -272,38 +300,31 @@ static int next_linear(Binder *b, int out_major, LinearW *L) {
     return 0;
 }
 
+/* Where a slot's tensors go in a Layer. */
+static int bind_slot(Binder *b, const Slot *s, int out_major, Layer *Ly, int swiglu) {
+    if (s->id == S_ATTN_NORM || s->id == S_MLP_NORM) {
+        const float **w = s->id == S_ATTN_NORM ? &Ly->ln1_w : &Ly->ln2_w, **bias = s->id == S_ATTN_NORM ? &Ly->ln1_b : &Ly->ln2_b;
+        return next_vec(b, w) || (s->bias && next_vec(b, bias));
+    }
+    LinearW *L = s->id == S_QKV ? &Ly->qkv : s->id == S_Q ? &Ly->q : s->id == S_K ? &Ly->k : s->id == S_V ? &Ly->v
+               : s->id == S_O ? &Ly->o : s->id == S_GATE ? &Ly->gate : s->id == S_UP ? (swiglu ? &Ly->up : &Ly->fc)
+               : (swiglu ? &Ly->down : &Ly->proj);
+    return next_linear(b, out_major, L) || (s->bias && next_vec(b, &L->bias));
+}
+
 static int bind_layers(Binder *b) {
     Model *m = b->m;
     const ModelConfig *c = &m->cfg;
-    if (c->arch != ARCH_LLAMA && (next_tensor(b, &m->wte) || next_tensor(b, &m->wpe))) return -1;
-    if (c->arch == ARCH_LLAMA && next_tensor(b, &m->wte)) return -1;
-    for (int i = 0; i < c->n_layers; i++) {
-        Layer *Ly = &m->layers[i];
-        int rc = 0;
-        switch (c->arch) {
-        case ARCH_GPT2:
-            rc = next_vec(b, &Ly->ln1_w) || next_vec(b, &Ly->ln1_b) || next_linear(b, 0, &Ly->qkv) ||
-                 next_vec(b, &Ly->qkv.bias) || next_linear(b, 0, &Ly->o) || next_vec(b, &Ly->o.bias) ||
-                 next_vec(b, &Ly->ln2_w) || next_vec(b, &Ly->ln2_b) || next_linear(b, 0, &Ly->fc) ||
-                 next_vec(b, &Ly->fc.bias) || next_linear(b, 0, &Ly->proj) || next_vec(b, &Ly->proj.bias);
-            break;
-        case ARCH_GPTNEO:
-            rc = next_vec(b, &Ly->ln1_w) || next_vec(b, &Ly->ln1_b) || next_linear(b, 1, &Ly->q) ||
-                 next_linear(b, 1, &Ly->k) || next_linear(b, 1, &Ly->v) || next_linear(b, 1, &Ly->o) ||
-                 next_vec(b, &Ly->o.bias) || next_vec(b, &Ly->ln2_w) || next_vec(b, &Ly->ln2_b) ||
-                 next_linear(b, 1, &Ly->fc) || next_vec(b, &Ly->fc.bias) || next_linear(b, 1, &Ly->proj) ||
-                 next_vec(b, &Ly->proj.bias);
-            break;
-        case ARCH_LLAMA:
-            rc = next_vec(b, &Ly->ln1_w) || next_linear(b, 1, &Ly->q) || next_linear(b, 1, &Ly->k) ||
-                 next_linear(b, 1, &Ly->v) || next_linear(b, 1, &Ly->o) || next_vec(b, &Ly->ln2_w) ||
-                 next_linear(b, 1, &Ly->gate) || next_linear(b, 1, &Ly->up) || next_linear(b, 1, &Ly->down);
-            break;
-        }
-        if (rc) return -1;
-    }
+    const ArchInfo *a = m->ai;
+    if (next_tensor(b, &m->wte)) return -1;
+    if (a->pos == POS_LEARNED && next_tensor(b, &m->wpe)) return -1;
+    Slot s[S_COUNT];
+    int ns = layer_slots(a, c, s), out_major = a->weights == W_LINEAR;
+    for (int i = 0; i < c->n_layers; i++)
+        for (int k = 0; k < ns; k++)
+            if (bind_slot(b, &s[k], out_major, &m->layers[i], a->mlp == MLP_SWIGLU)) return -1;
     if (next_vec(b, &m->lnf_w)) return -1;
-    if (c->arch != ARCH_LLAMA && next_vec(b, &m->lnf_b)) return -1;
+    if (a->norm == NORM_LAYER && next_vec(b, &m->lnf_b)) return -1;
     if (c->tie_embeddings) {
         m->lm_head =
             (LinearW){.w = m->wte.data, .dtype = m->wte.dtype, .in = c->d_model, .out = c->vocab_size, .out_major = 1};
@@ -420,6 +441,7 @@ Model *model_load(const char *dir, SpErr *err) {
     TensorSpec *specs = NULL;
     int n_specs = 0;
     if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
+    m->ai = arch_info(m->cfg.arch);
     if (st_open_dir(dir, &m->st, err)) goto fail;
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) {
@@ -521,7 +543,7 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
     s->max_batch = max_batch;
     size_t B = (size_t)max_batch, d = (size_t)c->d_model, qd = (size_t)c->n_heads * c->head_dim,
            kvd = (size_t)c->n_kv_heads * c->head_dim, f = (size_t)c->d_ff;
-    size_t qbuf = c->arch == ARCH_GPT2 ? 3 * d : qd;
+    size_t qbuf = m->ai->qkv == QKV_FUSED ? 3 * d : qd;
     size_t longest = 3 * d > f ? 3 * d : f;
     if (qd > longest) longest = qd;
     s->tile_elems = longest * 64 > (1u << 18) ? longest * 64 : (1u << 18);
@@ -531,7 +553,7 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
     s->q = alloc_f(B * qbuf, &ok);
     s->att = alloc_f(B * qd, &ok);
     s->ff_a = alloc_f(B * f, &ok);
-    s->ff_b = c->arch == ARCH_LLAMA ? alloc_f(B * f, &ok) : NULL;
+    s->ff_b = m->ai->mlp == MLP_SWIGLU ? alloc_f(B * f, &ok) : NULL;
     s->scores = alloc_f(B * (size_t)max_ctx, &ok);
     s->hidden = alloc_f(B * d, &ok);
     s->logits = alloc_f(B * (size_t)c->vocab_size, &ok);
@@ -541,7 +563,7 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
     s->probe_keys = -1;
     s->probe_k = alloc_f(kvd > d ? kvd : d, &ok);
     s->probe_v = alloc_f(kvd > d ? kvd : d, &ok);
-    if (c->arch == ARCH_LLAMA) {
+    if (m->ai->pos == POS_ROPE) {
         s->rope_cos = alloc_f((size_t)max_ctx * (c->head_dim / 2), &ok);
         s->rope_sin = alloc_f((size_t)max_ctx * (c->head_dim / 2), &ok);
         if (ok) rope_tables(s);
@@ -585,7 +607,7 @@ static void embed(Session *s, const int32_t *tok, int n, int p0) {
     for (int i = 0; i < n; i++) {
         float *row = s->x + (size_t)i * d;
         widen(m->wte.data, m->wte.dtype, (size_t)tok[i] * d, d, row);
-        if (m->cfg.arch == ARCH_LLAMA) continue;
+        if (m->ai->pos != POS_LEARNED) continue;
         float *pos = s->hidden; /* scratch row */
         widen(m->wpe.data, m->wpe.dtype, (size_t)(p0 + i) * d, d, pos);
         for (size_t j = 0; j < d; j++) row[j] += pos[j];
@@ -627,10 +649,10 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
 static void attention(Session *s, int layer, const float *q, int ldq, int n, int p0) {
     const ModelConfig *c = &s->m->cfg;
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
-    int T = p0 + n, window = (c->arch == ARCH_GPTNEO && c->layer_local[layer]) ? c->window_size : 0;
+    int T = p0 + n, window = (c->layer_local && c->layer_local[layer]) ? c->window_size : 0;
     float scale = 1.0f;
-    if (c->arch != ARCH_GPTNEO) scale = 1.0f / sqrtf((float)hd);
-    if (c->arch == ARCH_GPT2 && c->scale_attn_by_layer) scale /= (float)(layer + 1);
+    if (s->m->ai->scale == SCALE_INV_SQRT_HD) scale = 1.0f / sqrtf((float)hd);
+    if (c->scale_attn_by_layer) scale /= (float)(layer + 1);
     const float *K = s->kc + (size_t)layer * s->max_ctx * kvd, *V = s->vc + (size_t)layer * s->max_ctx * kvd;
     if (n <= ATTN_DIRECT_MAX_ROWS) {
         attention_direct(s, q, ldq, n, p0, window, scale, K, V);
@@ -656,7 +678,7 @@ static void attention(Session *s, int layer, const float *q, int ldq, int n, int
 
 static void norm(const Session *s, const float *w, const float *b, const float *x, int n, float *out) {
     const ModelConfig *c = &s->m->cfg;
-    if (c->arch == ARCH_LLAMA) rmsnorm(x, w, n, c->d_model, c->norm_eps, out);
+    if (s->m->ai->norm == NORM_RMS) rmsnorm(x, w, n, c->d_model, c->norm_eps, out);
     else layernorm(x, w, b, n, c->d_model, c->norm_eps, out);
 }
 
@@ -681,7 +703,7 @@ static void layer_forward(Session *s, int l, int n, int p0) {
     norm(s, Ly->ln1_w, Ly->ln1_b, s->x, n, s->xn);
     const float *q = s->q;
     int ldq = qd;
-    if (c->arch == ARCH_GPT2) { /* qkv[n, 3d] = xn c_attn; k, v rows go to the cache */
+    if (m->ai->qkv == QKV_FUSED) { /* qkv[n, 3d] = xn c_attn; k, v rows go to the cache */
         run_linear(s, &Ly->qkv, s->xn, n, d, s->q, 3 * d);
         for (int i = 0; i < n; i++) {
             memcpy(Kl + (size_t)i * kvd, s->q + (size_t)i * 3 * d + d, (size_t)d * sizeof(float));
@@ -693,7 +715,7 @@ static void layer_forward(Session *s, int l, int n, int p0) {
         run_linear(s, &Ly->k, s->xn, n, d, Kl, kvd);
         run_linear(s, &Ly->v, s->xn, n, d, Vl, kvd);
     }
-    if (c->arch == ARCH_LLAMA) {
+    if (m->ai->pos == POS_ROPE) {
         int half = hd / 2;
         for (int i = 0; i < n; i++) {
             const float *cr = s->rope_cos + (size_t)(p0 + i) * half, *sr = s->rope_sin + (size_t)(p0 + i) * half;
@@ -707,7 +729,7 @@ static void layer_forward(Session *s, int l, int n, int p0) {
 
     norm(s, Ly->ln2_w, Ly->ln2_b, s->x, n, s->xn);
     size_t nf = (size_t)n * c->d_ff;
-    if (c->arch == ARCH_LLAMA) {
+    if (m->ai->mlp == MLP_SWIGLU) {
         run_linear(s, &Ly->gate, s->xn, n, d, s->ff_a, c->d_ff);
         run_linear(s, &Ly->up, s->xn, n, d, s->ff_b, c->d_ff);
         swiglu_inplace(s->ff_a, s->ff_b, nf);
@@ -769,7 +791,7 @@ int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpEr
         return sp_fail(err, "probe at position %d: must be in [%d, %d) (cache length, context)", pos, s->len, s->max_ctx);
     if (token < 0 || token >= c->vocab_size)
         return sp_fail(err, "probe token id %d is out of range [0, %d)", token, c->vocab_size);
-    if (c->arch == ARCH_GPTNEO && c->window_size > 0 && pos - c->window_size + 1 > s->len - 1)
+    if (c->layer_local && c->window_size > 0 && pos - c->window_size + 1 > s->len - 1)
         for (int l = 0; l < c->n_layers; l++)
             if (c->layer_local[l])
                 return sp_fail(err, "probe at position %d: no cached key within the local window of %d", pos, c->window_size);

@@ -1,4 +1,4 @@
-/* model.h - a Hugging Face checkpoint (GPT-2, GPT-Neo, Llama) and its forward pass.
+/* model.h - a Hugging Face checkpoint (an architecture of arch.c's table) and its forward pass.
  *
  * A Model is read-only after model_load(): its weights point into mmap'd model.safetensors files
  * (f32, f16 or bf16 kept as stored; f16/bf16 are widened to f32 tile by tile inside the matmul).
@@ -35,6 +35,9 @@ typedef struct TensorSpec {
     int ndim;
     int64_t shape[2];
     TensorRole role;
+    char gguf_name[64]; /* llama.cpp's name for it ("blk.0.attn_q.weight") */
+    int conv1d;         /* a Conv1D matrix stored [in, out] (GGUF wants it transposed) */
+    int rope_heads;     /* q / k under RoPE: its heads (GGUF permutes their rows); else 0 */
 } TensorSpec;
 
 /* Fills *out (malloc'd, caller frees) with the n tensors the config needs. */

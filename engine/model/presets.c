@@ -15,18 +15,6 @@
 #include "kernels.h"
 #include "safetensors.h"
 
-/* Real shapes are those of the public checkpoints' config.json files. */
-static const char *const kGpt2Presets[] = {"tiny", "gpt2", "gpt2-medium", "gpt2-xl", NULL};
-static const char *const kNeoPresets[] = {"tiny", "gpt-neo-125m", "gpt-neo-1.3b", NULL};
-static const char *const kLlamaPresets[] = {"tiny", "vicuna-68m", "vicuna-7b", NULL};
-
-const char *const *preset_names(const char *arch) {
-    if (!strcmp(arch, "gpt2")) return kGpt2Presets;
-    if (!strcmp(arch, "gpt-neo")) return kNeoPresets;
-    if (!strcmp(arch, "llama")) return kLlamaPresets;
-    return NULL;
-}
-
 static cJSON *gpt2(int V, int d, int L, int H, int npos, double std) {
     cJSON *c = cJSON_CreateObject();
     cJSON_AddStringToObject(c, "model_type", "gpt2");
@@ -99,27 +87,82 @@ static cJSON *llama(int V, int d, int L, int H, int Hkv, int ff, int npos, int t
     return c;
 }
 
+/* Real shapes are those of the public checkpoints' config.json files. */
+static cJSON *presets_gpt2(const char *p) {
+    if (!strcmp(p, "tiny")) return gpt2(96, 32, 2, 4, 64, 0.1);
+    if (!strcmp(p, "gpt2")) return gpt2(50257, 768, 12, 12, 1024, 0.02);
+    if (!strcmp(p, "gpt2-medium")) return gpt2(50257, 1024, 24, 16, 1024, 0.02);
+    if (!strcmp(p, "gpt2-xl")) return gpt2(50257, 1600, 48, 25, 1024, 0.02);
+    return NULL;
+}
+
+static cJSON *presets_neo(const char *p) {
+    if (!strcmp(p, "tiny")) return neo(96, 32, 2, 4, 64, 8, 0.1);
+    if (!strcmp(p, "gpt-neo-125m")) return neo(50257, 768, 12, 12, 2048, 256, 0.02);
+    if (!strcmp(p, "gpt-neo-1.3b")) return neo(50257, 2048, 24, 16, 2048, 256, 0.02);
+    return NULL;
+}
+
+static cJSON *presets_llama(const char *p) {
+    if (!strcmp(p, "tiny")) return llama(128, 32, 2, 4, 2, 64, 64, 0, 0.1);
+    if (!strcmp(p, "vicuna-68m")) return llama(32000, 768, 2, 12, 12, 3072, 2048, 0, 0.02);
+    if (!strcmp(p, "vicuna-7b")) return llama(32000, 4096, 32, 32, 32, 11008, 2048, 0, 0.02);
+    return NULL;
+}
+
+/* One row per architecture init-random knows: its --arch spelling, the model_type of its arch.c row,
+ * its preset names (as presets_*() accepts them) and the builder. */
+typedef struct PresetArch {
+    const char *arch, *model_type;
+    const char *const *names;
+    cJSON *(*make)(const char *preset);
+} PresetArch;
+
+static const char *const kGpt2Presets[] = {"tiny", "gpt2", "gpt2-medium", "gpt2-xl", NULL};
+static const char *const kNeoPresets[] = {"tiny", "gpt-neo-125m", "gpt-neo-1.3b", NULL};
+static const char *const kLlamaPresets[] = {"tiny", "vicuna-68m", "vicuna-7b", NULL};
+
+static const PresetArch kPresetArchs[] = {
+    {"gpt2", "gpt2", kGpt2Presets, presets_gpt2},
+    {"gpt-neo", "gpt_neo", kNeoPresets, presets_neo},
+    {"llama", "llama", kLlamaPresets, presets_llama},
+};
+
+static const PresetArch *preset_arch(const char *arch) {
+    for (size_t i = 0; i < sizeof kPresetArchs / sizeof *kPresetArchs; i++)
+        if (!strcmp(kPresetArchs[i].arch, arch)) return &kPresetArchs[i];
+    return NULL;
+}
+
+const char *const *preset_names(const char *arch) {
+    const PresetArch *pa = preset_arch(arch);
+    return pa ? pa->names : NULL;
+}
+
+const char *preset_model_type(const char *arch) {
+    const PresetArch *pa = preset_arch(arch);
+    return pa ? pa->model_type : NULL;
+}
+
+const char *preset_arch_list(void) {
+    static char list[256];
+    if (!list[0])
+        for (size_t i = 0; i < sizeof kPresetArchs / sizeof *kPresetArchs; i++) {
+            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, kPresetArchs[i].arch, sizeof list - strlen(list) - 1);
+        }
+    return list;
+}
+
 cJSON *preset_config(const char *arch, const char *p, SpErr *err) {
-    cJSON *c = NULL;
-    if (!strcmp(arch, "gpt2")) {
-        if (!strcmp(p, "tiny")) c = gpt2(96, 32, 2, 4, 64, 0.1);
-        else if (!strcmp(p, "gpt2")) c = gpt2(50257, 768, 12, 12, 1024, 0.02);
-        else if (!strcmp(p, "gpt2-medium")) c = gpt2(50257, 1024, 24, 16, 1024, 0.02);
-        else if (!strcmp(p, "gpt2-xl")) c = gpt2(50257, 1600, 48, 25, 1024, 0.02);
-    } else if (!strcmp(arch, "gpt-neo")) {
-        if (!strcmp(p, "tiny")) c = neo(96, 32, 2, 4, 64, 8, 0.1);
-        else if (!strcmp(p, "gpt-neo-125m")) c = neo(50257, 768, 12, 12, 2048, 256, 0.02);
-        else if (!strcmp(p, "gpt-neo-1.3b")) c = neo(50257, 2048, 24, 16, 2048, 256, 0.02);
-    } else if (!strcmp(arch, "llama")) {
-        if (!strcmp(p, "tiny")) c = llama(128, 32, 2, 4, 2, 64, 64, 0, 0.1);
-        else if (!strcmp(p, "vicuna-68m")) c = llama(32000, 768, 2, 12, 12, 3072, 2048, 0, 0.02);
-        else if (!strcmp(p, "vicuna-7b")) c = llama(32000, 4096, 32, 32, 32, 11008, 2048, 0, 0.02);
-    } else {
-        sp_fail(err, "--arch: unknown architecture \"%s\" (gpt2, gpt-neo, llama)", arch);
+    const PresetArch *pa = preset_arch(arch);
+    if (!pa) {
+        sp_fail(err, "--arch: unknown architecture \"%s\" (%s)", arch, preset_arch_list());
         return NULL;
     }
+    cJSON *c = pa->make(p);
     if (!c) {
-        const char *const *names = preset_names(arch);
+        const char *const *names = pa->names;
         char list[256] = "";
         for (int i = 0; names[i]; i++) {
             strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);

@@ -9,8 +9,14 @@
 #include "error.h"
 #include "model.h"
 
-/* Names of the presets for an architecture ("gpt2", "gpt-neo", "llama"), NULL-terminated. */
+/* Architectures are named here by init-random's --arch spelling ("gpt2", "gpt-neo", "llama"); the
+ * table is in presets.c (add a row there for a new architecture of arch.c's table). */
+/* Names of the presets for an architecture, NULL-terminated; NULL if the architecture is unknown. */
 const char *const *preset_names(const char *arch);
+/* The config.json model_type of an --arch spelling, or NULL. */
+const char *preset_model_type(const char *arch);
+/* "gpt2, gpt-neo, llama": the --arch spellings, for messages (a static string). */
+const char *preset_arch_list(void);
 
 /* A new config object (caller deletes) for arch + preset, or NULL with err. */
 cJSON *preset_config(const char *arch, const char *preset, SpErr *err);
