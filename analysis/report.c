@@ -175,7 +175,7 @@ static int quality(const Report *R, RunAn *a, SpErr *err) {
 
 static int analyze_run(Report *R, RunAn *a, SpErr *err) {
     const RunInfo *ri = a->ri;
-    run_label(ri, a->setting, sizeof a->setting);
+    run_params_text(ri, a->setting, sizeof a->setting);
     if (!a->setting[0]) snprintf(a->setting, sizeof a->setting, "-");
     snprintf(a->dataset, sizeof a->dataset, "%s", base(ri->dataset));
     a->is_ver = method_name_is(ri->method, MC_SEQUENTIAL);

@@ -218,6 +218,6 @@ void runset_free(RunSet *rs) {
     memset(rs, 0, sizeof *rs);
 }
 
-void run_label(const RunInfo *r, char *buf, int cap) {
+void run_params_text(const RunInfo *r, char *buf, int cap) {
     run_params_format(r->param, buf, cap);
 }

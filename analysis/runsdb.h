@@ -70,6 +70,6 @@ int runset_load(const char *db_path, RunSet *rs, SpErr *err);
 void runset_free(RunSet *rs);
 
 /* A short label of the run's parameters that apply ("lambda=1.2 tau=0.5"). */
-void run_label(const RunInfo *r, char *buf, int cap);
+void run_params_text(const RunInfo *r, char *buf, int cap);
 
 #endif

@@ -53,7 +53,7 @@ int cmd_collect(int argc, char **argv) {
         case 'm': if (arg_long(cmd, "max-new", optarg, 1, 1 << 20, &l)) return 2; s.max_new = (int)l; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s.seed)) return 2; break;
         case 'L':
-            if (label_rule_parse(optarg, &s.label_rule)) {
+            if (protocol_parse(optarg, &s.label_rule)) {
                 fprintf(stderr, "sprinter collect: --label-rule: \"%s\" is not sound or paper-code\n", optarg);
                 return 2;
             }
@@ -119,7 +119,7 @@ int cmd_train_verifier(int argc, char **argv) {
             }
             break;
         case 'r':
-            if (train_recipe_parse(optarg, &t.recipe)) {
+            if (protocol_parse(optarg, &t.recipe)) {
                 fprintf(stderr, "sprinter train-verifier: --recipe: \"%s\" is not sound or paper-code\n", optarg);
                 return 2;
             }

@@ -205,7 +205,7 @@ static int insert_run(Db *db, const SweepSpec *s, const RunConfig *r, const RunM
 #define AT(col) (1 + RUNS_##col)
     sqlite3_bind_text(st, AT(run_hash), r->hash, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, AT(prompt_template), prompt_template_name(s->prompt_template), -1, SQLITE_STATIC);
-    bind_opt_text(st, AT(label_rule), method_is(c->method, MC_SEQUENTIAL) ? label_rule_name(c->label_rule) : NULL);
+    bind_opt_text(st, AT(label_rule), method_is(c->method, MC_SEQUENTIAL) ? protocol_name(c->label_rule) : NULL);
     sqlite3_bind_int(st, AT(run_index), r->index);
     sqlite3_bind_text(st, AT(status), "running", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, AT(method), decode_method_name(c->method), -1, SQLITE_STATIC);

@@ -96,3 +96,10 @@ int sha256_model_dir(const char *dir, char out[SP_SHA256_HEX], SpErr *err) {
     to_hex(d, out);
     return 0;
 }
+
+uint64_t prompt_seed(uint64_t seed, int prompt_index) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(prompt_index + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}

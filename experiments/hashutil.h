@@ -1,8 +1,10 @@
-/* hashutil.h - SHA-256 (nettle) of files, model directories and strings, as lowercase hex. */
+/* hashutil.h - SHA-256 (nettle) of files, model directories and strings, as lowercase hex; and the
+ * per-prompt RNG seed every command derives from a run's seed. */
 #ifndef SP_HASHUTIL_H
 #define SP_HASHUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -13,5 +15,9 @@ void sha256_str(const char *s, size_t len, char out[SP_SHA256_HEX]);
 /* Hash over config.json and every *.safetensors / index / tokenizer file of a model directory,
  * in name order (file names included), so any change to what the loader reads changes it. */
 int sha256_model_dir(const char *dir, char out[SP_SHA256_HEX], SpErr *err);
+
+/* The RNG seed of prompt index i of a run with seed `seed` (splitmix64 mix): independent of the
+ * order of work, --jobs and sharding. */
+uint64_t prompt_seed(uint64_t seed, int prompt_index);
 
 #endif

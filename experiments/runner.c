@@ -494,7 +494,8 @@ done:
     return rc;
 }
 
-static void run_label(const RunConfig *r, char *buf, size_t cap) {
+/* "sprinter lambda=1.2 tau=0.5 seed=1 [0123456789ab]": a run as the sweep's progress and failure lines name it. */
+static void run_progress_name(const RunConfig *r, char *buf, size_t cap) {
     char params[256];
     run_params_label(r, params, sizeof params);
     snprintf(buf, cap, "%s%s%s seed=%llu [%.12s]", decode_method_name(r->dc.method), params[0] ? " " : "", params,
@@ -512,7 +513,7 @@ static int run_share(Ctx *c, int worker, int n_workers, int *ran, int *failed, S
         else (*ran)++;
         c->prog.done++;
         char what[1500];
-        run_label(r, what, sizeof what);
+        run_progress_name(r, what, sizeof what);
         if (rc == RUN_FAILED) {
             size_t k2 = strlen(what);
             snprintf(what + k2, sizeof what - k2, " FAILED: %s", err->msg);
@@ -799,7 +800,7 @@ int runner_dry_run(SweepSpec *s, const RunnerOpts *o, SpErr *err) {
         int in = run_in_shard(r, o->shard_i, o->shard_n), st = db ? db_run_status(db, r->hash, NULL, 0, NULL) : 0;
         static const char *const names[] = {"-", "running", "done", "failed"};
         char what[400];
-        run_label(r, what, sizeof what);
+        run_progress_name(r, what, sizeof what);
         mine += in;
         printf("%5d %.16s %-6s %-7s %s\n", r->index, r->hash, in ? "yes" : "no", st >= 0 && st <= 3 ? names[st] : "?",
                what);

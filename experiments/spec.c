@@ -44,13 +44,6 @@ double run_param_value(const DecodeConfig *c, RunParam p) {
     }
 }
 
-uint64_t prompt_seed(uint64_t seed, int prompt_index) {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(prompt_index + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* ------------------------------------------------------------------ value parsing */
 
 /* Parser state: inih calls handler() once per key (and again for continuation lines). */
@@ -229,11 +222,9 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         if (parse_bool(v, !strcmp(key, "audit") ? &s->audit : &s->stop_at_eos))
             return fail(P, sec, key, "\"%s\" is not a boolean (true/false)", v);
     } else if (IS("decode", "protocol")) {
-        if (!strcmp(v, "sound")) s->protocol = PROTOCOL_SOUND;
-        else if (!strcmp(v, "paper-code")) s->protocol = PROTOCOL_PAPER_CODE;
-        else return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
+        if (protocol_parse(v, &s->protocol)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("decode", "label_rule")) {
-        if (label_rule_parse(v, &s->label_rule)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
+        if (protocol_parse(v, &s->label_rule)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("verifier", "data")) {
         if (copy_str(s->ver_data, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
     } else if (IS("verifier", "cache_dir")) {
@@ -255,7 +246,7 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         if (parse_double(v, &d) || !run_param_in_range(RP_TAU, d)) return fail_range(P, sec, key, RP_TAU, v);
         s->ver_tau = d;
     } else if (IS("verifier", "recipe")) {
-        if (train_recipe_parse(v, &s->ver_recipe)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
+        if (protocol_parse(v, &s->ver_recipe)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("verifier", "padded_batches")) {
         if (parse_bool(v, &s->ver_padded_batches)) return fail(P, sec, key, "\"%s\" is not true or false", v);
     } else if (IS("verifier", "feature")) {
@@ -335,7 +326,7 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     if (spec_needs_verifier(s) && !s->has_verifier)
         return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier", f);
     if (s->has_verifier && !s->ver_data[0]) return sp_fail(err, "%s: [verifier] data: missing", f);
-    if (s->ver_padded_batches && (s->ver_recipe != RECIPE_PAPER_CODE || s->ver_feature != VF_PREFIX))
+    if (s->ver_padded_batches && (s->ver_recipe != PROTOCOL_PAPER_CODE || s->ver_feature != VF_PREFIX))
         return sp_fail(err, "%s: [verifier] padded_batches: needs recipe = paper-code and feature = prefix", f);
     for (int i = 0; i < s->n_methods && s->ver_feature != VF_TOKEN; i++)
         if (s->methods[i] == DM_SPECDECPP)
@@ -363,7 +354,6 @@ static int key_seen(const Parse *P, const char *id) {
     return 0;
 }
 
-const char *spec_protocol_name(SpecProtocol p) { return p == PROTOCOL_PAPER_CODE ? "paper-code" : "sound"; }
 
 /* The authors' code (github MeiyuZhong/SPRINTER, sprinter.py): top_k = 1 (greedy), a round drafts
  * until the verifier rejects or 20 tokens were drafted, only the last is tested, a bonus token
@@ -383,11 +373,11 @@ static void apply_paper_code_defaults(Parse *P) {
             s->grid[kGrid[i].p].n = 1;
         }
     if (!key_seen(P, "verifier.feature")) s->ver_feature = VF_PREFIX;
-    if (!key_seen(P, "decode.label_rule")) s->label_rule = LABEL_PAPER_CODE;
-    if (!key_seen(P, "verifier.recipe")) s->ver_recipe = RECIPE_PAPER_CODE;
+    if (!key_seen(P, "decode.label_rule")) s->label_rule = PROTOCOL_PAPER_CODE;
+    if (!key_seen(P, "verifier.recipe")) s->ver_recipe = PROTOCOL_PAPER_CODE;
     /* their batches were right-padded; the setting exists only for their recipe on the prefix feature */
     if (!key_seen(P, "verifier.padded_batches"))
-        s->ver_padded_batches = s->ver_feature == VF_PREFIX && s->ver_recipe == RECIPE_PAPER_CODE;
+        s->ver_padded_batches = s->ver_feature == VF_PREFIX && s->ver_recipe == PROTOCOL_PAPER_CODE;
     if (!key_seen(P, "verifier.val_fraction")) s->ver_val_fraction = 0.3; /* train_test_split(test_size=0.3) */
 }
 
@@ -500,10 +490,10 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
                   (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
     if (s->prompt_template != PROMPT_TEMPLATE_NONE) /* absent for the default (hashes as before) */
         canon_add(b, cap, &k, "prompt_template %s\n", prompt_template_name(s->prompt_template));
-    if (c->label_rule != LABEL_SOUND) /* set for sprinter-type runs only; absent by default (hashes as before) */
-        canon_add(b, cap, &k, "label_rule %s\n", label_rule_name(c->label_rule));
-    if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_recipe != RECIPE_SOUND) /* absent by default */
-        canon_add(b, cap, &k, "verifier_recipe %s\n", train_recipe_name(s->ver_recipe));
+    if (c->label_rule != PROTOCOL_SOUND) /* set for sprinter-type runs only; absent by default (hashes as before) */
+        canon_add(b, cap, &k, "label_rule %s\n", protocol_name(c->label_rule));
+    if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_recipe != PROTOCOL_SOUND) /* absent by default */
+        canon_add(b, cap, &k, "verifier_recipe %s\n", protocol_name(s->ver_recipe));
     if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_feature != VF_TOKEN) /* absent for the token default */
         canon_add(b, cap, &k, "verifier_feature %s\n", verifier_feature_name(s->ver_feature));
     if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_padded_batches) /* absent by default */

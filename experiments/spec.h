@@ -66,9 +66,6 @@ typedef struct SpecList {
     int n; /* 0 = not given: the engine default is used */
 } SpecList;
 
-/* [decode] protocol: the defaults a spec starts from (see the layout above). */
-typedef enum { PROTOCOL_SOUND = 0, PROTOCOL_PAPER_CODE } SpecProtocol;
-const char *spec_protocol_name(SpecProtocol p);
 
 typedef struct SweepSpec {
     char path[SPEC_PATH];
@@ -95,11 +92,11 @@ typedef struct SweepSpec {
     uint64_t ver_seed;
     double ver_l2, ver_val_fraction, ver_tau;
     VerifierFeature ver_feature; /* token (default) or prefix: the hidden state the verifier scores */
-    TrainRecipe ver_recipe;      /* [verifier] recipe: sound (default) or paper-code (verifier_train.h) */
+    Protocol ver_recipe;      /* [verifier] recipe: sound (default) or paper-code (verifier_train.h) */
     int ver_padded_batches;      /* [verifier] padded_batches: the authors' right-padded batch features
                                   * (TrainSpec.padded_batches; recipe paper-code, feature prefix) */
-    SpecProtocol protocol;       /* [decode] protocol: which defaults the settings above started from */
-    LabelRule label_rule;        /* [decode] label_rule: the audit's and the verifier data's labels (rules.h) */
+    Protocol protocol;       /* [decode] protocol: which defaults the settings above started from */
+    Protocol label_rule;        /* [decode] label_rule: the audit's and the verifier data's labels (rules.h) */
     /* filled by spec_resolve() */
     char draft_sha256[SP_SHA256_HEX], target_sha256[SP_SHA256_HEX];
     char data_sha256[SPEC_MAX_DATASETS][SP_SHA256_HEX], ver_data_sha256[SP_SHA256_HEX];
@@ -130,9 +127,6 @@ int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err);
 /* Deterministic sharding: run r belongs to shard i of n (0 <= i < n) iff r->index % n == i. */
 int run_in_shard(const RunConfig *r, int shard_i, int shard_n);
 
-/* The RNG seed of prompt index i of a run with seed `seed` (splitmix64 mix): independent of the
- * order of work, --jobs and sharding. */
-uint64_t prompt_seed(uint64_t seed, int prompt_index);
 
 /* "lambda=1.2 tau=0.5" for the parameters that apply (for tables); buf of cap bytes. */
 void run_params_label(const RunConfig *r, char *buf, int cap);

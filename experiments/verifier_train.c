@@ -20,7 +20,6 @@
 #include "hashutil.h"
 #include "model.h"
 #include "setup.h"
-#include "spec.h"
 #include "tokenizer.h"
 #include "verifier.h"
 
@@ -133,7 +132,7 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
              h5t_attr_f64(&t, "temperature", s->sampling.temperature, err) ||
              h5t_attr_i64(&t, "top_k", s->sampling.top_k, err) || h5t_attr_f64(&t, "top_p", s->sampling.top_p, err) ||
              h5t_attr_i64(&t, "seed", (int64_t)s->seed, err) ||
-             h5t_attr_str(&t, "label_rule", label_rule_name(s->label_rule), err);
+             h5t_attr_str(&t, "label_rule", protocol_name(s->label_rule), err);
     free(prefix);
     if (rc) {
         h5t_abort(&t);
@@ -243,7 +242,7 @@ void train_spec_default(TrainSpec *t) {
     t->tau = SP_DEFAULT_TAU;
     t->seed = 0;
     t->feature = VF_TOKEN;
-    t->recipe = RECIPE_SOUND;
+    t->recipe = PROTOCOL_SOUND;
     t->padded_batches = 0;
 }
 
@@ -430,7 +429,7 @@ static int split_rows_by_token(int64_t n, double val_fraction, uint64_t seed, in
 
 enum { kPaperEpochs = 20, kPaperBatch = 10 };
 
-/* The features of RECIPE_PAPER_CODE's batches. Without padding a row's feature is its own state
+/* The features of PROTOCOL_PAPER_CODE's batches. Without padding a row's feature is its own state
  * (h[row]); with padded_batches, in a batch whose longest prefix has L tokens, a row with pos < L
  * reads the state at position L - 1 of its prefix right-padded with eos (session_probe),
  * precomputed for every (row, L) the epochs' batches will ask for. */
@@ -557,7 +556,7 @@ static double batch_accuracy(const Verifier *v, const BatchFeats *B, const int8_
     return n ? (double)correct / (double)n : 0;
 }
 
-/* The authors' recipe (RECIPE_PAPER_CODE, verifier_train.h) into v (raw features: w, b used as they are).
+/* The authors' recipe (PROTOCOL_PAPER_CODE, verifier_train.h) into v (raw features: w, b used as they are).
  * Adam on mean BCE over shuffled batches of kPaperBatch rows for kPaperEpochs epochs; after each epoch the
  * test accuracy, and the parameters of the best epoch (strictly better, as theirs) are kept. The
  * epochs' orders are drawn first (train from r after the init, test from its own stream), so that
@@ -780,7 +779,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     char fmt[64], dsha[SP_SHA256_HEX], draft_sha[SP_SHA256_HEX] = "";
     gsl_vector *th = NULL;
     Verifier v = {0};
-    if (t->padded_batches && (t->recipe != RECIPE_PAPER_CODE || t->feature != VF_PREFIX)) {
+    if (t->padded_batches && (t->recipe != PROTOCOL_PAPER_CODE || t->feature != VF_PREFIX)) {
         sp_fail(err, "padded batches are the authors' recipe on the prefix feature: need recipe paper-code and feature "
                      "prefix");
         goto done;
@@ -807,7 +806,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
             sp_fail(err, "%s: row %lld has prompt_index %d, label %d", path, (long long)i, prompt[i], y[i]);
             goto done;
         }
-    if (t->recipe == RECIPE_PAPER_CODE ? split_rows_by_token(n, t->val_fraction, t->seed, &tr, &ntr, &va, &nva)
+    if (t->recipe == PROTOCOL_PAPER_CODE ? split_rows_by_token(n, t->val_fraction, t->seed, &tr, &ntr, &va, &nva)
                                        : split_rows(prompt, n, t->val_fraction, t->seed, &tr, &ntr, &va, &nva)) {
         sp_fail(err, "out of memory");
         goto done;
@@ -828,7 +827,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
         sp_fail(err, "out of memory");
         goto done;
     }
-    if (t->recipe == RECIPE_PAPER_CODE) {
+    if (t->recipe == PROTOCOL_PAPER_CODE) {
         PadInput pad = {0};
         if (t->padded_batches && pad_input_load(f, path, n, draft_sha, &pad, err)) goto done;
         pad.prompt = prompt;
@@ -870,7 +869,7 @@ fitted:
     snprintf(l2s, sizeof l2s, "%.17g", t->l2);
     snprintf(seeds, sizeof seeds, "%llu", (unsigned long long)t->seed);
     const char *meta[] = {"metrics", metrics, "data_sha256", dsha, "draft_sha256", draft_sha, "l2", l2s,
-                          "split_seed", seeds, "recipe", train_recipe_name(t->recipe), NULL, NULL};
+                          "split_seed", seeds, "recipe", protocol_name(t->recipe), NULL, NULL};
     rc = verifier_save(out_path, &v, meta, err);
 done:
     H5Fclose(f);
@@ -907,12 +906,12 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
                      c->data_format ? c->data_format : "auto", c->n_prompts, c->max_new, c->lambda,
                      (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
                      (unsigned long long)c->seed);
-    if (c->label_rule != LABEL_SOUND) /* absent for the default: keys of older caches stay valid */
-        k += snprintf(desc + k, sizeof desc - (size_t)k, " label_rule=%s", label_rule_name(c->label_rule));
+    if (c->label_rule != PROTOCOL_SOUND) /* absent for the default: keys of older caches stay valid */
+        k += snprintf(desc + k, sizeof desc - (size_t)k, " label_rule=%s", protocol_name(c->label_rule));
     sha256_str(desc, (size_t)k, ckey);
     k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s%s%s", t->l2, t->val_fraction,
                   t->tau, (unsigned long long)t->seed, t->feature == VF_PREFIX ? " feature=prefix" : "",
-                  t->recipe == RECIPE_PAPER_CODE ? " recipe=paper-code" : "", t->padded_batches ? " padded" : "");
+                  t->recipe == PROTOCOL_PAPER_CODE ? " recipe=paper-code" : "", t->padded_batches ? " padded" : "");
     sha256_str(desc, strlen(desc), vkey);
     if (sp_mkdir_p(cache_dir, err)) return -1;
     char collect_path[4096];

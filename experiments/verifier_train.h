@@ -37,7 +37,7 @@ typedef struct CollectSpec {
     double lambda;
     SamplerParams sampling;
     uint64_t seed;
-    LabelRule label_rule;    /* sound, or the authors' (rules.h): labels and, there, how the context goes on */
+    Protocol label_rule;    /* sound, or the authors' (rules.h): labels and, there, how the context goes on */
 } CollectSpec;
 
 typedef struct CollectSummary {
@@ -53,25 +53,16 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
 int collect_padded_features(const char *path, const int64_t *rows, const int32_t *lens, int64_t m, float *out,
                             SpErr *err);
 
-/* How the verifier is fitted:
- *   RECIPE_SOUND       L2-regularised logistic regression on standardised features, to convergence
+/* How the verifier is fitted (a Protocol, engine/decode/rules.h):
+ *   PROTOCOL_SOUND       L2-regularised logistic regression on standardised features, to convergence
  *                      (GSL BFGS2), split by prompt (no prompt on both sides)
- *   RECIPE_PAPER_CODE  the SPRINTER authors' train.py: Linear(d, 1) + sigmoid on the raw state, PyTorch's
+ *   PROTOCOL_PAPER_CODE  the SPRINTER authors' train.py: Linear(d, 1) + sigmoid on the raw state, PyTorch's
  *                      default init (uniform +-1/sqrt(d)), Adam (lr 5e-4, betas 0.9/0.999, eps 1e-8), BCE
  *                      loss, 20 epochs of shuffled batches of 10, a token-level split (rows of one prompt
  *                      on both sides; theirs is unseeded, this one seeded), the epoch with the best test
  *                      accuracy at 0.5 kept (the test split chooses the checkpoint, so its figures are
  *                      optimistic). Their batches were right-padded, so most training rows' feature
  *                      was the state at a pad position: TrainSpec.padded_batches reproduces that. */
-typedef enum { RECIPE_SOUND = 0, RECIPE_PAPER_CODE } TrainRecipe;
-static inline const char *train_recipe_name(TrainRecipe r) { return r == RECIPE_PAPER_CODE ? "paper-code" : "sound"; }
-/* 0 and *r set when s is "sound" or "paper-code", else -1. */
-static inline int train_recipe_parse(const char *s, TrainRecipe *r) {
-    if (!strcmp(s, "sound")) *r = RECIPE_SOUND;
-    else if (!strcmp(s, "paper-code")) *r = RECIPE_PAPER_CODE;
-    else return -1;
-    return 0;
-}
 
 typedef struct TrainSpec {
     double l2;           /* penalty on ||w||^2 (on standardised features), default 1e-3 */
@@ -79,8 +70,8 @@ typedef struct TrainSpec {
     double tau;          /* threshold for the reported eta_FP / eta_TP, default 0.5 */
     uint64_t seed;
     VerifierFeature feature; /* which hidden state: token (default, /hidden) or prefix (/hidden_prefix) */
-    TrainRecipe recipe;      /* sound (default) or the authors' (see above; l2 unused there) */
-    /* RECIPE_PAPER_CODE with the prefix feature only: train (and pick the epoch) on the features the
+    Protocol recipe;      /* sound (default) or the authors' (see above; l2 unused there) */
+    /* PROTOCOL_PAPER_CODE with the prefix feature only: train (and pick the epoch) on the features the
      * authors' right-padded batches gave: in a batch whose longest prefix has L tokens, a shorter row's
      * feature is the draft's state at position L - 1 of its prefix padded with the draft's eos token,
      * which attends to the row's own tokens only (session_probe; tokenizer padding=True, index -1).

@@ -522,7 +522,7 @@ static void test_paper_code_labels(Fixture *f) {
         cfg.sampling = (SamplerParams){0.0f, 0, 1.0f};
         cfg.max_new = 20;
         cfg.lambda = lambda;
-        cfg.label_rule = LABEL_PAPER_CODE;
+        cfg.label_rule = PROTOCOL_PAPER_CODE;
         gsl_rng *rng = sampler_rng_new(1);
         DecodeOutput o;
         int rc = decoder_run(f->dec, &cfg, prompt, 3, rng, &o, &err);

@@ -134,11 +134,11 @@ static void test_expand(T *t) {
     check(a && b && a->dc.sampling.temperature == 0 && b->dc.sampling.temperature == 0 && a->dc.bonus == 1 &&
               a->dc.finish_round == 1 && a->dc.max_run == 19 && s2->ver_feature == VF_PREFIX &&
               strstr(a->canon, "bonus 1\nfinish_round 1\n") && !strstr(b->canon, "bonus") &&
-              a->dc.label_rule == LABEL_PAPER_CODE && strstr(a->canon, "label_rule paper-code") &&
-              s2->ver_recipe == RECIPE_PAPER_CODE && s2->ver_val_fraction == 0.3 &&
+              a->dc.label_rule == PROTOCOL_PAPER_CODE && strstr(a->canon, "label_rule paper-code") &&
+              s2->ver_recipe == PROTOCOL_PAPER_CODE && s2->ver_val_fraction == 0.3 &&
               strstr(a->canon, "verifier_recipe paper-code") && s2->ver_padded_batches == 1 &&
               strstr(a->canon, "verifier_padded_batches 1") &&
-              b->dc.label_rule == LABEL_SOUND && !strstr(b->canon, "label_rule"),
+              b->dc.label_rule == PROTOCOL_SOUND && !strstr(b->canon, "label_rule"),
           "paper-code: greedy, bonus 1, finish_round 1, max_run 19, prefix feature, padded batches, the authors' "
           "label rule (the round and the label rule for sprinter only)");
     free(r2);

@@ -126,7 +126,7 @@ static void test_planted(const char *work) {
      * prompts), and is repeatable with the same seed */
     t = (TrainSpec){0};
     train_spec_default(&t);
-    t.recipe = RECIPE_PAPER_CODE;
+    t.recipe = PROTOCOL_PAPER_CODE;
     t.val_fraction = 0.3;
     VerifierMetrics m3, m4;
     Verifier v3 = {0}, v4 = {0};
@@ -216,7 +216,7 @@ static void test_prefixes(const char *path, const char *draft_dir) {
     /* training: padded features change the authors' verifier; the option needs their recipe and feature */
     TrainSpec t;
     train_spec_default(&t);
-    t.recipe = RECIPE_PAPER_CODE, t.feature = VF_PREFIX, t.val_fraction = 0.3;
+    t.recipe = PROTOCOL_PAPER_CODE, t.feature = VF_PREFIX, t.val_fraction = 0.3;
     char v0[4096], v1[4096];
     snprintf(v0, sizeof v0, "%s.plain.safetensors", path);
     snprintf(v1, sizeof v1, "%s.padded.safetensors", path);
@@ -232,7 +232,7 @@ static void test_prefixes(const char *path, const char *draft_dir) {
     }
     check(ok0 && ok1 && dw > 1e-6, "paper-code recipe with padded batches trains, and to other weights (max |dw| %.2e)%s%s",
           dw, ok0 && ok1 ? "" : ": ", ok0 && ok1 ? "" : err.msg);
-    t.recipe = RECIPE_SOUND;
+    t.recipe = PROTOCOL_SOUND;
     int refused = verifier_train(path, &t, v1, &m1, &err) != 0 && strstr(err.msg, "paper-code");
     check(refused, "padded batches with the sound recipe are refused: %s", err.msg);
 done:
@@ -267,7 +267,7 @@ static void test_collect(const char *work, const char *tokdir) {
     FILE *f = fopen(data, "w");
     for (int i = 0; i < 12; i++) fprintf(f, "{\"id\": \"%d\", \"prompt\": \"hello world number %d is here\"}\n", i, i);
     fclose(f);
-    CollectSpec s = {dd, td, data, NULL, 0, 15, 1.5, {1.0f, 0, 1.0f}, 3, LABEL_SOUND};
+    CollectSpec s = {dd, td, data, NULL, 0, 15, 1.5, {1.0f, 0, 1.0f}, 3, PROTOCOL_SOUND};
     CollectSummary sum;
     if (collect_run(&s, out, &sum, &err)) {
         check(0, "collect: %s", err.msg);

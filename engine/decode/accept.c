@@ -21,7 +21,7 @@ int8_t true_label(const RunState *state, float q, float p) {
 
 int8_t rule_label(const RunState *state, int32_t x, const float *q, const float *p, const float *q_raw,
                   const float *p_raw) {
-    return state->cfg->label_rule == LABEL_PAPER_CODE ? true_label(state, q_raw[x], p_raw[x])
+    return state->cfg->label_rule == PROTOCOL_PAPER_CODE ? true_label(state, q_raw[x], p_raw[x])
                                                       : true_label(state, q[x], p[x]);
 }
 

@@ -38,7 +38,7 @@ struct Decoder {
     int32_t *sampler_work;          /* [V] sampler scratch */
     float *draft_hidden;            /* [d_draft] copy of a draft hidden state */
     float *prefix_hidden;           /* [d_draft] the draft's state at the position before the drafted token */
-    /* LABEL_PAPER_CODE: the plain softmax (T = 1) of the same logits, for the label */
+    /* PROTOCOL_PAPER_CODE: the plain softmax (T = 1) of the same logits, for the label */
     float *draft_raw[2];            /* [2][V] beside sprinter_draft_probs */
     float *target_raw;              /* [V] of the target's row for the decided token */
     float *audit_raw;               /* [V] beside audit_probs */
@@ -88,8 +88,8 @@ int draft_advance(RunState *state, int upto, int n_tail, const float **logits, c
 int target_advance(RunState *state, int upto, int n_tail, const float **logits);
 /* The decoding distribution (cfg->sampling) of logits [V] into out [V]. */
 int decode_probs(RunState *state, const float *logits, float *out);
-/* The plain softmax (temperature 1, no top-k / top-p) of logits [V] into out, for LABEL_PAPER_CODE
- * labels; nothing to do under LABEL_SOUND. */
+/* The plain softmax (temperature 1, no top-k / top-p) of logits [V] into out, for PROTOCOL_PAPER_CODE
+ * labels; nothing to do under PROTOCOL_SOUND. */
 int raw_probs(RunState *state, const float *logits, float *out);
 /* p for the token at position pos (logits of position pos - 1) from the audit lane, into
  * decoder->audit_probs (and audit_raw). Never counted as a target call. */

@@ -27,7 +27,7 @@ int decode_config_check(const DecodeConfig *c, SpErr *err) {
 #define RP_CHECK_(ID, name, ...) if (run_param_check(RP_##ID, c->name, err)) return -1;
     RUN_PARAMS(RP_CHECK_) /* the grid parameters' ranges (params_table.h) */
 #undef RP_CHECK_
-    if (c->label_rule != LABEL_SOUND && c->label_rule != LABEL_PAPER_CODE) return sp_fail(err, "label_rule: unknown");
+    if (c->label_rule != PROTOCOL_SOUND && c->label_rule != PROTOCOL_PAPER_CODE) return sp_fail(err, "label_rule: unknown");
     if (c->finish_round && c->max_run < 1)
         return sp_fail(err, "finish_round needs max_run >= 1 (a round must end; the authors' code caps it at 20 drafts)");
     return 0;

@@ -55,7 +55,7 @@ typedef struct DecodeConfig {
 #define RP_DC_FIELD_(ID, name, type, ...) type name;
     RUN_PARAMS(RP_DC_FIELD_)
 #undef RP_DC_FIELD_
-    LabelRule label_rule;   /* sprinter-type methods and collect: which q and p the label compares (rules.h);
+    Protocol label_rule;   /* sprinter-type methods and collect: which q and p the label compares (rules.h);
                              * sd-type methods always label with the decoding distributions */
     int stop_at_eos;        /* stop after emitting the target's eos id */
     int audit;              /* learn p(x) and the true label for every verifier decision */

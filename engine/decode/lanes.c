@@ -66,7 +66,7 @@ int decode_probs(RunState *state, const float *logits, float *out) {
 }
 
 int raw_probs(RunState *state, const float *logits, float *out) {
-    if (state->cfg->label_rule != LABEL_PAPER_CODE) return 0;
+    if (state->cfg->label_rule != PROTOCOL_PAPER_CODE) return 0;
     const SamplerParams plain = {1.0f, 0, 1.0f};
     return sampler_probs(&plain, logits, state->decoder->vocab_size, out, state->decoder->sampler_work, state->err);
 }

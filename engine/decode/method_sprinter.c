@@ -94,7 +94,7 @@ static int target_decides(RunState *state, TokenEvent *event, int32_t x, const f
     event->target_called = 1;
     /* collect under the authors' label rule: the context goes on with x when its label is 1, else
      * with the target's greedy token (dataset.py); otherwise the SD test decides */
-    int follow_label = cfg->method == DM_COLLECT && cfg->label_rule == LABEL_PAPER_CODE;
+    int follow_label = cfg->method == DM_COLLECT && cfg->label_rule == PROTOCOL_PAPER_CODE;
     if (follow_label && event->label != 1) {
         event->kind = EV_SD_RESAMPLE;
         emit(state, sampler_argmax(decoder->target_raw, V), *event, decoder->draft_hidden);

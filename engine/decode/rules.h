@@ -35,19 +35,22 @@
 /* 1 if the verifier accepts a drafted token with this score at threshold tau. */
 static inline int verifier_accepts(double score, double tau) { return (double)(float)score >= tau; }
 
-/* Which q and p the label compares (DecodeConfig.label_rule):
- *   LABEL_SOUND       the decoding distributions (temperature, top-k, top-p applied): the label is
- *                     about the tokens this decoder draws
- *   LABEL_PAPER_CODE  the plain softmax of the raw logits (temperature 1, nothing cut), whatever the
- *                     decoding temperature: what the SPRINTER authors' dataset.py labels (with greedy
- *                     decoding, for the draft's greedy token); in collection the context then goes on
- *                     with the draft token when its label is 1, else with the target's greedy token */
-typedef enum { LABEL_SOUND = 0, LABEL_PAPER_CODE } LabelRule;
-static inline const char *label_rule_name(LabelRule r) { return r == LABEL_PAPER_CODE ? "paper-code" : "sound"; }
-/* 0 and *r set when s is "sound" or "paper-code", else -1. */
-static inline int label_rule_parse(const char *s, LabelRule *r) {
-    if (!strcmp(s, "sound")) *r = LABEL_SOUND;
-    else if (!strcmp(s, "paper-code")) *r = LABEL_PAPER_CODE;
+/* The harness's two protocols. Three settings follow one of them, each under the same two names:
+ * the label rule (DecodeConfig.label_rule), a spec's [decode] protocol (experiments/spec.h, the
+ * defaults it starts from) and the verifier's training recipe (experiments/verifier_train.h).
+ *   PROTOCOL_SOUND       "sound": labels compare the decoding distributions (temperature, top-k,
+ *                        top-p applied), so a label is about the tokens this decoder draws
+ *   PROTOCOL_PAPER_CODE  "paper-code": as the SPRINTER authors' public code does; labels compare the
+ *                        plain softmax of the raw logits (temperature 1, nothing cut), whatever the
+ *                        decoding temperature (their dataset.py, with greedy decoding, for the draft's
+ *                        greedy token); in collection the context then goes on with the draft token
+ *                        when its label is 1, else with the target's greedy token */
+typedef enum { PROTOCOL_SOUND = 0, PROTOCOL_PAPER_CODE } Protocol;
+static inline const char *protocol_name(Protocol p) { return p == PROTOCOL_PAPER_CODE ? "paper-code" : "sound"; }
+/* 0 and *p set when s is "sound" or "paper-code", else -1. */
+static inline int protocol_parse(const char *s, Protocol *p) {
+    if (!strcmp(s, "sound")) *p = PROTOCOL_SOUND;
+    else if (!strcmp(s, "paper-code")) *p = PROTOCOL_PAPER_CODE;
     else return -1;
     return 0;
 }
