@@ -4,9 +4,9 @@
  * whitespace rules applied to the text (trim_blocks, lstrip_blocks, - and + markers); the segments
  * are parsed into a tree (statements; expressions by recursive descent in Jinja's precedence); the
  * tree is evaluated against the variables. Everything but the result lives in one arena.
- * Files: this one (arena, values, output, evaluation, chat_template_render); chat_template_parse.c
- * (segments and the parser); chat_template_load.c (the model directory's template);
- * chat_template_int.h (what they share). */
+ * Files: this one (values, output, evaluation, chat_template_render); chat_template_arena.c (the
+ * arena and the first error); chat_template_parse.c (segments and the parser); chat_template_load.c
+ * (the model directory's template); chat_template_int.h (what they share). */
 #include "chat_template_int.h"
 
 #include <ctype.h>
@@ -19,52 +19,6 @@
 
 #define MAX_OUTPUT (64u << 20) /* rendered bytes */
 #define MAX_LOOP 100000        /* iterations of all loops together */
-#define MAX_MEMORY (256u << 20) /* bytes of the arena: the values a template builds */
-
-/* ------------------------------------------------------------------ arena */
-
-/* Zeroed arena memory; NULL (with the error set) when out of memory or over MAX_MEMORY. */
-void *ct_alloc(Ctx *c, size_t n) {
-    n = (n + 15) & ~(size_t)15;
-    if (!c->blocks || c->blocks->used + n > c->blocks->cap) {
-        size_t cap = n > 65536 ? n : 65536;
-        if (c->arena_bytes + cap > MAX_MEMORY) return ct_fail(c, 0, "chat_template: needs more than %u MB", MAX_MEMORY >> 20), NULL;
-        c->arena_bytes += cap;
-        Block *b = malloc(sizeof *b + cap);
-        if (!b) return NULL;
-        b->next = c->blocks, b->used = 0, b->cap = cap;
-        c->blocks = b;
-    }
-    void *p = c->blocks->data + c->blocks->used;
-    c->blocks->used += n;
-    memset(p, 0, n);
-    return p;
-}
-
-static void arena_free(Ctx *c) {
-    for (Block *b = c->blocks, *next; b; b = next) next = b->next, free(b);
-    c->blocks = NULL;
-}
-
-char *ct_str_n(Ctx *c, const char *s, size_t n) {
-    char *p = ct_alloc(c, n + 1);
-    if (p) memcpy(p, s, n), p[n] = '\0';
-    return p;
-}
-
-/* The first error wins; later ones are dropped. Always returns -1. */
-int ct_fail(Ctx *c, int line, const char *fmt, ...) {
-    if (c->failed) return -1;
-    c->failed = 1;
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (line > 0) sp_fail(c->err, "chat_template: line %d: %s", line, msg);
-    else sp_fail(c->err, "%s", msg);
-    return -1;
-}
 
 /* ------------------------------------------------------------------ values */
 
@@ -674,7 +628,7 @@ char *chat_template_render(const char *tmpl, const ChatMessage *messages, int n,
     if (!rc && i < segs.n) rc = ct_fail(&c, segs.s[i].line, "unexpected {%% %s %%}", segs.s[i].text);
     if (!rc) rc = run_body(&c, &global, &body);
     if (!rc && !c.out) rc = emit(&c, "", 0);
-    arena_free(&c);
+    ct_arena_free(&c);
     if (rc || c.failed) {
         free(c.out);
         return NULL;

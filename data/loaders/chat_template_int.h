@@ -34,6 +34,8 @@ typedef struct Ctx {
 int ct_fail(Ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void *ct_alloc(Ctx *c, size_t n);
 char *ct_str_n(Ctx *c, const char *s, size_t n);
+/* Frees every block of the arena. */
+void ct_arena_free(Ctx *c);
 
 /* ------------------------------------------------------------------ values */
 
