@@ -498,6 +498,8 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
         canon_add(b, cap, &k, "verifier_feature %s\n", verifier_feature_name(s->ver_feature));
     if (method_is(c->method, MC_NEEDS_VERIFIER) && s->ver_padded_batches) /* absent by default */
         canon_add(b, cap, &k, "verifier_padded_batches 1\n");
+    if (method_is(c->method, MC_CONFIDENCE)) /* since the confidence is the plain softmax's (issue 25) */
+        canon_add(b, cap, &k, "draft_confidence softmax-t1\n");
     if (k >= cap) return sp_fail(err, "%s: run configuration text too long", s->path);
     sha256_str(b, k, r->hash);
     return 0;

@@ -275,6 +275,70 @@ static void test_greedy(Fixture *f) {
           mismatched);
 }
 
+/* pmin and bild test the draft's confidence on its plain softmax (temperature 1, nothing cut), not on
+ * the decoding distribution: under greedy decoding that one is one-hot, so its top probability is
+ * always 1 and pmin would equal sd, bild draft-only (issue 25). Each bild decision is checked against
+ * the top probability of the plain softmax of the draft's logits, computed here from a session of
+ * its own; pmin must stop drafting early somewhere and stay equal to ar. */
+static void test_confidence(Fixture *f) {
+    SpErr err = {{0}};
+    gsl_rng *rng = sampler_rng_new(31);
+    Session *s = session_new(f->draft, 64, 64, &err);
+    int bild_tokens = 0, bild_wrong = 0, fallbacks = 0, kept = 0, pmin_short = 0, pmin_wrong = 0;
+    for (int i = 0; i < 20 && s; i++) {
+        int32_t prompt[3] = {(int32_t)((i * 5 + 1) % V_TINY), (int32_t)((i * 11 + 2) % V_TINY), 7};
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.sampling = (SamplerParams){0.0f, 0, 1.0f};
+        cfg.max_new = 12;
+        cfg.method = DM_BILD;
+        cfg.alpha = 0.2;
+        DecodeOutput o, ar, pm;
+        if (decoder_run(f->dec, &cfg, prompt, 3, rng, &o, &err)) {
+            bild_wrong++;
+            continue;
+        }
+        int32_t seq[64];
+        memcpy(seq, prompt, sizeof prompt);
+        for (int k = 0; k < o.n_events; k++) {
+            const float *logits;
+            session_truncate(s, 0, NULL);
+            seq[3 + k] = o.tokens[k];
+            if (session_forward(s, seq, 3 + k, &logits, NULL, &err)) break;
+            float probs[V_TINY];
+            int32_t work[V_TINY];
+            const SamplerParams plain = {1.0f, 0, 1.0f};
+            sampler_probs(&plain, logits + (size_t)(2 + k) * V_TINY, V_TINY, probs, work, &err);
+            float top = probs[sampler_argmax(probs, V_TINY)];
+            bild_tokens++;
+            /* the decoder fed the tokens one at a time, this session all at once: equal to float rounding */
+            bild_wrong += fabsf(o.events[k].score - top) > 1e-5f || o.events[k].decision != (o.events[k].score >= cfg.alpha);
+            fallbacks += o.events[k].kind == EV_TARGET_SAMPLE;
+            kept += o.events[k].kind == EV_DRAFT_SAMPLE;
+        }
+        decode_output_free(&o);
+        cfg.method = DM_AR;
+        if (decoder_run(f->dec, &cfg, prompt, 3, rng, &ar, &err)) continue;
+        cfg.method = DM_PMIN;
+        cfg.gamma = 4;
+        cfg.p_min = 0.2;
+        if (decoder_run(f->dec, &cfg, prompt, 3, rng, &pm, &err) == 0) {
+            pmin_wrong += pm.n_tokens != ar.n_tokens || memcmp(pm.tokens, ar.tokens, (size_t)ar.n_tokens * sizeof *ar.tokens);
+            pmin_short += pm.stats.drafted < (int64_t)cfg.gamma * pm.stats.rounds;
+            decode_output_free(&pm);
+        }
+        decode_output_free(&ar);
+    }
+    session_free(s);
+    gsl_rng_free(rng);
+    check(bild_tokens > 0 && bild_wrong == 0 && fallbacks > 0 && kept > 0,
+          "greedy bild: every decision is [top of the draft's plain softmax >= alpha] (within 1e-5; %d tokens, %d wrong; "
+          "%d target fallbacks, %d draft tokens kept)", bild_tokens, bild_wrong, fallbacks, kept);
+    check(pmin_wrong == 0 && pmin_short > 0,
+          "greedy pmin: equal to ar on every prompt (%d differ) and stops drafting early on %d of 20 prompts", pmin_wrong,
+          pmin_short);
+}
+
 /* Counters and events are consistent with the emitted tokens. */
 static void test_bookkeeping(Fixture *f) {
     SpErr err = {{0}};
@@ -702,6 +766,7 @@ int main(int argc, char **argv) {
     dists(&f);
     test_laws(&f, &ver, 0);
     test_greedy(&f);
+    test_confidence(&f);
     test_bookkeeping(&f);
     test_features(&f);
     test_nonfinite(&f);

@@ -1,5 +1,6 @@
-/* method_bild.c - BiLD-style fallback: the draft emits its token when its top probability is at
- * least alpha; otherwise the target samples the token instead (lossy, no rollback). */
+/* method_bild.c - BiLD-style fallback: the draft emits its token when its confidence, the top
+ * probability of its plain softmax (sampler_top_prob: temperature 1, nothing cut), is at least alpha;
+ * otherwise the target samples the token instead (lossy, no rollback). */
 #include "decoder_int.h"
 
 static int bild_step(RunState *state) {
@@ -9,7 +10,7 @@ static int bild_step(RunState *state) {
     float *draft_probs = decoder->draft_probs, *target_probs = decoder->target_probs;
     if (draft_advance(state, state->n_committed, 1, &logits, NULL) || decode_probs(state, logits, draft_probs))
         return -1;
-    float top_prob = draft_probs[sampler_argmax(draft_probs, V)];
+    float top_prob = sampler_top_prob(logits, V);
     TokenEvent event = blank_event();
     event.score = top_prob;
     event.decision = top_prob >= state->cfg->alpha;

@@ -2,7 +2,8 @@
  * with the lossless SD test (accept x w.p. min(1, p(x)/q(x)), else resample from norm(max(p - q, 0)),
  * a bonus token from p when every draft is accepted). They differ only in when drafting stops:
  *   sd         after gamma drafts
- *   pmin       also before a draft whose distribution's top probability is below p_min (llama.cpp)
+ *   pmin       also before a draft whose confidence, the top probability of the draft's plain
+ *              softmax (sampler_top_prob), is below p_min (llama.cpp)
  *   specdecpp  also after a draft the learned head scores below tau (SpecDec++-style)
  */
 #include <math.h>
@@ -10,9 +11,9 @@
 
 #include "decoder_int.h"
 
-/* pmin: no draft from a distribution q [V] whose top probability is below p_min. */
-static int stop_before_draft(const RunState *state, const float *q) {
-    return state->cfg->method == DM_PMIN && q[sampler_argmax(q, state->decoder->vocab_size)] < state->cfg->p_min;
+/* pmin: no draft from logits [V] whose plain softmax's top probability is below p_min. */
+static int stop_before_draft(const RunState *state, const float *logits) {
+    return state->cfg->method == DM_PMIN && sampler_top_prob(logits, state->decoder->vocab_size) < state->cfg->p_min;
 }
 
 /* Drafts up to gamma tokens after seq[0..n) into seq[n..), their distributions into draft_probs and
@@ -27,7 +28,7 @@ static int draft_block(RunState *state, float scores[SP_GAMMA_MAX + 1]) {
     for (int i = 0; i < cfg->gamma; i++) {
         float *draft_row = decoder->draft_probs + (size_t)i * V;
         if (decode_probs(state, logits, draft_row)) return -1;
-        if (stop_before_draft(state, draft_row)) break;
+        if (stop_before_draft(state, logits)) break;
         int32_t x = sampler_draw(draft_row, V, state->rng);
         decoder->seq[n + n_drafted++] = x;
         scores[i] = NAN;

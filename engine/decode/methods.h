@@ -13,6 +13,8 @@
  *                     (Theorems 3.1-3.4) (sprinter, oracle-iid, oracle-markov; not specdecpp, whose
  *                     decisions only stop drafting before a lossless verification)
  *   LOSSLESS          the output law is exactly the target's (ar, sd, pmin, specdecpp)
+ *   CONFIDENCE        a rule on the draft's confidence, the top probability of its plain softmax
+ *                     (sampling.h sampler_top_prob), whatever the decoding temperature (bild, pmin)
  */
 #ifndef SP_METHODS_H
 #define SP_METHODS_H
@@ -26,6 +28,7 @@ enum {
     MC_DECIDES = 1u << 3,
     MC_SEQUENTIAL = 1u << 4,
     MC_LOSSLESS = 1u << 5,
+    MC_CONFIDENCE = 1u << 6,
 };
 
 #define MC_BOTH (MC_USES_DRAFT | MC_USES_TARGET)
@@ -40,8 +43,8 @@ enum {
     X(DRAFT, "draft", MC_USES_DRAFT, Draft)                                                                    \
     X(SD, "sd", MC_BOTH | MC_LOSSLESS, Block)                                                                  \
     X(SPRINTER, "sprinter", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_SEQUENTIAL, Sequential)              \
-    X(BILD, "bild", MC_BOTH, Bild)                                                                             \
-    X(PMIN, "pmin", MC_BOTH | MC_LOSSLESS, Block)                                                              \
+    X(BILD, "bild", MC_BOTH | MC_CONFIDENCE, Bild)                                                                             \
+    X(PMIN, "pmin", MC_BOTH | MC_LOSSLESS | MC_CONFIDENCE, Block)                                                              \
     X(SPECDECPP, "specdecpp", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_LOSSLESS, Block)                   \
     X(ORACLE_IID, "oracle-iid", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)                              \
     /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */                          \

@@ -131,6 +131,13 @@ static void softmax_all(const float *logits, int V, double T, float *probs) {
     for (int i = 0; i < V; i++) probs[i] = (float)(probs[i] * inv);
 }
 
+float sampler_top_prob(const float *logits, int V) {
+    double mx = logits[sampler_argmax(logits, V)];
+    double sum = 0.0;
+    for (int i = 0; i < V; i++) sum += (float)weight(logits[i], mx, 1.0); /* as softmax_all sums */
+    return (float)(1.0 / sum); /* the max token's weight is exactly 1 */
+}
+
 /* Writes the renormalised distribution over the kept tokens kept[0..n) into probs (mx = the
  * max logit, which is among them); every other entry becomes exactly 0. */
 static void fill_kept(const float *logits, int V, double T, double mx, const int32_t *kept,

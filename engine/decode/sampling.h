@@ -34,6 +34,13 @@ int32_t sampler_draw(const float *probs, int V, gsl_rng *rng);
  * token, and where a distribution's top probability sits. */
 int32_t sampler_argmax(const float *x, int V);
 
+/* The largest probability of the plain softmax of logits[V] (temperature 1, nothing cut): the
+ * draft's confidence that pmin and bild test, whatever the decoding temperature (llama.cpp's p_min
+ * reads the softmax probability of the top candidate whatever its sampler does; under greedy
+ * decoding the decoding distribution is one-hot and its top probability always 1). The same float
+ * as entry argmax of sampler_probs with {1, 0, 1}. */
+float sampler_top_prob(const float *logits, int V);
+
 /* A new RNG (gsl_rng_mt19937) seeded with seed; caller frees with gsl_rng_free. */
 gsl_rng *sampler_rng_new(uint64_t seed);
 
