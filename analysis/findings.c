@@ -25,6 +25,8 @@
 #define FIND_LAG1_EFFECT 0.10 /* (3): lag-1 autocorrelation to detect */
 #define FIND_GAP_EFFECT 0.10  /* (3): gap in eta between the easiest and hardest quartile to detect */
 #define FIND_TOKENS 20        /* (5): FLOPs for this many tokens */
+#define FIND_MAX_REPS 1000     /* (6): repetitions of the timings read (the spec allows [timing] reps <= 1000) */
+#define FIND_MIN_REPS 2        /* (6): paired repetitions timed alone a speed verdict needs */
 #define FIND_Z95 1.959964     /* two-sided 95% normal quantile: the intervals mean +- FIND_Z95 SE */
 
 typedef struct FindRow {
@@ -424,6 +426,36 @@ static void flops_rows(Findings *F, const char *protocol, const char *dataset) {
              with_target[3] / with_target[2], with_target[3] / with_target[0]);
 }
 
+/* ms per token of run a in its timing of repetition rep (the table timings), NaN when it has none. */
+static double timed_ms(const RunAn *a, int rep) {
+    for (int k = 0; k < a->ri->n_timings; k++) {
+        const TimingInfo *ti = &a->ri->timings[k];
+        if (ti->rep == rep && ti->tokens > 0) return 1000 * ti->t_total / (double)ti->tokens;
+    }
+    return NAN;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Speed ratios slow / fast over the repetitions both runs were timed in alone (paired: one
+ * repetition times every run in one stretch of time): their count, and the median, min and max. */
+static int paired_ratios(const RunAn *slow, const RunAn *fast, double *median, double *lo, double *hi) {
+    double r[FIND_MAX_REPS];
+    int n = 0;
+    for (int rep = 0; rep < FIND_MAX_REPS; rep++) {
+        double a = timed_ms(slow, rep), b = timed_ms(fast, rep);
+        if (!isnan(a) && !isnan(b) && b > 0) r[n++] = a / b;
+    }
+    if (n == 0) return 0;
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    *median = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    *lo = r[0], *hi = r[n - 1];
+    return n;
+}
+
 static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
     const Report *R = F->R;
     const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
@@ -431,15 +463,33 @@ static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
     if (!sp || !sd || !ar) return;
     FindRow *w = add_row(F, "6", "SPRINTER is faster than SD (Table 2 latency)", protocol, dataset);
     if (!w) return;
+    double med_sd, lo_sd, hi_sd, med_ar, lo_ar, hi_ar;
+    int n_sd = paired_ratios(sd, sp, &med_sd, &lo_sd, &hi_sd), n_ar = paired_ratios(ar, sp, &med_ar, &lo_ar, &hi_ar);
+    add_run(w, ar), add_run(w, sd), add_run(w, sp);
+    if (n_sd >= FIND_MIN_REPS && n_ar >= FIND_MIN_REPS) {
+        cat(w->measured, sizeof w->measured,
+            "timed alone ([timing], %d paired repetitions, runs.sqlite timings): sprinter / sd speed %.2fx [%.2f, %.2f], "
+            "/ ar %.2fx [%.2f, %.2f] (median [min, max] over the repetitions); target calls per token %.3f vs sd %.3f",
+            n_sd, med_sd, lo_sd, hi_sd, med_ar, lo_ar, hi_ar, 1 / sp->tok_per_call, 1 / sd->tok_per_call);
+        if (lo_sd > 1 || hi_sd < 1)
+            snprintf(w->verdict, sizeof w->verdict, "%s than sd in every one of %d repetitions timed alone, on this pair",
+                     lo_sd > 1 ? "faster" : "slower", n_sd);
+        else
+            snprintf(w->verdict, sizeof w->verdict, "no verdict: the %d repetitions timed alone disagree (%.2f to %.2fx)",
+                     n_sd, lo_sd, hi_sd);
+        tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_sd_timed_alone", med_sd, lo_sd, hi_sd, w->runs);
+        tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_ar_timed_alone", med_ar, lo_ar, hi_ar, w->runs);
+        return;
+    }
     double s_ar = ar->ms_per_token / sp->ms_per_token, s_sd = sd->ms_per_token / sp->ms_per_token;
     cat(w->measured, sizeof w->measured,
-        "ms/token: ar %.3f, sd %.3f, sprinter %.3f (target calls per token %.3f vs sd %.3f); sprinter / sd speed %.2fx, "
-        "/ ar %.2fx (one timing each, this machine; the audit's cost is excluded from the timing)",
-        ar->ms_per_token, sd->ms_per_token, sp->ms_per_token, 1 / sp->tok_per_call, 1 / sd->tok_per_call, s_sd, s_ar);
-    snprintf(w->verdict, sizeof w->verdict, "%s than sd on this pair", s_sd > 1 ? "faster" : "slower");
-    add_run(w, ar), add_run(w, sd), add_run(w, sp);
-    tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_sd", s_sd, NAN, NAN, w->runs);
-    tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_ar", s_ar, NAN, NAN, w->runs);
+        "sweep timings only (each run once, possibly beside other runs of a --jobs sweep): ms/token ar %.3f, sd %.3f, "
+        "sprinter %.3f; sprinter / sd %.2fx, / ar %.2fx; target calls per token %.3f vs sd %.3f",
+        ar->ms_per_token, sd->ms_per_token, sp->ms_per_token, s_sd, s_ar, 1 / sp->tok_per_call, 1 / sd->tok_per_call);
+    snprintf(w->verdict, sizeof w->verdict,
+             "no verdict: speed needs runs timed alone, at least %d repetitions ([timing] reps in the spec)", FIND_MIN_REPS);
+    tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_sd_sweep_timing", s_sd, NAN, NAN, w->runs);
+    tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_ar_sweep_timing", s_ar, NAN, NAN, w->runs);
 }
 
 /* ------------------------------------------------------------------ writing */
@@ -530,8 +580,11 @@ static const char kDefinitions[] =
     "figure, ties within the report's tie margin.\n"
     "- FLOPs (row 5): 20 x (prompts.flops_draft + flops_verifier) / tokens (draft-only convention) and 20 x (draft + "
     "verifier + target) / tokens, summed over the run's prompts.\n"
-    "- speed (row 6): ms per token = sum prompts.t_total / sum prompts.tokens, one run each (the audit's own time is "
-    "kept apart in t_audit).\n\n";
+    "- speed (row 6): from the runs timed alone after the sweep (spec [timing], runs.sqlite table timings): per "
+    "repetition, ms per token = t_total / tokens over the run's first [timing] prompts; the ratio of two runs' ms per "
+    "token within each repetition (paired), median [min, max] over the repetitions; a verdict when every repetition "
+    "agrees. Without timings, the sweep's own ms per token (sum prompts.t_total / sum prompts.tokens, runs possibly "
+    "timed beside each other) is shown, without a verdict. The audit's own time is kept apart in t_audit.\n\n";
 
 int write_findings(Report *R, SpErr *err) {
     Findings F = {.R = R};

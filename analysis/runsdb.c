@@ -181,6 +181,31 @@ static int load_outputs(const Rdb *d, RunInfo *r, int *any, SpErr *err) {
     return s == SQLITE_DONE ? 0 : sql_fail(d->h, d->path, "read outputs", err);
 }
 
+static int read_timing_item(sqlite3_stmt *st, void *item, void *ctx, SpErr *err) {
+    (void)ctx, (void)err;
+    TimingInfo *ti = item;
+    ti->rep = sqlite3_column_int(st, 0);
+    ti->n_prompts = sqlite3_column_int(st, 1);
+    ti->tokens = sqlite3_column_int64(st, 2);
+    ti->t_total = sqlite3_column_double(st, 3);
+    return 0;
+}
+
+/* The run's rows of the timings table, by rep. */
+static int load_timings(const Rdb *d, RunInfo *r, SpErr *err) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "SELECT rep, n_prompts, tokens, t_total FROM timings WHERE run_hash = ? ORDER BY rep", -1,
+                           &st, NULL) != SQLITE_OK)
+        return sql_fail(d->h, d->path, "read timings", err);
+    sqlite3_bind_text(st, 1, r->hash, -1, SQLITE_STATIC);
+    void *items = NULL;
+    int rc = sql_read_rows(d->h, d->path, st, "read timings", sizeof *r->timings, &items, &r->n_timings,
+                           read_timing_item, NULL, err);
+    r->timings = items;
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
     memset(rs, 0, sizeof *rs);
     Rdb d = {NULL, db_path};
@@ -196,10 +221,11 @@ int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
                      rs->schema_version, DB_SCHEMA_MIN, DB_SCHEMA_VERSION);
     }
     if (rc == 0) rc = load_runs(&d, rs, err);
-    int outputs = sql_has_table(d.h, "main", "outputs");
+    int outputs = sql_has_table(d.h, "main", "outputs"), timings = sql_has_table(d.h, "main", "timings");
     for (int i = 0; rc == 0 && i < rs->n; i++) {
         rc = load_prompts(&d, &rs->runs[i], err);
         if (rc == 0 && outputs) rc = load_outputs(&d, &rs->runs[i], &rs->has_outputs, err);
+        if (rc == 0 && timings) rc = load_timings(&d, &rs->runs[i], err);
     }
     sqlite3_close(d.h);
     if (rc) runset_free(rs);
@@ -213,6 +239,7 @@ void runset_free(RunSet *rs) {
             free(p->output_text), free(p->category);
         }
         free(rs->runs[i].prompts);
+        free(rs->runs[i].timings);
     }
     free(rs->runs);
     memset(rs, 0, sizeof *rs);

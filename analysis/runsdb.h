@@ -23,6 +23,13 @@ typedef struct PromptInfo {
     int64_t rounds, round_kept; /* prompts.rounds, round_kept (schema 6; -1 when NULL) */
 } PromptInfo;
 
+/* One repetition of a run timed alone (runs.sqlite table timings, schema 8). */
+typedef struct TimingInfo {
+    int rep, n_prompts;
+    int64_t tokens;
+    double t_total; /* seconds, the audit excluded */
+} TimingInfo;
+
 /* One done run. Parameters that do not apply to the method are NaN (NULL in the database). */
 typedef struct RunInfo {
     char hash[72], method[32], dataset[1024], dataset_sha256[72], data_format[32], token_log[1024];
@@ -57,6 +64,8 @@ typedef struct RunInfo {
     double avg_tokens_paper;
     PromptInfo *prompts; /* ordered by prompt_index */
     int n_rows;
+    TimingInfo *timings; /* the table timings (schema 8): the run timed alone, by rep; NULL when none */
+    int n_timings;
 } RunInfo;
 
 typedef struct RunSet {

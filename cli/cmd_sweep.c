@@ -180,8 +180,10 @@ int cmd_sweep(int argc, char **argv) {
         if (c.failed_now || c.failed_kept)
             snprintf(failed, sizeof failed, ", %d failed now, %d failed before and not retried", c.failed_now,
                      c.failed_kept);
-        fprintf(stderr, "sweep: %d runs in the grid, %d in this shard: %d already done, %d run now%s -> %s\n", c.total,
-                c.mine, c.skipped, c.ran, failed, out);
+        char timed[64] = "";
+        if (c.timed) snprintf(timed, sizeof timed, ", %d timed alone", c.timed);
+        fprintf(stderr, "sweep: %d runs in the grid, %d in this shard: %d already done, %d run now%s%s -> %s\n", c.total,
+                c.mine, c.skipped, c.ran, failed, timed, out);
     }
     rc = print_summary(out, SUMMARY_BY_CONFIG, 0, &err) ? 1 : 0;
     if (rc == 0 && c.failed > 0) { /* documented: exit 3, one line per failed run, then the count */

@@ -1,6 +1,7 @@
 /* db.c - the SQLite results database (see db.h; tables and upgrades: records/schema.h). */
 #include "db.h"
 
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -122,16 +123,19 @@ int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr
     return status;
 }
 
-int64_t db_run_tokens(Db *db, const char *run_hash, SpErr *err) {
+int64_t db_run_tokens_first(Db *db, const char *run_hash, int below_index, SpErr *err) {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db->h, "SELECT COALESCE(SUM(tokens), 0) FROM prompts WHERE run_hash = ?", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db->h, "SELECT COALESCE(SUM(tokens), 0) FROM prompts WHERE run_hash = ? AND prompt_index < ?",
+                           -1, &st, NULL) != SQLITE_OK)
         return sql_fail(db->h, db->path, "query prompts", err);
     sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, below_index);
     int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
     sqlite3_finalize(st);
     return n < 0 ? sql_fail(db->h, db->path, "query prompts", err) : n;
 }
+
+int64_t db_run_tokens(Db *db, const char *run_hash, SpErr *err) { return db_run_tokens_first(db, run_hash, INT_MAX, err); }
 
 static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
     sqlite3_stmt *st;
@@ -143,7 +147,8 @@ static int exec_hash(Db *db, const char *sql, const char *hash, SpErr *err) {
 }
 
 static int delete_run(Db *db, const char *hash, SpErr *err) {
-    return exec_hash(db, "DELETE FROM outputs WHERE run_hash = ?", hash, err) ||
+    return exec_hash(db, "DELETE FROM timings WHERE run_hash = ?", hash, err) ||
+                   exec_hash(db, "DELETE FROM outputs WHERE run_hash = ?", hash, err) ||
                    exec_hash(db, "DELETE FROM prompts WHERE run_hash = ?", hash, err) ||
                    exec_hash(db, "DELETE FROM runs WHERE run_hash = ?", hash, err)
                ? -1
@@ -540,34 +545,74 @@ int db_merge_plan(Db *dst, const char *src_path, MergePlan *p, SpErr *err) {
 
 int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err) {
     if (attach(dst, src_path, err)) return -1;
-    /* a column the source's version lacks (oracle_stay before 3, failure before 4) is copied as NULL */
-    char sql_r[8192], sql_p[8192], sql_o[4096];
-    if (copy_sql(dst, &kRunsTable, sql_r, sizeof sql_r) || copy_sql(dst, &kPromptsTable, sql_p, sizeof sql_p) ||
-        copy_sql(dst, &kOutputsTable, sql_o, sizeof sql_o)) {
-        exec(dst, "DETACH DATABASE src", NULL);
-        return sp_fail(err, "%s: merge statement too long", dst->path);
-    }
-    int n_stmt = sql_has_table(dst->h, "src", "outputs") ? 3 : 2; /* a version-1 source has no outputs */
-    sqlite3_stmt *stmts[3] = {NULL, NULL, NULL};
-    int rc = exec(dst, "BEGIN IMMEDIATE", err);
-    const char *sqls[3] = {sql_r, sql_p, sql_o};
-    for (int j = 0; rc == 0 && j < n_stmt; j++)
-        if (sqlite3_prepare_v2(dst->h, sqls[j], -1, &stmts[j], NULL) != SQLITE_OK) rc = sql_fail(dst->h, dst->path, "prepare merge", err);
+    /* a column the source's version lacks (oracle_stay before 3, failure before 4) is copied as NULL;
+     * a table it lacks (outputs before 2, timings before 8) is not copied */
+    const DbTable *tables[] = {&kRunsTable, &kPromptsTable, &kOutputsTable, &kTimingsTable};
+    enum { N_TABLES = sizeof tables / sizeof *tables };
+    char sqls[N_TABLES][8192];
+    sqlite3_stmt *stmts[N_TABLES] = {NULL};
+    int rc = 0;
+    for (int j = 0; j < N_TABLES && rc == 0; j++)
+        if (sql_has_table(dst->h, "src", tables[j]->name) && copy_sql(dst, tables[j], sqls[j], sizeof sqls[j]))
+            rc = sp_fail(err, "%s: merge statement too long", dst->path);
+    if (rc == 0) rc = exec(dst, "BEGIN IMMEDIATE", err);
+    for (int j = 0; rc == 0 && j < N_TABLES; j++)
+        if (sql_has_table(dst->h, "src", tables[j]->name) &&
+            sqlite3_prepare_v2(dst->h, sqls[j], -1, &stmts[j], NULL) != SQLITE_OK)
+            rc = sql_fail(dst->h, dst->path, "prepare merge", err);
     for (int i = 0; rc == 0 && i < n; i++) {
         if (delete_run(dst, hashes[i], err)) {
             rc = -1;
             break;
         }
-        for (int j = 0; rc == 0 && j < n_stmt; j++) {
+        for (int j = 0; rc == 0 && j < N_TABLES; j++) {
+            if (!stmts[j]) continue;
             sqlite3_reset(stmts[j]);
             sqlite3_bind_text(stmts[j], 1, hashes[i], -1, SQLITE_STATIC);
             if (sqlite3_step(stmts[j]) != SQLITE_DONE) rc = sql_fail(dst->h, dst->path, "merge rows", err);
         }
     }
-    for (int j = 0; j < 3; j++) sqlite3_finalize(stmts[j]);
+    for (int j = 0; j < N_TABLES; j++) sqlite3_finalize(stmts[j]);
     if (rc == 0) rc = exec(dst, "COMMIT", err);
     else exec(dst, "ROLLBACK", NULL);
     exec(dst, "DETACH DATABASE src", NULL);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ timings */
+
+int db_timing_have(Db *db, const char *run_hash, int rep, SpErr *err) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "SELECT 1 FROM timings WHERE run_hash = ? AND rep = ?", -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(db->h, db->path, "read timings", err);
+    sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, rep);
+    int s = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (s != SQLITE_ROW && s != SQLITE_DONE) return sql_fail(db->h, db->path, "read timings", err);
+    return s == SQLITE_ROW;
+}
+
+int db_timing_add(Db *db, const char *run_hash, int rep, int n_prompts, const DecodeStats *st, const char *host,
+                  SpErr *err) {
+    char cols[1024], sql[1400], at[40];
+    if (db_column_list(&kTimingsTable, cols, sizeof cols)) return sp_fail(err, "query too long");
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO timings(%s) VALUES(?,?,?,?,?,?,?,?,?,?)", cols);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "insert into timings", err);
+    db_now_iso(at, sizeof at);
+    sqlite3_bind_text(s, 1 + TIMINGS_run_hash, run_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 1 + TIMINGS_rep, rep);
+    sqlite3_bind_int(s, 1 + TIMINGS_n_prompts, n_prompts);
+    sqlite3_bind_int64(s, 1 + TIMINGS_tokens, st->tokens);
+    sqlite3_bind_double(s, 1 + TIMINGS_t_total, st->t_total);
+    sqlite3_bind_double(s, 1 + TIMINGS_t_draft, st->t_draft);
+    sqlite3_bind_double(s, 1 + TIMINGS_t_target, st->t_target);
+    sqlite3_bind_double(s, 1 + TIMINGS_t_verifier, st->t_verifier);
+    sqlite3_bind_text(s, 1 + TIMINGS_host, host, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 1 + TIMINGS_finished_at, at, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : sql_fail(db->h, db->path, "insert into timings", err);
+    sqlite3_finalize(s);
     return rc;
 }
 

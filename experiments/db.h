@@ -64,6 +64,8 @@ enum { DB_RUN_NONE = 0, DB_RUN_RUNNING = 1, DB_RUN_DONE = 2, DB_RUN_FAILED = 3 }
 int db_run_status(Db *db, const char *run_hash, char *failure, size_t cap, SpErr *err);
 /* The tokens a done run's prompt rows say it emitted (what its token log must hold), -1 on error. */
 int64_t db_run_tokens(Db *db, const char *run_hash, SpErr *err);
+/* The same over its prompt rows with prompt_index < below_index. */
+int64_t db_run_tokens_first(Db *db, const char *run_hash, int below_index, SpErr *err);
 /* Deletes the run's row and its prompt (and outputs) rows (an unfinished run about to be redone, or a
  * failed one retried). */
 int db_run_reset(Db *db, const char *run_hash, SpErr *err);
@@ -80,6 +82,13 @@ int db_run_fail(Db *db, const char *run_hash, const char *reason, const char *fi
 int db_progress(Db *db, int64_t *runs_done, int64_t *runs_failed, int64_t *tokens, SpErr *err);
 /* Hashes of runs begun but not finished (status 'running'), comma-separated into buf. */
 int db_unfinished(Db *db, char *buf, size_t cap, SpErr *err);
+
+/* ---- timings: runs timed alone ([timing] of the spec; records/schema.h TIMINGS_COLUMNS) ---- */
+/* 1 when the (run, rep) row exists, 0 when not, -1 on error. */
+int db_timing_have(Db *db, const char *run_hash, int rep, SpErr *err);
+/* Writes the (run, rep) row from the statistics of its decodes (summed over n_prompts prompts). */
+int db_timing_add(Db *db, const char *run_hash, int rep, int n_prompts, const DecodeStats *st, const char *host,
+                  SpErr *err);
 
 /* ---- the grid a directory was swept from (meta keys 'grid' and 'shard') ---- */
 /* Records, in one transaction, the spec's expanded grid: the hashes of runs[0..n) in run_index order
@@ -112,7 +121,7 @@ typedef struct MergePlan {
 int db_merge_plan(Db *dst, const char *src_path, MergePlan *plan, SpErr *err);
 void db_merge_plan_free(MergePlan *plan);
 /* One transaction: replaces dst's rows of hashes[0..n) by the source's runs and prompt rows (and
- * outputs rows, when the source has the table). */
+ * outputs and timings rows, when the source has the tables). */
 int db_merge_rows(Db *dst, const char *src_path, char *const *hashes, int n, SpErr *err);
 
 /* ---- reporting ---- */

@@ -156,6 +156,7 @@ typedef struct Ctx {
     int checkpoints;
     FileStamp *stamps; /* every file of the model directories as loaded (changed_input checks them) */
     int n_stamps;
+    int inputs_loaded; /* load_inputs has run */
 } Ctx;
 
 /* SIGINT / SIGTERM: the handler only records the signal (the one piece of process-global state
@@ -273,10 +274,12 @@ static VerEntry *find_verifier(Ctx *c, double lambda) {
 }
 
 /* Trains (or finds in the cache) one verifier per lambda that a pending run needs. */
-static int prepare_verifiers(Ctx *c, SpErr *err) {
+/* A verifier for every lambda the runs idx[0..n) need (trained once, cached by a hash of what it
+ * is trained from). */
+static int prepare_verifiers(Ctx *c, const int *idx, int n, SpErr *err) {
     SweepSpec *s = c->s;
-    for (int k = 0; k < c->n_pending; k++) {
-        const RunConfig *r = &c->runs[c->pending[k]];
+    for (int k = 0; k < n; k++) {
+        const RunConfig *r = &c->runs[idx[k]];
         if (!method_is(r->dc.method, MC_NEEDS_VERIFIER) || find_verifier(c, r->dc.lambda)) continue;
         if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
         VerEntry *v = &c->vers[c->n_vers];
@@ -369,14 +372,16 @@ static int run_prompt_ids(const Ctx *c, const RunConfig *r, int i, const char *c
 /* Decodes every prompt of r with dc (r->dc, maybe with a test fault) and appends its events to log:
  * 0, RUN_FAILED (non-finite logits; err: "prompt P: draft model: logits ... contain NaN ...") or -1.
  * A conversation's turns run in order, each after the run's answer to the one before. */
+/* Decodes the run's first n prompts into rows[0..n) and, when log is not NULL, their events into the
+ * token log (a timing decode passes NULL: the run's log is already whole). */
 static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Decoder *dec, TokenLog *log,
-                          PromptRow *rows, SpErr *err) {
+                          PromptRow *rows, int n, SpErr *err) {
     const SweepSpec *s = c->s;
     const Prompts *P = &c->prompts[r->dataset];
-    char **answers = calloc((size_t)s->n_prompts, sizeof *answers); /* [n_prompts] this run's answers */
+    char **answers = calloc((size_t)n, sizeof *answers); /* [n] this run's answers */
     if (!answers) return sp_fail(err, "out of memory");
     int rc = 0;
-    for (int i = 0; i < s->n_prompts && !rc; i++) {
+    for (int i = 0; i < n && !rc; i++) {
         PromptRow *row = &rows[i];
         row->prompt_index = s->prompt_offset + i;
         const Example *ex = &P->ds.ex[row->prompt_index];
@@ -419,16 +424,18 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, De
             row->output_text = NULL;
         /* the answer a later turn sees: what `sprinter score` rebuilds from prompts.output_text */
         if (!(answers[i] = prompt_answer(row->output_text))) rc = sp_fail(err, "out of memory");
-        if (!rc) rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);
-        c->prog.tokens += out.n_tokens;
+        if (!rc && log) rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);
+        if (log) c->prog.tokens += out.n_tokens;
         decode_output_free(&out);
         if (rc) break;
-        progress_print(&c->prog, 0, NULL);
-        if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
-        checkpoint(c);
+        if (log) {
+            progress_print(&c->prog, 0, NULL);
+            if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
+            checkpoint(c);
+        }
         if (g_stop_signal) rc = sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
     }
-    for (int i = 0; i < s->n_prompts; i++) free(answers[i]);
+    for (int i = 0; i < n; i++) free(answers[i]);
     free(answers);
     return rc;
 }
@@ -461,7 +468,7 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     DecodeConfig dc = r->dc; /* the test fault below is not part of the configuration (nor of its hash) */
     dc.fault_nan_logits = c->o->test_nan_method && !strcmp(c->o->test_nan_method, decode_method_name(r->dc.method));
     if (tokenlog_create(&log, abs, &lm, err)) goto done;
-    int drc = decode_prompts(c, r, &dc, dec, &log, rows, err);
+    int drc = decode_prompts(c, r, &dc, dec, &log, rows, s->n_prompts, err);
     if (drc == RUN_FAILED) {
         char reason[sizeof err->msg];
         snprintf(reason, sizeof reason, "%s", err->msg);
@@ -687,7 +694,9 @@ static int find_pending(Ctx *c, SweepCounts *cnt, SpErr *err) {
 
 static int load_inputs(Ctx *c, SpErr *err) {
     SweepSpec *s = c->s;
+    if (c->inputs_loaded) return 0;
     if (load_models(c, err)) return -1;
+    c->inputs_loaded = 1;
     int max_gamma = 1, max_out = s->max_new; /* max_out: a round may run past max_new (finish_round) */
     for (int k = 0; k < c->n_runs; k++) {
         if (c->runs[k].dc.gamma > max_gamma) max_gamma = c->runs[k].dc.gamma;
@@ -741,6 +750,93 @@ void sweep_counts_free(SweepCounts *cnt) {
     cnt->failed = 0;
 }
 
+/* ------------------------------------------------------------------ timing ([timing] of the spec) */
+
+/* The done runs of this shard, as indexes into c->runs, into *idx (malloc'd); their count, or -1. */
+static int done_runs(Ctx *c, int **idx, SpErr *err) {
+    if (!(*idx = malloc((size_t)(c->n_runs ? c->n_runs : 1) * sizeof **idx))) return sp_fail(err, "out of memory");
+    int n = 0;
+    for (int i = 0; i < c->n_runs; i++) {
+        if (!run_in_shard(&c->runs[i], c->o->shard_i, c->o->shard_n)) continue;
+        int status = db_run_status(c->db, c->runs[i].hash, NULL, 0, err);
+        if (status < 0) return -1;
+        if (status == DB_RUN_DONE) (*idx)[n++] = i;
+    }
+    return n;
+}
+
+/* The (run, rep) rows the spec asks for and the database lacks, over the runs idx[0..n). */
+static int timings_missing(Ctx *c, const int *idx, int n, SpErr *err) {
+    int missing = 0;
+    for (int rep = 0; rep < c->s->timing_reps; rep++)
+        for (int k = 0; k < n; k++) {
+            int have = db_timing_have(c->db, c->runs[idx[k]].hash, rep, err);
+            if (have < 0) return -1;
+            missing += !have;
+        }
+    return missing;
+}
+
+/* Decodes run r's first n_prompts prompts once more, in this process alone, and stores the timing as
+ * (r, rep). The tokens must be the run's own (its prompt rows say how many): the same prompts, seeds
+ * and settings decode the same way. */
+static int time_run(Ctx *c, const RunConfig *r, int rep, int n_prompts, SpErr *err) {
+    VerEntry *v = method_is(r->dc.method, MC_NEEDS_VERIFIER) ? find_verifier(c, r->dc.lambda) : NULL;
+    if (method_is(r->dc.method, MC_NEEDS_VERIFIER) && !v) return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
+    int max_ctx = decode_context_of(&r->dc, c->prompts[r->dataset].n_max);
+    Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->m.draft : NULL,
+                               method_is(r->dc.method, MC_USES_TARGET) ? c->m.target : NULL, v ? &v->v : NULL, max_ctx, err);
+    if (!dec) return -1;
+    PromptRow *rows = calloc((size_t)n_prompts, sizeof *rows);
+    int rc = rows ? decode_prompts(c, r, &r->dc, dec, NULL, rows, n_prompts, err) : sp_fail(err, "out of memory");
+    DecodeStats sum = {0};
+    for (int i = 0; rows && i < n_prompts; i++) {
+        sum.tokens += rows[i].st.tokens;
+        sum.t_total += rows[i].st.t_total, sum.t_draft += rows[i].st.t_draft;
+        sum.t_target += rows[i].st.t_target, sum.t_verifier += rows[i].st.t_verifier;
+        free(rows[i].output_text);
+    }
+    free(rows);
+    decoder_free(dec);
+    if (rc) return sp_err_prefix(err, "timing run %.12s", r->hash);
+    int64_t want = db_run_tokens_first(c->db, r->hash, c->s->prompt_offset + n_prompts, err);
+    if (want < 0) return -1;
+    if (want != sum.tokens)
+        return sp_fail(err, "timing run %.12s: %lld tokens over its first %d prompts, its prompt rows say %lld: the "
+                       "decode is not reproducible here", r->hash, (long long)sum.tokens, n_prompts, (long long)want);
+    return db_timing_add(c->db, r->hash, rep, n_prompts, &sum, c->host, err);
+}
+
+/* [timing]: every done run of this shard decoded again, timing_reps times; repetition k takes the runs
+ * in their grid order rotated by k, so that a repetition times every run in one stretch of time. Only
+ * the missing (run, rep) rows are made. Runs one at a time, whatever --jobs: the timings are alone. */
+static int time_runs(Ctx *c, int *timed, SpErr *err) {
+    const SweepSpec *s = c->s;
+    *timed = 0;
+    if (s->timing_reps == 0) return 0;
+    if (!c->db && !(c->db = db_open(c->db_path, err))) return -1; /* closed for the --jobs workers */
+    int *idx = NULL;
+    int n = done_runs(c, &idx, err), rc = n < 0 ? -1 : 0;
+    int missing = rc ? 0 : timings_missing(c, idx, n, err);
+    if (missing < 0) rc = -1;
+    if (rc == 0 && missing > 0 && load_inputs(c, err)) rc = -1;
+    if (rc == 0 && missing > 0) rc = prepare_verifiers(c, idx, n, err);
+    int n_prompts = s->timing_prompts ? s->timing_prompts : s->n_prompts;
+    if (rc == 0 && missing > 0 && c->o->progress)
+        fprintf(stderr, "sweep: timing %d runs x %d reps alone, their first %d prompts (%d to do)\n", n, s->timing_reps,
+                n_prompts, missing);
+    for (int rep = 0; rc == 0 && rep < s->timing_reps; rep++)
+        for (int k = 0; rc == 0 && k < n; k++) {
+            const RunConfig *r = &c->runs[idx[(k + rep) % n]];
+            int have = db_timing_have(c->db, r->hash, rep, err);
+            if (have < 0) rc = -1;
+            else if (!have && (rc = time_run(c, r, rep, n_prompts, err)) == 0) ++*timed;
+            if (rc == 0 && g_stop_signal) rc = sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
+        }
+    free(idx);
+    return rc;
+}
+
 int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err) {
     Ctx c = {.s = s, .o = o, .lock_fd = -1};
     memset(cnt, 0, sizeof *cnt);
@@ -755,10 +851,11 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
                 cnt->retried ? " (retried: --retry-failed)" : cnt->failed_kept ? " (not retried without --retry-failed)" : "",
                 c.n_pending);
     if (c.n_pending == 0) {
-        rc = collect_failures(&c, cnt, err);
+        rc = time_runs(&c, &cnt->timed, err);
+        if (rc == 0) rc = collect_failures(&c, cnt, err);
         goto done;
     }
-    if (load_inputs(&c, err) || prepare_verifiers(&c, err)) goto done;
+    if (load_inputs(&c, err) || prepare_verifiers(&c, c.pending, c.n_pending, err)) goto done;
     c.prog.expected = (int64_t)c.n_pending * s->n_prompts * s->max_new;
     c.prog.t0 = sp_now_s();
     int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
@@ -780,6 +877,7 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
         if (db) db_unfinished(db, cnt->discarded, sizeof cnt->discarded, NULL);
         if (db && db != c.db) db_close(db);
     }
+    if (rc == 0) rc = time_runs(&c, &cnt->timed, err);
     if (rc == 0) rc = collect_failures(&c, cnt, err);
 done:
     ctx_free(&c);

@@ -59,6 +59,7 @@ typedef struct SweepCounts {
     int failed_now;  /* run now and failed */
     int failed_kept; /* failed in an earlier sweep, not retried (no retry_failed) */
     int retried;     /* failed in an earlier sweep, run again (retry_failed) */
+    int timed;       /* (run, repetition) timings made now ([timing] of the spec) */
     int failed;      /* failed runs of this shard after the sweep (failed_now + failed_kept), each in failures */
     SweepFailure *failures; /* [failed] in grid order, when runner_sweep succeeds; sweep_counts_free */
     int stop_signal;       /* SIGINT / SIGTERM that stopped the sweep, else 0 */

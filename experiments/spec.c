@@ -251,6 +251,10 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
         if (parse_bool(v, &s->ver_padded_batches)) return fail(P, sec, key, "\"%s\" is not true or false", v);
     } else if (IS("verifier", "feature")) {
         if (verifier_feature_parse(v, &s->ver_feature)) return fail(P, sec, key, "\"%s\" is not token or prefix", v);
+    } else if (IS("timing", "reps")) {
+        if (parse_int(v, 0, 1000, &s->timing_reps)) return fail(P, sec, key, "\"%s\" is not an integer in [0, 1000]", v);
+    } else if (IS("timing", "prompts")) {
+        if (parse_int(v, 1, 1 << 24, &s->timing_prompts)) return fail(P, sec, key, "\"%s\" is not an integer >= 1", v);
     } else {
         return -1; /* not a scalar key */
     }
@@ -285,7 +289,7 @@ static int handler(void *user, const char *sec, const char *key, const char *val
     if (continuation) return fail(P, sec, key, "%s", "given twice");
     r = scalar(P, sec, key, val);
     if (r >= 0) return r;
-    static const char *const kSections[] = {"sweep", "models", "data", "decode", "grid", "verifier"};
+    static const char *const kSections[] = {"sweep", "models", "data", "decode", "grid", "verifier", "timing"};
     for (size_t i = 0; i < sizeof kSections / sizeof *kSections; i++)
         if (!strcmp(sec, kSections[i])) return fail(P, sec, key, "%s", "unknown key");
     return fail(P, sec, key, "%s", "unknown section");
@@ -322,6 +326,9 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     if (!s->draft_dir[0] && !only_ar) return sp_fail(err, "%s: [models] draft: missing", f);
     if (s->n_datasets == 0) return sp_fail(err, "%s: [data] datasets: missing", f);
     if (s->n_prompts == 0) return sp_fail(err, "%s: [data] n_prompts: missing", f);
+    if (s->timing_prompts > s->n_prompts)
+        return sp_fail(err, "%s: [timing] prompts: %d is more than [data] n_prompts = %d", f, s->timing_prompts,
+                       s->n_prompts);
     if (s->max_new == 0) return sp_fail(err, "%s: [decode] max_new_tokens: missing", f);
     if (spec_needs_verifier(s) && !s->has_verifier)
         return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier", f);

@@ -31,6 +31,8 @@
  *              val_fraction, tau (only for the reported training metrics), cache_dir, feature
  *              (token: the draft's state at the drafted token, default; prefix: the state before it),
  *              recipe (sound, default; paper-code: the authors' Adam recipe, verifier_train.h)
+ *   [timing]   reps (0, the default: none), prompts (default: all n_prompts): the speed figures, from
+ *              every done run decoded again alone after the sweep (runs.sqlite table timings)
  *
  * Lists are comma- or space-separated. A grid parameter multiplies only the runs of methods it
  * applies to (tau does not multiply sd; gamma does not multiply sprinter); the others get the
@@ -97,6 +99,10 @@ typedef struct SweepSpec {
                                   * (TrainSpec.padded_batches; recipe paper-code, feature prefix) */
     Protocol protocol;       /* [decode] protocol: which defaults the settings above started from */
     Protocol label_rule;        /* [decode] label_rule: the audit's and the verifier data's labels (rules.h) */
+    /* [timing]: after its runs, the sweep decodes every done run's first timing_prompts prompts (0: all
+     * n_prompts) again timing_reps times, alone, in rotated order (runs.sqlite table timings): the
+     * speed figures. Not part of any run's configuration or hash. */
+    int timing_reps, timing_prompts;
     /* filled by spec_resolve() */
     char draft_sha256[SP_SHA256_HEX], target_sha256[SP_SHA256_HEX];
     char data_sha256[SPEC_MAX_DATASETS][SP_SHA256_HEX], ver_data_sha256[SP_SHA256_HEX];

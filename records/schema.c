@@ -16,11 +16,13 @@ _Static_assert(0 RUNS_COLUMNS(RP_COL_COUNT_) == RP_COUNT, "records/schema.h: a g
 #undef RP_COL_COUNT_
 static const DbColumn kPromptsCols[] = {PROMPTS_COLUMNS(DB_COL_ROW)};
 static const DbColumn kOutputsCols[] = {OUTPUTS_COLUMNS(DB_COL_ROW)};
+static const DbColumn kTimingsCols[] = {TIMINGS_COLUMNS(DB_COL_ROW)};
 #undef DB_COL_ROW
 
 const DbTable kRunsTable = {"runs", kRunsCols, RUNS_N_COLS, "CHECK((status = 'failed') = (failure IS NOT NULL))", 1};
 const DbTable kPromptsTable = {"prompts", kPromptsCols, PROMPTS_N_COLS, "PRIMARY KEY(run_hash, prompt_index)", 1};
 const DbTable kOutputsTable = {"outputs", kOutputsCols, OUTPUTS_N_COLS, "PRIMARY KEY(run_hash, prompt_index)", 2};
+const DbTable kTimingsTable = {"timings", kTimingsCols, TIMINGS_N_COLS, "PRIMARY KEY(run_hash, rep)", 8};
 
 /* Per done run, its prompts summed (schema v1 on). */
 static const char kRunTotalsView[] =
@@ -186,10 +188,10 @@ int db_schema_prepare(sqlite3 *h, const char *path, SpErr *err) {
                  err) ||
         exec_create(h, path, &kRunsTable, err) || exec_create(h, path, &kPromptsTable, err) ||
         sql_exec(h, path, kRunTotalsView, "create schema", err) || exec_create(h, path, &kOutputsTable, err) ||
-        sql_exec(h, path, meta, "create schema", err))
+        exec_create(h, path, &kTimingsTable, err) || sql_exec(h, path, meta, "create schema", err))
         return -1;
     if (before == 0 || before == DB_SCHEMA_VERSION) return 0;
-    /* upgrade an older file: 1 -> 2 is the outputs table just created */
+    /* upgrade an older file: 1 -> 2 is the outputs table just created, 7 -> 8 the timings table */
     if ((before < 3 && add_columns(h, path, &kRunsTable, before, 3, err)) || (before < 4 && rebuild_runs_v4(h, path, err)) ||
         drop_columns(h, path, &kPromptsTable, before, err) ||
         add_columns(h, path, &kRunsTable, before > 4 ? before : 4, DB_SCHEMA_VERSION, err) ||

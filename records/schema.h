@@ -22,6 +22,7 @@
  *        + prompts.category (Spec-Bench's category, or the jsonl "category"; NULL when the data has
  *        none) and prompts.turn (0-based turn of the example's conversation; NULL in older files,
  *        where it was 0) (issue 15)
+ *   8  + table timings (runs timed alone: [timing] reps, prompts; one row per run and repetition)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row. A grid
@@ -37,7 +38,7 @@
 #include "error.h"
 #include "params.h"
 
-#define DB_SCHEMA_VERSION 7
+#define DB_SCHEMA_VERSION 8
 /* Every grid parameter's column exists in the current schema (a new row of params_table.h names the
  * version that adds its column: DB_SCHEMA_VERSION must be raised to it). */
 #define RP_SINCE_CHECK_(ID, name, type, dflt, lo, hi, flags, methods, since) \
@@ -179,20 +180,39 @@ typedef struct DbTable {
     X(target_sha256, "TEXT NOT NULL", 2, 0, NOPARAM)                                                          \
     X(scored_at, "TEXT NOT NULL", 2, 0, NOPARAM)
 
+/* A run's decode timed again after the sweep's runs, alone (one process decoding; the runs of a
+ * repetition one after the other, their order rotated between repetitions, so that the runs of one
+ * repetition are paired): the speed figures come from here, not from the sweep's own timings, which
+ * may run --jobs at a time. */
+#define TIMINGS_COLUMNS(X)                                                                                    \
+    X(run_hash, "TEXT NOT NULL", 8, 0, NOPARAM)                                                               \
+    X(rep, "INTEGER NOT NULL", 8, 0, NOPARAM)                                                                 \
+    X(n_prompts, "INTEGER NOT NULL", 8, 0, NOPARAM)                                                           \
+    X(tokens, "INTEGER NOT NULL", 8, 0, NOPARAM)                                                              \
+    X(t_total, "REAL NOT NULL", 8, 0, NOPARAM)                                                                \
+    X(t_draft, "REAL NOT NULL", 8, 0, NOPARAM)                                                                \
+    X(t_target, "REAL NOT NULL", 8, 0, NOPARAM)                                                               \
+    X(t_verifier, "REAL NOT NULL", 8, 0, NOPARAM)                                                             \
+    X(host, "TEXT", 8, 0, NOPARAM)                                                                            \
+    X(finished_at, "TEXT NOT NULL", 8, 0, NOPARAM)
+
 /* Column indexes in table order (every column ever defined, removed ones included: a statement
  * built by db_select_list() returns them all, NULL where the file lacks one). */
 #define DB_COL_ENUM(table, name, decl, since, until, param) table##_##name,
 #define RUNS_ENUM(n, d, s, u, p) DB_COL_ENUM(RUNS, n, d, s, u, p)
 #define PROMPTS_ENUM(n, d, s, u, p) DB_COL_ENUM(PROMPTS, n, d, s, u, p)
 #define OUTPUTS_ENUM(n, d, s, u, p) DB_COL_ENUM(OUTPUTS, n, d, s, u, p)
+#define TIMINGS_ENUM(n, d, s, u, p) DB_COL_ENUM(TIMINGS, n, d, s, u, p)
 enum { RUNS_COLUMNS(RUNS_ENUM) RUNS_N_COLS };
 enum { PROMPTS_COLUMNS(PROMPTS_ENUM) PROMPTS_N_COLS };
 enum { OUTPUTS_COLUMNS(OUTPUTS_ENUM) OUTPUTS_N_COLS };
+enum { TIMINGS_COLUMNS(TIMINGS_ENUM) TIMINGS_N_COLS };
 #undef RUNS_ENUM
 #undef PROMPTS_ENUM
 #undef OUTPUTS_ENUM
+#undef TIMINGS_ENUM
 
-extern const DbTable kRunsTable, kPromptsTable, kOutputsTable;
+extern const DbTable kRunsTable, kPromptsTable, kOutputsTable, kTimingsTable;
 
 /* 1 if column c exists in a file of schema version v. */
 static inline int db_col_in(const DbColumn *c, int version) {

@@ -43,7 +43,7 @@ def table_after(lines, i):
 def documented(readme):
     lines = open(readme).read().split("\n")
     cols, versions = {}, {}
-    heads = {"runs": r"^### `runs`", "prompts": r"^### `prompts`", "outputs": r"^### `outputs`",
+    heads = {"runs": r"^### `runs`", "prompts": r"^### `prompts`", "outputs": r"^### `outputs`", "timings": r"^### `timings`",
              "tokens": r"^## tokens/RUNHASH\.h5", "dtv": r"^## dtv\.h5"}
     for i, line in enumerate(lines):
         for key, pat in heads.items():

@@ -1,7 +1,7 @@
 /* schema_doc.c - prints the on-disk record as records/ defines it, one line per item, for
  * tests/check_schema_doc.py to compare with results/README.md:
  *   version runs.sqlite N | version tokens N | version dtv N
- *   TABLE COLUMN            (runs, prompts, outputs: the current schema's columns in table order)
+ *   TABLE COLUMN            (runs, prompts, outputs, timings: the current schema's columns in table order)
  *   tokens DATASET | dtv DATASET   (the HDF5 columns in file order) */
 #include <stdio.h>
 
@@ -20,6 +20,7 @@ int main(void) {
     table(&kRunsTable);
     table(&kPromptsTable);
     table(&kOutputsTable);
+    table(&kTimingsTable);
     for (int c = 0; c < TOKENLOG_N_COLS; c++) printf("tokens %s\n", tokenlog_columns()[c].name);
     for (int c = 0; c < DTVLOG_N_COLS; c++) printf("dtv %s\n", dtvlog_columns()[c].name);
     return ferror(stdout) || fflush(stdout) ? 1 : 0;

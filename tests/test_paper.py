@@ -123,7 +123,7 @@ def check_rows(t, db, rep):
             "index.md has the review's-questions section linking FINDINGS.md")
     rows = read_tsv(os.path.join(rep, "FINDINGS.tsv"))
     iid = {r["run_hash"]: r for r in read_tsv(os.path.join(rep, "iid.tsv"))}
-    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops")}
+    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "speed")}
     nd = statistics.NormalDist()
     for r in rows:
         q, runs = r["quantity"], r["runs"].split()
@@ -166,6 +166,19 @@ def check_rows(t, db, rep):
             d = [lx[p] - ly[p] for p in lx if p in ly]
             seen["llpt"] += t.check(close(r["value"], sum(d) / len(d)), "row 4 %s: %s vs %.6f over %d prompts" %
                                     (q, r["value"], sum(d) / len(d), len(d)))
+        elif r["row"] == "6" and q.endswith("_timed_alone"):
+            # the runs are ar, sd, sprinter: the ratio of ms per token within each repetition, median/min/max
+            slow = hs[0] if q.startswith("speedup_vs_ar") else hs[1]
+            ms = lambda h: dict(db.execute("SELECT rep, 1000.0 * t_total / tokens FROM timings WHERE run_hash = ? "
+                                           "AND tokens > 0", (h,)).fetchall())
+            a, b = ms(slow), ms(hs[2])
+            ratios = sorted(a[k] / b[k] for k in a if k in b)
+            want = statistics.median(ratios) if ratios else float("nan")
+            seen["speed"] += t.check(close(r["value"], want) and close(r["lo"], ratios[0]) and close(r["hi"], ratios[-1]),
+                                     "row 6 %s: %s [%s, %s] vs %.6f [%.6f, %.6f] over %d repetitions" %
+                                     (q, r["value"], r["lo"], r["hi"], want, ratios[0], ratios[-1], len(ratios)))
+        elif r["row"] == "6" and q.endswith("_sweep_timing"):
+            t.check(False, "row 6 %s: the speed row read the sweep's timings although the specs time runs alone" % q)
         elif r["row"] == "5" and q.startswith("gflop_20_"):
             fd, fv, ft, n = db.execute("SELECT SUM(flops_draft), SUM(flops_verifier), SUM(flops_target), SUM(tokens) "
                                        "FROM prompts WHERE run_hash = ?", (hs[0],)).fetchone()
