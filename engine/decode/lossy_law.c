@@ -197,6 +197,9 @@ void optimal_lossy_law(const float *p, const float *q, int V, double D, double *
         }
     for (int v = 0; v < V; v++) r[v] = 0;
     family_member(&R, exp(lo), r);
+    double rsum = 0; /* b(a) is exact up to rounding (~1e-12 at large a): renormalise */
+    for (int v = 0; v < V; v++) rsum += r[v];
+    for (int v = 0; v < V; v++) r[v] /= rsum;
 }
 
 void optimal_lossy_next_token_law(const float *p, const float *q, int V, double D, double *work, double *out) {
