@@ -215,10 +215,11 @@ def main():
     ver, sql, cols, ok = schema(db)
     runs_sql = dict(sql).get("runs", "")
     t.check(ver == "8", "schema_version after the upgrade: %s" % ver)
-    t.check("'failed'" in runs_sql and cols[-6:] == ["oracle_stay", "failure", "bonus", "finish_round",
-                                                "label_rule", "prompt_template"],
-            "the runs table is the version-7 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
-            "7: prompt_template): columns ...%s\n%s" % (cols[-6:], runs_sql))
+    t.check("'failed'" in runs_sql and cols[-11:] == ["oracle_stay", "failure", "bonus", "finish_round",
+                                                "label_rule", "prompt_template", "typical_eps", "typical_alpha",
+                                                "fsd_divergence", "fsd_threshold", "lossy_kl"],
+            "the runs table is the version-8 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
+            "7: prompt_template; 8: the lossy methods' parameters): columns ...%s\n%s" % (cols[-11:], runs_sql))
     t.check(ok, "integrity_check after the upgrade")
     t.check(not any(n == "runs_v4" for n, _ in sql), "the rebuild left its temporary table")
     after = contents(db)
