@@ -19,16 +19,22 @@
 
 static const char kDecodeHelp[] =
     "usage: sprinter decode --draft DIR --target DIR (--prompt TEXT | --prompt-ids IDS) [options]\n"
-    "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid (default sd)\n"
+    "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid,\n"
+    "                     oracle-markov,typical,fsd,optimal-lossy (default sd)\n"
     "  --verifier FILE    verifier .safetensors (sprinter, specdecpp)\n"
     "  --max-new N        tokens to generate (default 20)\n"
-    "  --gamma G          draft block length for sd, pmin, specdecpp (default " SP_STR(SP_DEFAULT_GAMMA) ", at most " SP_STR(SP_GAMMA_MAX) ")\n"
+    "  --gamma G          draft block length for sd, pmin, specdecpp, typical, fsd, optimal-lossy (default " SP_STR(SP_DEFAULT_GAMMA) ", at most " SP_STR(SP_GAMMA_MAX) ")\n"
     "  --tau T            verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
     "  --max-run R        sprinter: at most R verifier accepts in a row, 0 = uncapped (default 0)\n"
     "  --lambda L         label threshold q/p <= L for oracle-iid and --audit (default 1)\n"
     "  --eta-fp F --eta-tp T   oracle-iid rates (defaults 0, 1)\n"
     "  --alpha A          bild: fall back to the target when the draft's top prob < A (default 0.5)\n"
     "  --p-min P          pmin: stop drafting when the draft's top prob < P (default 0.5)\n"
+    "  --typical-eps E --typical-alpha A   typical: accept a draft x iff p(x) > min(E, A exp(-H(p)))\n"
+    "                     (defaults 0.09, 0.3, Medusa's)\n"
+    "  --fsd-divergence D  fsd: kl (KL(p||q)), js (Jensen-Shannon) or tv, or its code 0, 1, 2 (default js)\n"
+    "  --fsd-threshold T  fsd: accept a draft outright where D(p, q) <= T, else SD's test (default 0.1; 0 = sd)\n"
+    "  --lossy-kl D       optimal-lossy: the bound on KL(r || p) of each position's law r (default 0.1; 0 = sd)\n"
     "  --temperature T --top-k K --top-p P --seed S   sampling (defaults 1, 0, 1, 0)\n"
     "  --audit            also compute p(x) for every verifier decision (eta_FP, eta_TP)\n"
     "  --stop-at-eos      stop at the end-of-sequence token\n"
@@ -47,6 +53,23 @@ typedef struct Opts {
     int json;
 } Opts;
 
+/* long-only options (codes past every character) */
+enum { OPT_TYPICAL_EPS = 1000, OPT_TYPICAL_ALPHA, OPT_FSD_DIVERGENCE, OPT_FSD_THRESHOLD, OPT_LOSSY_KL };
+
+/* --fsd-divergence: kl, js, tv or the code 0, 1, 2 (params_table.h fsd_divergence). */
+static int arg_fsd_divergence(const char *cmd, const char *s, int *out) {
+    static const char *const names[] = {"kl", "js", "tv"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+    double pv;
+    if (arg_param(cmd, "fsd-divergence", s, RP_FSD_DIVERGENCE, &pv)) return -1;
+    *out = (int)pv;
+    return 0;
+}
+
 static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
     const char *cmd = "decode";
     static const struct option opts[] = {
@@ -58,6 +81,9 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"lambda", required_argument, 0, 'l'},    {"eta-fp", required_argument, 0, 'F'},
         {"eta-tp", required_argument, 0, 'P'},    {"alpha", required_argument, 0, 'a'},
         {"p-min", required_argument, 0, 'M'},     ARG_SAMPLING_OPTIONS,
+        {"typical-eps", required_argument, 0, OPT_TYPICAL_EPS}, {"typical-alpha", required_argument, 0, OPT_TYPICAL_ALPHA},
+        {"fsd-divergence", required_argument, 0, OPT_FSD_DIVERGENCE},
+        {"fsd-threshold", required_argument, 0, OPT_FSD_THRESHOLD}, {"lossy-kl", required_argument, 0, OPT_LOSSY_KL},
         {"seed", required_argument, 0, 's'},      {"audit", no_argument, 0, 'A'},
         {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
         {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
@@ -83,6 +109,15 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'P': if (arg_param(cmd, "eta-tp", optarg, RP_ETA_TP, &c->eta_tp)) return 2; break;
         case 'a': if (arg_param(cmd, "alpha", optarg, RP_ALPHA, &c->alpha)) return 2; break;
         case 'M': if (arg_param(cmd, "p-min", optarg, RP_P_MIN, &c->p_min)) return 2; break;
+        case OPT_TYPICAL_EPS: if (arg_param(cmd, "typical-eps", optarg, RP_TYPICAL_EPS, &c->typical_eps)) return 2; break;
+        case OPT_TYPICAL_ALPHA:
+            if (arg_param(cmd, "typical-alpha", optarg, RP_TYPICAL_ALPHA, &c->typical_alpha)) return 2;
+            break;
+        case OPT_FSD_DIVERGENCE: if (arg_fsd_divergence(cmd, optarg, &c->fsd_divergence)) return 2; break;
+        case OPT_FSD_THRESHOLD:
+            if (arg_param(cmd, "fsd-threshold", optarg, RP_FSD_THRESHOLD, &c->fsd_threshold)) return 2;
+            break;
+        case OPT_LOSSY_KL: if (arg_param(cmd, "lossy-kl", optarg, RP_LOSSY_KL, &c->lossy_kl)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &o->seed)) return 2; break;
         case 'A': c->audit = 1; break;
         case 'E': c->stop_at_eos = 1; break;
@@ -137,7 +172,7 @@ static void report(const DecodeConfig *c, const DecodeOutput *o) {
     if (acc.checked > 0) snprintf(alpha, sizeof alpha, "%.3f [%.3f,%.3f]", acc.alpha, acc.ci95.lo, acc.ci95.hi);
     if (s->target_forwards > 0) snprintf(per_call, sizeof per_call, "%.2f", (double)s->tokens / (double)s->target_forwards);
     if (s->drafted > 0) snprintf(per_drafted, sizeof per_drafted, "%.3f", (double)s->accepted / (double)s->drafted);
-    printf("%-11s %6lld %9.1f %8lld %9s %19s %8s", decode_method_name(c->method), (long long)s->tokens,
+    printf("%-13s %6lld %9.1f %8lld %9s %19s %8s", decode_method_name(c->method), (long long)s->tokens,
            s->t_total > 0 ? (double)s->tokens / s->t_total : 0.0, (long long)s->target_forwards, per_call, alpha,
            per_drafted);
     if (pos + neg > 0) printf("   eta_TP %.3f (%ld/%ld)  eta_FP %.3f (%ld/%ld)", pos ? (double)tp / pos : NAN, tp, pos,
@@ -216,7 +251,7 @@ int cmd_decode(int argc, char **argv) {
         goto done;
     }
     if (!(dec = decoder_new(dm, tm, have_ver ? &ver : NULL, max_ctx, &err))) goto done;
-    printf("%-11s %6s %9s %8s %9s %19s %8s\n", "method", "tokens", "tok/s", "t_calls", "tok/call", "accept [95% CI]",
+    printf("%-13s %6s %9s %8s %9s %19s %8s\n", "method", "tokens", "tok/s", "t_calls", "tok/call", "accept [95% CI]",
            "acc/dft");
     for (int mi = 0; mi < n_methods; mi++) {
         DecodeConfig c = base;

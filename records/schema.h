@@ -22,7 +22,9 @@
  *        + prompts.category (Spec-Bench's category, or the jsonl "category"; NULL when the data has
  *        none) and prompts.turn (0-based turn of the example's conversation; NULL in older files,
  *        where it was 0) (issue 15)
- *   8  + table timings (runs timed alone: [timing] reps, prompts; one row per run and repetition)
+ *   8  + runs.typical_eps, typical_alpha, fsd_divergence, fsd_threshold, lossy_kl (the parameters of the
+ *        lossy block methods typical, fsd, optimal-lossy; NULL for other methods and in older rows); + table timings (runs timed alone: [timing]
+ *        reps, prompts; one row per run and repetition)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row. A grid

@@ -9,12 +9,18 @@
  *   sprinter              sprinter_next_token_law with a(v) = [score(h(prefix + v)) >= tau], for a
  *                         verifier learned (collect + verifier_train) on these two models
  *   draft / ar            q / p
+ *   typical, fsd, optimal-lossy   their exact laws (typical_next_token_law, fsd_next_token_law,
+ *                         optimal_lossy_next_token_law in lossy_law.c), each with a negative control:
+ *                         the same draws against the law with 0.02 of mass moved between its two
+ *                         largest entries must be rejected
  * Each is checked by a chi-square goodness-of-fit test (GSL) on >= 20,000 seeded draws, bins with
  * expected count < 5 merged, pass when p-value > 0.001. With the fixed seeds below the outcome is
  * deterministic; for a correct sampler each check would fail with probability 0.001 on fresh
- * seeds (union bound over the checks here: < 3%). Negative controls must be rejected: the SD
+ * seeds (union bound over the checks here: < 4%). Negative controls must be rejected: the SD
  * residual replaced by p (fault_broken_residual), and oracle-iid tested against p alone.
- * Also: greedy sd / pmin / specdecpp equal greedy ar token for token on 50 prompts; non-finite logits
+ * Also: greedy sd / pmin / specdecpp equal greedy ar token for token on 50 prompts; fsd at threshold 0
+ * and optimal-lossy at lossy_kl 0 equal sd token for token and event for event under sd's seeds (20
+ * prompts x 4 settings x 30 tokens), and the lossy runs' counters match their events; non-finite logits
  * return DECODE_ERR_NONFINITE, other errors -1; the authors' round (paper-code protocol: bonus,
  * finish_round, max_run 19, greedy) equals a step-by-step hand computation of their loop.
  * usage: test_decoding WORKDIR */
@@ -237,6 +243,156 @@ static void test_laws(Fixture *f, const Verifier *ver, int full) {
         double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
         check(pv > 0.001, "sprinter seed %d: first token ~ exact mixture from per-token decisions (p-value %.4f)", k, pv);
     }
+}
+
+/* Moves mass delta from the law's largest entry to its second largest: a near miss the chi-square test
+ * must reject (the negative control of the lossy laws). */
+static void perturbed(const double *law, double delta, double *out) {
+    int a = 0, b = -1;
+    for (int v = 0; v < V_TINY; v++) out[v] = law[v], a = law[v] > law[a] ? v : a;
+    for (int v = 0; v < V_TINY; v++)
+        if (v != a && (b < 0 || law[v] > law[b])) b = v;
+    out[a] -= delta, out[b] += delta;
+}
+
+/* The lossy block methods (typical, fsd, optimal-lossy): the first token against each method's exact
+ * law at the prefix (lossy_law.c), each with a negative control (the law with 0.02 of mass moved
+ * between its two largest entries must be rejected on the same draws). */
+static void test_lossy_laws(Fixture *f, int full) {
+    long counts[V_TINY];
+    double law[V_TINY], bad[V_TINY], work[OPTIMAL_LOSSY_WORK(V_TINY)];
+    DecodeConfig cfg;
+    const char *names[] = {"kl", "js", "tv"};
+    struct {
+        DecodeMethod method;
+        double eps, alpha; /* typical */
+        int div;           /* fsd */
+        double thr_scale;  /* fsd: threshold = D(p, q) * thr_scale */
+        double kl;         /* optimal-lossy */
+    } cases[] = {
+        {DM_TYPICAL, 0.09, 0.3, 0, 0, 0}, {DM_TYPICAL, 0.004, 0.3, 0, 0, 0},
+        {DM_FSD, 0, 0, FSD_KL, 1.01, 0},  {DM_FSD, 0, 0, FSD_JS, 0.99, 0},
+        {DM_FSD, 0, 0, FSD_TV, 1.01, 0},  {DM_OPTIMAL_LOSSY, 0, 0, 0, 0, 0.05},
+        {DM_OPTIMAL_LOSSY, 0, 0, 0, 0, 0.5},
+    };
+    int n_cases = full ? (int)(sizeof cases / sizeof *cases) : 3;
+    for (int k = 0; k < n_cases; k++) {
+        int c = full ? k : (k == 0 ? 0 : k == 1 ? 4 : 5); /* KL is infinite under top-k: tv */
+        decode_config_default(&cfg);
+        cfg.method = cases[c].method;
+        cfg.gamma = 2;
+        cfg.typical_eps = cases[c].eps, cfg.typical_alpha = cases[c].alpha;
+        char what[96];
+        if (cfg.method == DM_TYPICAL) {
+            typical_next_token_law(f->p, f->q, V_TINY, cfg.typical_eps, cfg.typical_alpha, law);
+            snprintf(what, sizeof what, "typical eps %g alpha %g (threshold %.4f)", cfg.typical_eps, cfg.typical_alpha,
+                     typical_threshold(f->p, V_TINY, cfg.typical_eps, cfg.typical_alpha));
+        } else if (cfg.method == DM_FSD) {
+            cfg.fsd_divergence = cases[c].div;
+            double D = fsd_divergence_value(f->p, f->q, V_TINY, cfg.fsd_divergence);
+            cfg.fsd_threshold = D * cases[c].thr_scale;
+            fsd_next_token_law(f->p, f->q, V_TINY, cfg.fsd_divergence, cfg.fsd_threshold, law);
+            snprintf(what, sizeof what, "fsd %s D %.4f threshold %.4f (law %s)", names[cfg.fsd_divergence], D,
+                     cfg.fsd_threshold, cases[c].thr_scale > 1 ? "q" : "p");
+        } else {
+            cfg.lossy_kl = cases[c].kl;
+            optimal_lossy_next_token_law(f->p, f->q, V_TINY, cfg.lossy_kl, work, law);
+            double acc = 0, acc_sd = 0;
+            for (int v = 0; v < V_TINY; v++) acc += fmin(law[v], f->q[v]), acc_sd += fmin(f->p[v], f->q[v]);
+            snprintf(what, sizeof what, "optimal-lossy D %g (acceptance %.3f, sd's %.3f)", cfg.lossy_kl, acc, acc_sd);
+        }
+        if (first_token_hist(f, &cfg, 300 + (uint64_t)c, counts)) return;
+        double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+        check(pv > 0.001, "%s: first token ~ exact law (chi-square p-value %.4f)", what, pv);
+        perturbed(law, 0.02, bad);
+        double pv_bad = chisq_pvalue(counts, bad, V_TINY, N_DRAWS);
+        check(pv_bad < 0.001, "negative control: %s draws rejected against the law with 0.02 moved (p-value %.2e)", what,
+              pv_bad);
+    }
+    /* typical that accepts nothing (eps 1, alpha 1e9 >= e^H): lossless in law, p, but not sd's tokens */
+    decode_config_default(&cfg);
+    cfg.method = DM_TYPICAL;
+    cfg.gamma = 2;
+    cfg.typical_eps = 1, cfg.typical_alpha = 1e9;
+    for (int v = 0; v < V_TINY; v++) law[v] = f->p[v];
+    if (full && first_token_hist(f, &cfg, 399, counts) == 0) {
+        double pv = chisq_pvalue(counts, law, V_TINY, N_DRAWS);
+        check(pv > 0.001, "typical eps 1 alpha 1e9 (accepts nothing): first token ~ p (p-value %.4f)", pv);
+    }
+}
+
+/* The lossless limits of the lossy methods are sd draw for draw: fsd at threshold 0 (each divergence)
+ * and optimal-lossy at lossy_kl 0 emit sd's tokens and events under the same seeds; and every lossy
+ * run's counters match its events (accepted = kinds 3 + 6, rejected = kinds 4 + 7). */
+static void test_lossy_limits(Fixture *f) {
+    SpErr err = {{0}};
+    int prompts = 20, mismatched = 0, runs = 0, inconsistent = 0;
+    long lossy_accepts = 0, lossy_resamples = 0;
+    struct {
+        DecodeMethod method;
+        int div;
+        double thr, kl;
+    } limits[] = {{DM_FSD, FSD_KL, 0, 0}, {DM_FSD, FSD_JS, 0, 0}, {DM_FSD, FSD_TV, 0, 0}, {DM_OPTIMAL_LOSSY, 0, 0, 0},
+                  /* lossy settings: only the counters are checked */
+                  {DM_FSD, FSD_JS, 0.2, 0}, {DM_OPTIMAL_LOSSY, 0, 0, 0.3}, {DM_TYPICAL, 0, 0, 0}};
+    for (int i = 0; i < prompts; i++) {
+        int32_t prompt[4] = {(int32_t)(i % V_TINY), (int32_t)((i * 7 + 3) % V_TINY), (int32_t)((i * 13 + 1) % V_TINY),
+                             (int32_t)((i * 29 + 5) % V_TINY)};
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.max_new = 30;
+        cfg.gamma = 1 + i % 5;
+        cfg.method = DM_SD;
+        DecodeOutput ref, o;
+        gsl_rng *rng = sampler_rng_new(1000 + (uint64_t)i);
+        int rc = decoder_run(f->dec, &cfg, prompt, 4, rng, &ref, &err);
+        gsl_rng_free(rng);
+        if (rc) {
+            fprintf(stderr, "%s\n", err.msg);
+            mismatched++;
+            continue;
+        }
+        for (size_t m = 0; m < sizeof limits / sizeof *limits; m++) {
+            cfg.method = limits[m].method;
+            cfg.fsd_divergence = limits[m].div;
+            cfg.fsd_threshold = limits[m].thr;
+            cfg.lossy_kl = limits[m].kl;
+            rng = sampler_rng_new(1000 + (uint64_t)i);
+            rc = decoder_run(f->dec, &cfg, prompt, 4, rng, &o, &err);
+            gsl_rng_free(rng);
+            if (rc) {
+                mismatched++;
+                continue;
+            }
+            int lossless = m < 4;
+            if (lossless) {
+                runs++;
+                int same = o.n_tokens == ref.n_tokens &&
+                           !memcmp(o.tokens, ref.tokens, (size_t)ref.n_tokens * sizeof *o.tokens) &&
+                           o.stats.accepted == ref.stats.accepted && o.stats.rejected == ref.stats.rejected;
+                for (int e = 0; same && e < o.n_events; e++) same &= o.events[e].kind == ref.events[e].kind;
+                mismatched += !same;
+            }
+            int64_t acc = 0, rej = 0;
+            for (int e = 0; e < o.n_events; e++) {
+                int kd = o.events[e].kind;
+                acc += kd == EV_SD_ACCEPT || kd == EV_LOSSY_ACCEPT, rej += kd == EV_SD_RESAMPLE || kd == EV_LOSSY_RESAMPLE;
+                lossy_accepts += kd == EV_LOSSY_ACCEPT, lossy_resamples += kd == EV_LOSSY_RESAMPLE;
+                if (lossless) inconsistent += kd == EV_LOSSY_ACCEPT || kd == EV_LOSSY_RESAMPLE;
+            }
+            inconsistent += acc != o.stats.accepted || rej != o.stats.rejected || o.stats.tokens != 30 ||
+                            o.stats.accepted + o.stats.rejected > o.stats.drafted;
+            decode_output_free(&o);
+        }
+        decode_output_free(&ref);
+    }
+    check(mismatched == 0, "fsd threshold 0 (kl, js, tv) and optimal-lossy lossy_kl 0 == sd token for token and event for "
+                           "event on %d runs of 30 tokens under sd's seeds (%d mismatches)",
+          runs, mismatched);
+    check(inconsistent == 0 && lossy_accepts > 0 && lossy_resamples > 0,
+          "lossy runs: accepted = kinds 3 + 6, rejected = kinds 4 + 7, no lossy kind in the lossless limits "
+          "(%d inconsistent; %ld lossy accepts, %ld lossy resamples seen)",
+          inconsistent, lossy_accepts, lossy_resamples);
 }
 
 /* Greedy lossless methods must reproduce greedy ar exactly. */
@@ -761,12 +917,15 @@ int main(int argc, char **argv) {
     f.sp = (SamplerParams){1.0f, 0, 1.0f};
     dists(&f);
     test_laws(&f, &ver, 1);
+    test_lossy_laws(&f, 1);
     /* a second sampling setting: temperature 0.8 with top-k 30 */
     f.sp = (SamplerParams){0.8f, 30, 1.0f};
     dists(&f);
     test_laws(&f, &ver, 0);
+    test_lossy_laws(&f, 0);
     test_greedy(&f);
     test_confidence(&f);
+    test_lossy_limits(&f);
     test_bookkeeping(&f);
     test_features(&f);
     test_nonfinite(&f);

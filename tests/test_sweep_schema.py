@@ -2,7 +2,7 @@
 """runs.sqlite schema upgrades (experiments/db.h): a file written by an older sprinter is upgraded in
 place by the first command that opens it, nothing lost; a newer file is refused untouched.
 
-- schema 3 -> 7 (4: runs.status may be 'failed', new column runs.failure; 5: the never-written
+- schema 3 -> 8 (4: runs.status may be 'failed', new column runs.failure; 5: the never-written
   prompts.quality_* columns dropped; 6: runs.bonus, finish_round, prompts.rounds, round_kept;
   7: runs.prompt_template, prompts.category, turn): a database built with the exact schema SQL of the version-3
   binary (V3_SCHEMA below, copied from experiments/db.c before the change), holding done runs, an
@@ -199,7 +199,7 @@ def main():
         t.finish()
     _, ref_dump, _ = fx.dump(a.dump, ref)
 
-    # ---- 3 -> 7
+    # ---- 3 -> 8
     v3 = os.path.join(a.work, "v3")
     unfinished = make_v3(ref, v3)
     pristine = os.path.join(a.work, "v3-pristine")
@@ -215,11 +215,12 @@ def main():
     ver, sql, cols, ok = schema(db)
     runs_sql = dict(sql).get("runs", "")
     t.check(ver == "8", "schema_version after the upgrade: %s" % ver)
-    later = cols[cols.index("oracle_stay"):][:6] if "oracle_stay" in cols else []
+    later = cols[cols.index("oracle_stay"):][:11] if "oracle_stay" in cols else []
     t.check("'failed'" in runs_sql and later == ["oracle_stay", "failure", "bonus", "finish_round",
-                                                "label_rule", "prompt_template"],
-            "the runs table is the version-7 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
-            "7: prompt_template): columns ...%s\n%s" % (later, runs_sql))
+                                                "label_rule", "prompt_template", "typical_eps", "typical_alpha",
+                                                "fsd_divergence", "fsd_threshold", "lossy_kl"],
+            "the runs table is the version-8 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
+            "7: prompt_template; 8: the lossy methods' parameters): columns ...%s\n%s" % (later, runs_sql))
     t.check("timings" in dict(sql), "version 8: the timings table was created by the upgrade")
     t.check(ok, "integrity_check after the upgrade")
     t.check(not any(n == "runs_v4" for n, _ in sql), "the rebuild left its temporary table")
@@ -248,7 +249,7 @@ def main():
     t.check(p.returncode == 0 and rc == 0 and dump == ref_dump_cmp,
             "sweeping the upgraded directory redoes run %s and equals the reference: exit %d %s %s" %
             (unfinished[:12], p.returncode, p.stderr[-500:], err[-300:] or fx.first_difference(ref_dump_cmp, dump)))
-    print("  3 -> 7: rows kept, quality columns dropped, views kept, constraints hold, sweep resumes", flush=True)
+    print("  3 -> 8: rows kept, quality columns dropped, views kept, constraints hold, sweep resumes", flush=True)
 
     # ---- 1 -> 8
     v1 = os.path.join(a.work, "v1")
@@ -260,7 +261,7 @@ def main():
     p = run([S, "summary", v1])
     ver, _, cols, ok = schema(os.path.join(v1, "runs.sqlite"))
     n = len(contents(os.path.join(v1, "runs.sqlite"))["runs"])
-    t.check(p.returncode == 0 and ver == "8" and "oracle_stay" in cols and "failure" in cols and ok and n == 4,
+    t.check(p.returncode == 0 and ver == "8" and "oracle_stay" in cols and cols[cols.index("oracle_stay") + 1] == "failure" and ok and n == 4,
             "1 -> 8: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
 
     # ---- a newer file is refused and left alone

@@ -49,11 +49,11 @@ void emit(RunState *state, int32_t token, TokenEvent event, const float *hidden)
     if (out->hidden) capture_hidden(state, hidden);
     out->events[out->n_events++] = event;
     out->stats.tokens++;
-    if (event.kind == EV_VERIFIER_ACCEPT || event.kind == EV_SD_ACCEPT) {
+    if (event.kind == EV_VERIFIER_ACCEPT || event.kind == EV_SD_ACCEPT || event.kind == EV_LOSSY_ACCEPT) {
         out->stats.accepted++;
         state->round_kept++;
     }
-    if (event.kind == EV_SD_RESAMPLE) out->stats.rejected++;
+    if (event.kind == EV_SD_RESAMPLE || event.kind == EV_LOSSY_RESAMPLE) out->stats.rejected++;
     int eos = model_config(decoder->target.model ? decoder->target.model : decoder->draft.model)->eos_id;
     if ((out->n_tokens >= state->cfg->max_new && !state->cfg->finish_round) ||
         (state->cfg->stop_at_eos && token == eos))
@@ -81,10 +81,9 @@ int32_t draw_residual(RunState *state, const float *p, const float *q) {
     return sampler_draw(decoder->residual, V, state->rng);
 }
 
-int sd_accept(RunState *state, float px, float qx) {
-    double u = gsl_rng_uniform(state->rng);
-    return u * (double)qx < (double)px;
-}
+int sd_test(double u, float px, float qx) { return u * (double)qx < (double)px; }
+
+int sd_accept(RunState *state, float px, float qx) { return sd_test(gsl_rng_uniform(state->rng), px, qx); }
 
 void sprinter_next_token_law(const float *p, const float *q, const double *a, int V, double *out) {
     double reject_mass = 0, residual_mass = 0; /* R and the normaliser of r in decoding.h */

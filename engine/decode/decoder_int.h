@@ -35,6 +35,9 @@ struct Decoder {
     float *target_probs;            /* [gamma_cap + 1, V] target distributions p */
     float *audit_probs;             /* [V] audit distribution p */
     float *residual;                /* [V] max(p - q, 0), the residual before normalising */
+    double *lossy_work;             /* [OPTIMAL_LOSSY_WORK(V)] optimal-lossy's solver scratch */
+    double *lossy_r;                /* [V] optimal-lossy's law r at the position being verified */
+    float *lossy_rf;                /* [V] its float copy, the row SD runs against */
     int32_t *sampler_work;          /* [V] sampler scratch */
     float *draft_hidden;            /* [d_draft] copy of a draft hidden state */
     float *prefix_hidden;           /* [d_draft] the draft's state at the position before the drafted token */
@@ -115,8 +118,10 @@ int8_t rule_label(const RunState *state, int32_t x, const float *q, const float 
 void emit(RunState *state, int32_t token, TokenEvent event, const float *hidden);
 /* A round (the drafts up to the target's decision, and a bonus token) ends: counts it; done at max_new. */
 void end_round(RunState *state);
-/* The SD accept test for draft token x: accept with probability min(1, p(x) / q(x)) (one uniform). */
+/* The SD accept test for draft token x: accept with probability min(1, p(x) / q(x)) (one uniform u,
+ * accept iff sd_test(u, p(x), q(x))). */
 int sd_accept(RunState *state, float px, float qx);
+int sd_test(double u, float px, float qx);
 /* A draw from the residual norm(max(p - q, 0)) (built in decoder->residual); from p when p == q. */
 int32_t draw_residual(RunState *state, const float *p, const float *q);
 

@@ -71,6 +71,9 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
     decoder->sprinter_draft_probs[1] = malloc(V * sizeof *decoder->sprinter_draft_probs[1]);
     decoder->audit_probs = malloc(V * sizeof *decoder->audit_probs);
     decoder->residual = malloc(V * sizeof *decoder->residual);
+    decoder->lossy_work = malloc(OPTIMAL_LOSSY_WORK(V) * sizeof *decoder->lossy_work);
+    decoder->lossy_r = malloc(V * sizeof *decoder->lossy_r);
+    decoder->lossy_rf = malloc(V * sizeof *decoder->lossy_rf);
     decoder->sampler_work = malloc(V * sizeof *decoder->sampler_work);
     decoder->draft_hidden = malloc((size_t)(draft_config ? draft_config->d_model : 1) * sizeof *decoder->draft_hidden);
     decoder->prefix_hidden = malloc((size_t)(draft_config ? draft_config->d_model : 1) * sizeof *decoder->prefix_hidden);
@@ -84,6 +87,7 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
     }
     if (!decoder->seq || !decoder->draft_probs || !decoder->target_probs || !decoder->sprinter_draft_probs[0] ||
         !decoder->sprinter_draft_probs[1] || !decoder->audit_probs || !decoder->residual || !decoder->sampler_work ||
+        !decoder->lossy_work || !decoder->lossy_r || !decoder->lossy_rf ||
         !decoder->draft_hidden || !decoder->prefix_hidden) {
         sp_fail(err, "out of memory");
         goto fail;
@@ -106,6 +110,9 @@ void decoder_free(Decoder *decoder) {
     free(decoder->sprinter_draft_probs[1]);
     free(decoder->audit_probs);
     free(decoder->residual);
+    free(decoder->lossy_work);
+    free(decoder->lossy_r);
+    free(decoder->lossy_rf);
     free(decoder->sampler_work);
     free(decoder->draft_hidden);
     free(decoder->prefix_hidden);

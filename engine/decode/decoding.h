@@ -24,6 +24,12 @@
  *               the same class, else it is a fresh Bernoulli(eta). The marginal rates stay
  *               eta_TP / eta_FP; the errors are correlated (lag-1 autocorrelation ~ oracle_stay
  *               within a class), violating the theorems' i.i.d. assumption.
+ *   typical     sd's block, Medusa's typical acceptance at each draft: accept x iff p(x) > min(typical_eps,
+ *               typical_alpha exp(-H(p))); the first rejected one is replaced by a draw from p (lossy).
+ *   fsd         sd's block, fuzzy SD: a draft whose position has D(p, q) <= fsd_threshold (KL, JS or TV
+ *               by fsd_divergence) is accepted outright, else SD's test and residual (lossy).
+ *   optimal-lossy  sd's block, mentored decoding: SD's test and residual against r, the law closest to
+ *               q in acceptance with KL(r || p) <= lossy_kl (lossy; lossy_kl = 0 is sd).
  *
  * Every emitted token gets a TokenEvent; per-run counters go to DecodeStats. The decoder owns
  * sessions for the draft, the target and an audit copy of the target (used to learn p(x) for
@@ -161,5 +167,42 @@ int decoder_run_scripted(Decoder *decoder, const DecodeConfig *cfg, const Decisi
  *   R = sum_x q(x)(1 - a(x))(1 - min(1, p(x)/q(x))),  r = norm(max(p - q, 0)).
  * a may hold fractional acceptance probabilities (oracle-iid). out[V]. */
 void sprinter_next_token_law(const float *p, const float *q, const double *a, int V, double *out);
+
+/* ---- the lossy block methods (typical, fsd, optimal-lossy): rules and exact laws (lossy_law.c) ----
+ * Each law is that of the first token the method emits at a prefix where the target's law is p and
+ * the draft's q ([V] each, as the decoder has them). Where a rule falls back to SD's step, the law is
+ * sd_next_token_law's (p itself, up to the rows' float rounding). */
+
+/* SD's step with law p against q: min(q, p) + R norm(max(p - q, 0)), R = sum q - sum min(q, p) (from
+ * p itself when p == q, as draw_residual does). */
+void sd_next_token_law(const float *p, const float *q, int V, double *out);
+
+/* typical: entropy H(p) in nats; the threshold min(eps, alpha exp(-H(p))); accept iff p(x) > it. */
+double entropy_nats(const float *p, int V);
+double typical_threshold(const float *p, int V, double eps, double alpha);
+int typical_accepts(float px, double threshold);
+/* P(v) = q(v) a(v) + R p(v), a(v) = [p(v) > threshold], R = sum_x q(x)(1 - a(x)): a rejected draft is
+ * replaced by a draw from p. */
+void typical_next_token_law(const float *p, const float *q, int V, double eps, double alpha, double *out);
+
+/* fsd: the divergence of cfg->fsd_divergence between p and q: FSD_KL KL(p || q) (+inf where q = 0 <
+ * p), FSD_JS the Jensen-Shannon divergence (natural log), FSD_TV total variation. */
+typedef enum { FSD_KL = 0, FSD_JS = 1, FSD_TV = 2 } FsdDivergence;
+double fsd_divergence_value(const float *p, const float *q, int V, int kind);
+/* 1 when D(p, q) <= threshold: the drafted token is accepted without SD's test. */
+int fsd_accepts_outright(const float *p, const float *q, int V, int kind, double threshold);
+/* q when D(p, q) <= threshold, else sd_next_token_law(p, q). */
+void fsd_next_token_law(const float *p, const float *q, int V, int kind, double threshold, double *out);
+
+/* optimal-lossy (mentored decoding, lossy_law.c's header has the derivation): r = argmax sum_x
+ * min(q(x), r(x)) subject to KL(r || p) <= D, for p and q normalised; r = p (normalised) at D = 0.
+ * work: OPTIMAL_LOSSY_WORK(V) doubles of scratch; r [V]. */
+#define OPTIMAL_LOSSY_WORK(V) (6 * (size_t)(V) + 2)
+void optimal_lossy_law(const float *p, const float *q, int V, double D, double *work, double *r);
+/* The row the decoder runs SD against: p itself at D = 0 (so that the run is sd's, draw for draw),
+ * else optimal_lossy_law into r and its float copy rf [V], returned. */
+const float *optimal_lossy_row(const float *p, const float *q, int V, double D, double *work, double *r, float *rf);
+/* The first token's law: sd_next_token_law of optimal_lossy_row against q (= r up to float rounding). */
+void optimal_lossy_next_token_law(const float *p, const float *q, int V, double D, double *work, double *out);
 
 #endif

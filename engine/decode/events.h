@@ -14,11 +14,19 @@ typedef enum {
     EV_SD_ACCEPT = 3,       /* draft token accepted by min(1, p/q) */
     EV_SD_RESAMPLE = 4,     /* draft token rejected, replacement drawn from norm(max(p - q, 0)) */
     EV_BONUS = 5,           /* all drafts accepted, extra token from p */
+    /* the lossy block methods (typical, fsd, optimal-lossy; lossy_law.c). Each of them draws SD's
+     * uniform u at every drafted token it checks, so SD's test u q(x) < p(x) is known beside the
+     * method's own rule; a token both accept is EV_SD_ACCEPT. */
+    EV_LOSSY_ACCEPT = 6,    /* draft token accepted by the lossy rule where SD's test with the same u rejects it */
+    EV_LOSSY_RESAMPLE = 7,  /* draft token rejected by the lossy rule, replacement drawn from the rule's
+                             * law (typical: p; optimal-lossy: norm(max(r - q, 0))), not SD's residual */
     EV_KIND_COUNT
 } EventKind;
 
 /* The legend of EventKind, as stored in the token log's "kinds" attribute. */
-#define EV_KIND_LEGEND "0 target_sample, 1 draft_sample, 2 verifier_accept, 3 sd_accept, 4 sd_resample, 5 bonus"
+#define EV_KIND_LEGEND                                                                                       \
+    "0 target_sample, 1 draft_sample, 2 verifier_accept, 3 sd_accept, 4 sd_resample, 5 bonus, 6 lossy_accept, " \
+    "7 lossy_resample"
 
 typedef struct TokenEvent {
     int32_t pos;          /* position of the emitted token in the full sequence */

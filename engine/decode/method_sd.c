@@ -1,10 +1,20 @@
 /* method_sd.c - the block methods: draft up to gamma tokens, then one target pass verifies them
- * with the lossless SD test (accept x w.p. min(1, p(x)/q(x)), else resample from norm(max(p - q, 0)),
- * a bonus token from p when every draft is accepted). They differ only in when drafting stops:
+ * token by token up to the first rejection, a bonus token from p when every draft is accepted.
+ * The lossless ones verify with the SD test (accept x w.p. min(1, p(x)/q(x)), else resample from
+ * norm(max(p - q, 0))) and differ only in when drafting stops:
  *   sd         after gamma drafts
  *   pmin       also before a draft whose confidence, the top probability of the draft's plain
  *              softmax (sampler_top_prob), is below p_min (llama.cpp)
  *   specdecpp  also after a draft the learned head scores below tau (SpecDec++-style)
+ * The lossy ones draft as sd does and differ in the rule that verifies a draft (verify_* below; the
+ * rules' arithmetic and exact laws are lossy_law.c's):
+ *   typical        accept iff p(x) > min(typical_eps, typical_alpha exp(-H(p))), else a draw from p
+ *   fsd            accept outright iff D(p, q) <= fsd_threshold, else SD's test and residual
+ *   optimal-lossy  SD's test and residual against r (optimal_lossy_row) in place of p
+ * Every rule draws SD's uniform u first, once per verified draft, as sd_accept does: so the runs
+ * consume the RNG as sd's do, fsd at threshold 0 and optimal-lossy at lossy_kl 0 are sd draw for
+ * draw, and the kind of each event says whether SD's test with that u (u q(x) < p(x)) would have
+ * accepted the token (EV_SD_ACCEPT) or only the lossy rule did (EV_LOSSY_ACCEPT, events.h).
  */
 #include <math.h>
 #include <string.h>
@@ -43,7 +53,64 @@ static int draft_block(RunState *state, float scores[SP_GAMMA_MAX + 1]) {
     return n_drafted;
 }
 
-/* One block: draft, one target pass over the drafts, the SD test token by token. */
+/* The verdict on draft x at one position: the token to emit and the event's kind. */
+typedef struct Verdict {
+    int32_t token;
+    int8_t kind;
+} Verdict;
+
+/* sd, pmin, specdecpp: SD's test, else a draw from the residual norm(max(p - q, 0)). */
+static Verdict verify_sd(RunState *state, int32_t x, const float *p, const float *q) {
+    if (sd_accept(state, p[x], q[x])) return (Verdict){x, EV_SD_ACCEPT};
+    return (Verdict){draw_residual(state, p, q), EV_SD_RESAMPLE};
+}
+
+/* An accept of a lossy rule: sd_accept if SD's test with the same u accepts x too. */
+static Verdict lossy_accept(double u, int32_t x, const float *p, const float *q) {
+    return (Verdict){x, sd_test(u, p[x], q[x]) ? EV_SD_ACCEPT : EV_LOSSY_ACCEPT};
+}
+
+/* typical: accept iff p(x) > min(eps, alpha exp(-H(p))); a rejected draft is replaced from p. */
+static Verdict verify_typical(RunState *state, int32_t x, const float *p, const float *q) {
+    const DecodeConfig *cfg = state->cfg;
+    int V = state->decoder->vocab_size;
+    double u = gsl_rng_uniform(state->rng); /* SD's draw: the same RNG stream as sd, and the kind */
+    if (typical_accepts(p[x], typical_threshold(p, V, cfg->typical_eps, cfg->typical_alpha)))
+        return lossy_accept(u, x, p, q);
+    return (Verdict){sampler_draw(p, V, state->rng), EV_LOSSY_RESAMPLE};
+}
+
+/* fsd: accept outright iff D(p, q) <= threshold; otherwise SD's test with u, else SD's residual. */
+static Verdict verify_fsd(RunState *state, int32_t x, const float *p, const float *q) {
+    const DecodeConfig *cfg = state->cfg;
+    int V = state->decoder->vocab_size;
+    double u = gsl_rng_uniform(state->rng);
+    if (sd_test(u, p[x], q[x]) || fsd_accepts_outright(p, q, V, cfg->fsd_divergence, cfg->fsd_threshold))
+        return lossy_accept(u, x, p, q);
+    return (Verdict){draw_residual(state, p, q), EV_SD_RESAMPLE};
+}
+
+/* optimal-lossy: SD's test and residual against r; r >= p wherever q > p (lossy_law.c), so every
+ * token SD's test accepts is accepted. At lossy_kl 0, r is p itself: sd's verdict. */
+static Verdict verify_optimal_lossy(RunState *state, int32_t x, const float *p, const float *q) {
+    Decoder *decoder = state->decoder;
+    const float *r = optimal_lossy_row(p, q, decoder->vocab_size, state->cfg->lossy_kl, decoder->lossy_work,
+                                       decoder->lossy_r, decoder->lossy_rf);
+    double u = gsl_rng_uniform(state->rng);
+    if (sd_test(u, r[x], q[x])) return lossy_accept(u, x, p, q);
+    return (Verdict){draw_residual(state, r, q), r == p ? EV_SD_RESAMPLE : EV_LOSSY_RESAMPLE};
+}
+
+static Verdict verify_draft(RunState *state, int32_t x, const float *p, const float *q) {
+    switch (state->cfg->method) {
+    case DM_TYPICAL: return verify_typical(state, x, p, q);
+    case DM_FSD: return verify_fsd(state, x, p, q);
+    case DM_OPTIMAL_LOSSY: return verify_optimal_lossy(state, x, p, q);
+    default: return verify_sd(state, x, p, q);
+    }
+}
+
+/* One block: draft, one target pass over the drafts, the method's rule token by token. */
 static int block_step(RunState *state) {
     Decoder *decoder = state->decoder;
     const DecodeConfig *cfg = state->cfg;
@@ -71,12 +138,10 @@ static int block_step(RunState *state) {
         event.score = scores[i];
         event.decision = cfg->method == DM_SPECDECPP ? (int8_t)verifier_accepts(scores[i], cfg->tau) : -1;
         event.target_called = 1;
-        if (sd_accept(state, event.p, event.q)) {
-            event.kind = EV_SD_ACCEPT;
-            emit(state, x, event, NULL);
-        } else {
-            event.kind = EV_SD_RESAMPLE;
-            emit(state, draw_residual(state, target_row, draft_row), event, NULL);
+        Verdict verdict = verify_draft(state, x, target_row, draft_row);
+        event.kind = verdict.kind;
+        emit(state, verdict.token, event, NULL);
+        if (verdict.kind != EV_SD_ACCEPT && verdict.kind != EV_LOSSY_ACCEPT) {
             end_round(state);
             truncate_lanes(state);
             return 0;

@@ -12,7 +12,9 @@
  *                     without the target, a reject calls the target; the decisions cut into blocks
  *                     (Theorems 3.1-3.4) (sprinter, oracle-iid, oracle-markov; not specdecpp, whose
  *                     decisions only stop drafting before a lossless verification)
- *   LOSSLESS          the output law is exactly the target's (ar, sd, pmin, specdecpp)
+ *   LOSSLESS          the output law is exactly the target's (ar, sd, pmin, specdecpp; not the lossy
+ *                     block methods typical, fsd, optimal-lossy, whose law is exact but shifted:
+ *                     decoding.h typical_next_token_law and its neighbours)
  *   CONFIDENCE        a rule on the draft's confidence, the top probability of its plain softmax
  *                     (sampling.h sampler_top_prob), whatever the decoding temperature (bild, pmin)
  */
@@ -43,14 +45,21 @@ enum {
     X(DRAFT, "draft", MC_USES_DRAFT, Draft)                                                                    \
     X(SD, "sd", MC_BOTH | MC_LOSSLESS, Block)                                                                  \
     X(SPRINTER, "sprinter", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_SEQUENTIAL, Sequential)              \
-    X(BILD, "bild", MC_BOTH | MC_CONFIDENCE, Bild)                                                                             \
-    X(PMIN, "pmin", MC_BOTH | MC_LOSSLESS | MC_CONFIDENCE, Block)                                                              \
+    X(BILD, "bild", MC_BOTH | MC_CONFIDENCE, Bild)                                                             \
+    X(PMIN, "pmin", MC_BOTH | MC_LOSSLESS | MC_CONFIDENCE, Block)                                              \
     X(SPECDECPP, "specdecpp", MC_BOTH | MC_NEEDS_VERIFIER | MC_DECIDES | MC_LOSSLESS, Block)                   \
     X(ORACLE_IID, "oracle-iid", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)                              \
-    /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */                          \
+    /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */                         \
     X(COLLECT, "collect", MC_BOTH, Sequential)                                                                 \
     /* oracle with correlated errors (see oracle_stay) */                                                      \
-    X(ORACLE_MARKOV, "oracle-markov", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)
+    X(ORACLE_MARKOV, "oracle-markov", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)                        \
+    /* lossy verification of an sd block (one target call per block; rules and laws in lossy_law.c): */        \
+    /* Medusa's typical acceptance: accept x iff p(x) > min(typical_eps, typical_alpha exp(-H(p))) */          \
+    X(TYPICAL, "typical", MC_BOTH, Block)                                                                      \
+    /* fuzzy SD: accept x outright iff D(p, q) <= fsd_threshold, else the SD test */                           \
+    X(FSD, "fsd", MC_BOTH, Block)                                                                              \
+    /* Tran-Thien's mentored decoding: SD against r = argmax_r sum min(q, r) s.t. KL(r || p) <= lossy_kl */    \
+    X(OPTIMAL_LOSSY, "optimal-lossy", MC_BOTH, Block)
 
 #define SP_METHOD_ENUM_(id, name, classes, family) DM_##id,
 typedef enum { SP_METHODS(SP_METHOD_ENUM_) DM_COUNT } DecodeMethod;

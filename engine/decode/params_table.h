@@ -56,6 +56,8 @@
 /* SPRINTER's scheme: one draft at a time, verifier accept or target call (methods.h MC_SEQUENTIAL) */
 #define RP_SEQUENTIAL (RP_M(DM_SPRINTER) | RP_M(DM_ORACLE_IID) | RP_M(DM_ORACLE_MARKOV))
 #define RP_ORACLES (RP_M(DM_ORACLE_IID) | RP_M(DM_ORACLE_MARKOV))
+/* the lossy block methods (sd's block, a lossy rule at each drafted token: lossy_law.c) */
+#define RP_LOSSY (RP_M(DM_TYPICAL) | RP_M(DM_FSD) | RP_M(DM_OPTIMAL_LOSSY))
 
 /* The parameters whose runs columns schemas 1 to 7 placed (records/schema.h lists those columns by
  * hand, in their historical order). Closed: add nothing here. */
@@ -66,7 +68,7 @@
     X(A, TAU, tau, double, SP_DEFAULT_TAU, 0, 1, 0, RP_M(DM_SPRINTER) | RP_M(DM_SPECDECPP), 1)                \
     /* sd / pmin / specdecpp: max draft tokens per target call */                                            \
     X(A, GAMMA, gamma, int, SP_DEFAULT_GAMMA, 1, SP_GAMMA_MAX, 0,                                             \
-      RP_M(DM_SD) | RP_M(DM_PMIN) | RP_M(DM_SPECDECPP), 1)                                                    \
+      RP_M(DM_SD) | RP_M(DM_PMIN) | RP_M(DM_SPECDECPP) | RP_LOSSY, 1)                                                    \
     /* sprinter-type: cap on consecutive verifier accepts, 0 = none */                                       \
     X(A, MAX_RUN, max_run, int, 0, 0, 1 << 20, 0, RP_SEQUENTIAL, 1)                                           \
     /* bild: the target samples the token when the draft's top probability < alpha */                       \
@@ -90,7 +92,22 @@
 
 /* Parameters added after schema 7: their runs columns are appended at the end of the runs table
  * (records/schema.h RUNS_COLUMNS expands this list there). New rows go at the end of this list. */
-#define RUN_PARAMS_ADDED(X, A)
+#define RUN_PARAMS_ADDED(X, A)                                                                                \
+    /* typical (Medusa's typical acceptance, defaults Medusa's): accept drafted x iff                       \
+     * p(x) > min(typical_eps, typical_alpha exp(-H(p))), H the entropy (nats) of the target's p there;     \
+     * a rejected token is replaced by a draw from p. No value is SD; typical_eps = 1 with typical_alpha    \
+     * >= V accepts nothing, so every token comes from p (lossless, ar's law, sd's drafts wasted) */         \
+    X(A, TYPICAL_EPS, typical_eps, double, 0.09, 0, 1, 0, RP_M(DM_TYPICAL), 8)                                \
+    X(A, TYPICAL_ALPHA, typical_alpha, double, 0.3, 0, 1e9, 0, RP_M(DM_TYPICAL), 8)                           \
+    /* fsd (fuzzy speculative decoding): the divergence D(p, q) of the target's p and the draft's q at a    \
+     * drafted token, by code: 0 KL(p || q), 1 Jensen-Shannon (natural log, <= ln 2), 2 total variation;    \
+     * a draft with D <= fsd_threshold is accepted outright, else by SD's test. fsd_threshold 0 is sd      \
+     * (token for token under a seed: D = 0 only where p == q, where SD accepts anyway) */                   \
+    X(A, FSD_DIVERGENCE, fsd_divergence, int, 1, 0, 2, 0, RP_M(DM_FSD), 8)                                    \
+    X(A, FSD_THRESHOLD, fsd_threshold, double, 0.1, 0, 1e9, 0, RP_M(DM_FSD), 8)                               \
+    /* optimal-lossy (mentored decoding): the bound D on KL(r || p) of its output law r at each drafted     \
+     * position (lossy_law.c optimal_lossy_law); 0 is sd token for token */                                 \
+    X(A, LOSSY_KL, lossy_kl, double, 0.1, 0, 1e9, 0, RP_M(DM_OPTIMAL_LOSSY), 8)
 
 #define RP_CALL_(X, ...) X(__VA_ARGS__)
 /* Every row, in table order, as X(ID, name, type, default, lo, hi, flags, methods, since). */
