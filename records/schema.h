@@ -22,6 +22,7 @@
  *        + prompts.category (Spec-Bench's category, or the jsonl "category"; NULL when the data has
  *        none) and prompts.turn (0-based turn of the example's conversation; NULL in older files,
  *        where it was 0) (issue 15)
+ *   8  + runs.tau_judge, runs.judge_rho (the judge method's threshold and label; NULL for other methods)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row. A grid
@@ -37,7 +38,7 @@
 #include "error.h"
 #include "params.h"
 
-#define DB_SCHEMA_VERSION 7
+#define DB_SCHEMA_VERSION 8
 /* Every grid parameter's column exists in the current schema (a new row of params_table.h names the
  * version that adds its column: DB_SCHEMA_VERSION must be raised to it). */
 #define RP_SINCE_CHECK_(ID, name, type, dflt, lo, hi, flags, methods, since) \

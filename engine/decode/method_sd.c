@@ -4,6 +4,10 @@
  *   sd         after gamma drafts
  *   pmin       also before a draft whose distribution's top probability is below p_min (llama.cpp)
  *   specdecpp  also after a draft the learned head scores below tau (SpecDec++-style)
+ * and judge differs in who keeps a drafted token: the SD test OR the judge head (score >= tau_judge on
+ * the target's hidden state at the drafted token; Judge Decoding, lossy); the first token both reject
+ * is replaced by the residual draw, as in sd. The SD test's uniform is drawn first for every checked
+ * token and the judge draws nothing, so a judge that never accepts (tau_judge > 1) is sd exactly.
  */
 #include <math.h>
 #include <string.h>
@@ -42,6 +46,18 @@ static int draft_block(RunState *state, float scores[SP_GAMMA_MAX + 1]) {
     return n_drafted;
 }
 
+/* judge: the judge's label and decision on drafted x from the target's row p [V] and its state h [d_target]
+ * at x (into event); 1 if the judge keeps x. Without a head (allowed when tau_judge > 1) it never does. */
+static int judge_decides(RunState *state, const float *p, int32_t x, const float *h, TokenEvent *event) {
+    const DecodeConfig *cfg = state->cfg;
+    int V = state->decoder->vocab_size;
+    event->label = (int8_t)judge_label_acceptable(p[x], p[sampler_argmax(p, V)], cfg->judge_rho);
+    if (!state->decoder->judge) return 0;
+    event->score = judge_eval(state, h);
+    event->decision = (int8_t)verifier_accepts(event->score, cfg->tau_judge);
+    return event->decision == 1;
+}
+
 /* One block: draft, one target pass over the drafts, the SD test token by token. */
 static int block_step(RunState *state) {
     Decoder *decoder = state->decoder;
@@ -52,8 +68,12 @@ static int block_step(RunState *state) {
     int n_drafted = draft_block(state, scores);
     if (n_drafted < 0) return -1;
     state->out->stats.drafted += n_drafted;
-    /* target rows p_0..p_k for positions n..n+k (k = n_drafted) */
-    if (target_advance(state, n + n_drafted, n_drafted + 1, &logits)) return -1;
+    /* target rows p_0..p_k for positions n..n+k (k = n_drafted): row j is the target's state at position
+     * n - 1 + j, so the state AT drafted x_i (position n + i, after reading it) is row i + 1 */
+    int judged = cfg->method == DM_JUDGE;
+    const float *target_hidden = NULL;
+    size_t d_target = judged ? (size_t)model_config(decoder->target.model)->d_model : 0;
+    if (target_advance_hidden(state, n + n_drafted, n_drafted + 1, &logits, judged ? &target_hidden : NULL)) return -1;
     for (int i = 0; i <= n_drafted; i++)
         if (decode_probs(state, logits + (size_t)i * V, decoder->target_probs + (size_t)i * V)) return -1;
     int32_t drafted_tokens[SP_GAMMA_MAX + 1];
@@ -70,12 +90,19 @@ static int block_step(RunState *state) {
         event.score = scores[i];
         event.decision = cfg->method == DM_SPECDECPP ? (int8_t)verifier_accepts(scores[i], cfg->tau) : -1;
         event.target_called = 1;
-        if (sd_accept(state, event.p, event.q)) {
+        const float *at_x = judged ? target_hidden + (size_t)(i + 1) * d_target : NULL;
+        const float *captured = cfg->capture_target_hidden ? at_x : NULL;
+        int sd_keeps = sd_accept(state, event.p, event.q); /* first, as in sd: the same uniforms */
+        int judge_keeps = judged && judge_decides(state, target_row, x, at_x, &event);
+        if (sd_keeps) {
             event.kind = EV_SD_ACCEPT;
-            emit(state, x, event, NULL);
+            emit(state, x, event, captured);
+        } else if (judge_keeps) {
+            event.kind = EV_VERIFIER_ACCEPT; /* kept by the judge alone (the target did run) */
+            emit(state, x, event, captured);
         } else {
             event.kind = EV_SD_RESAMPLE;
-            emit(state, draw_residual(state, target_row, draft_row), event, NULL);
+            emit(state, draw_residual(state, target_row, draft_row), event, captured);
             end_round(state);
             truncate_lanes(state);
             return 0;

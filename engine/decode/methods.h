@@ -13,6 +13,8 @@
  *                     (Theorems 3.1-3.4) (sprinter, oracle-iid, oracle-markov; not specdecpp, whose
  *                     decisions only stop drafting before a lossless verification)
  *   LOSSLESS          the output law is exactly the target's (ar, sd, pmin, specdecpp)
+ *   NEEDS_JUDGE       needs a judge head: a verifier on the TARGET's hidden state (judge;
+ *                     decoder_set_judge), unless tau_judge > 1 (the judge never accepts: plain sd)
  */
 #ifndef SP_METHODS_H
 #define SP_METHODS_H
@@ -26,6 +28,7 @@ enum {
     MC_DECIDES = 1u << 3,
     MC_SEQUENTIAL = 1u << 4,
     MC_LOSSLESS = 1u << 5,
+    MC_NEEDS_JUDGE = 1u << 6,
 };
 
 #define MC_BOTH (MC_USES_DRAFT | MC_USES_TARGET)
@@ -47,7 +50,10 @@ enum {
     /* verifier-data collection: every draft token goes to the target (SD, gamma 1) */                          \
     X(COLLECT, "collect", MC_BOTH, Sequential)                                                                 \
     /* oracle with correlated errors (see oracle_stay) */                                                      \
-    X(ORACLE_MARKOV, "oracle-markov", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)
+    X(ORACLE_MARKOV, "oracle-markov", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)                        \
+    /* Judge Decoding (Bachmann et al., ICLR 2025): sd whose rejected drafts a head on the target's state  \
+     * may still keep (method_sd.c) */                                                                       \
+    X(JUDGE, "judge", MC_BOTH | MC_NEEDS_JUDGE | MC_DECIDES, Block)
 
 #define SP_METHOD_ENUM_(id, name, classes, family) DM_##id,
 typedef enum { SP_METHODS(SP_METHOD_ENUM_) DM_COUNT } DecodeMethod;
