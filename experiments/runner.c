@@ -281,7 +281,7 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
         if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
         VerEntry *v = &c->vers[c->n_vers];
         CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
-                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule};
+                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule, VS_DRAFT, 0};
         TrainSpec ts;
         train_spec_default(&ts);
         ts.l2 = s->ver_l2;
