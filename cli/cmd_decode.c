@@ -19,8 +19,11 @@
 
 static const char kDecodeHelp[] =
     "usage: sprinter decode --draft DIR --target DIR (--prompt TEXT | --prompt-ids IDS) [options]\n"
-    "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid (default sd)\n"
+    "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid,judge (default sd)\n"
     "  --verifier FILE    verifier .safetensors (sprinter, specdecpp)\n"
+    "  --judge FILE       judge head .safetensors (judge; `sprinter collect --judge` + train-verifier)\n"
+    "  --tau-judge T      judge: keep an SD-rejected draft iff the judge's score >= T (default 0.5; > 1: sd)\n"
+    "  --judge-rho R      judge: its label p(x) >= R max p, for the events (default 0.5)\n"
     "  --max-new N        tokens to generate (default 20)\n"
     "  --gamma G          draft block length for sd, pmin, specdecpp (default " SP_STR(SP_DEFAULT_GAMMA) ", at most " SP_STR(SP_GAMMA_MAX) ")\n"
     "  --tau T            verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
@@ -40,7 +43,7 @@ static const char kDecodeHelp[] =
     "drafted, and with --audit eta_FP / eta_TP.\n";
 
 typedef struct Opts {
-    const char *draft, *target, *verifier, *prompt, *prompt_ids, *methods;
+    const char *draft, *target, *verifier, *prompt, *prompt_ids, *methods, *judge;
     long threads;
     uint64_t seed;
     int print_text;
@@ -62,6 +65,8 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
         {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
+        {"judge", required_argument, 0, 1000},    {"tau-judge", required_argument, 0, 1001},
+        {"judge-rho", required_argument, 0, 1002},
         {0, 0, 0, 0}};
     double pv;
     long l;
@@ -71,6 +76,9 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'd': o->draft = optarg; break;
         case 't': o->target = optarg; break;
         case 'v': o->verifier = optarg; break;
+        case 1000: o->judge = optarg; break;
+        case 1001: if (arg_param(cmd, "tau-judge", optarg, RP_TAU_JUDGE, &c->tau_judge)) return 2; break;
+        case 1002: if (arg_param(cmd, "judge-rho", optarg, RP_JUDGE_RHO, &c->judge_rho)) return 2; break;
         case 'p': o->prompt = optarg; break;
         case 'i': o->prompt_ids = optarg; break;
         case 'm': o->methods = optarg; break;
@@ -167,6 +175,7 @@ int cmd_decode(int argc, char **argv) {
             const char *missing = method_is(dm_id, MC_USES_DRAFT) && !o.draft     ? "--draft"
                                   : method_is(dm_id, MC_USES_TARGET) && !o.target ? "--target"
                                   : method_is(dm_id, MC_NEEDS_VERIFIER) && !o.verifier ? "--verifier"
+                                  : method_is(dm_id, MC_NEEDS_JUDGE) && !o.judge && base.tau_judge <= 1 ? "--judge"
                                                                                       : NULL;
             if (missing) {
                 fprintf(stderr, "sprinter decode: --method %s needs %s\n", m, missing);
@@ -186,8 +195,8 @@ int cmd_decode(int argc, char **argv) {
     gsl_rng *rng = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    Verifier ver = {0};
-    int have_ver = 0;
+    Verifier ver = {0}, judge = {0};
+    int have_ver = 0, have_judge = 0;
     RunSetup rs = {o.draft, o.target, o.prompt || o.print_text, NULL}; /* the tokenizer: the target's, else the draft's */
     if (run_models_open(&rm, &rs, &err)) goto done;
     Model *dm = rm.draft, *tm = rm.target;
@@ -195,6 +204,10 @@ int cmd_decode(int argc, char **argv) {
     if (o.verifier) {
         if (verifier_load(o.verifier, &ver, &err)) goto done;
         have_ver = 1;
+    }
+    if (o.judge) {
+        if (verifier_load(o.judge, &judge, &err)) goto done;
+        have_judge = 1;
     }
     int64_t biggest = tm ? model_weight_bytes(tm) : model_weight_bytes(dm);
     if (dm && model_weight_bytes(dm) > biggest) biggest = model_weight_bytes(dm);
@@ -216,6 +229,10 @@ int cmd_decode(int argc, char **argv) {
         goto done;
     }
     if (!(dec = decoder_new(dm, tm, have_ver ? &ver : NULL, max_ctx, &err))) goto done;
+    if (have_judge && decoder_set_judge(dec, &judge, &err)) {
+        sp_err_prefix(&err, "%s", o.judge);
+        goto done;
+    }
     printf("%-11s %6s %9s %8s %9s %19s %8s\n", "method", "tokens", "tok/s", "t_calls", "tok/call", "accept [95% CI]",
            "acc/dft");
     for (int mi = 0; mi < n_methods; mi++) {
@@ -248,6 +265,7 @@ done:
     free(ids);
     decoder_free(dec);
     if (have_ver) verifier_free(&ver);
+    if (have_judge) verifier_free(&judge);
     run_models_close(&rm);
     return rc;
 }
