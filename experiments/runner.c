@@ -149,6 +149,8 @@ typedef struct Ctx {
     Prompts prompts[SPEC_MAX_DATASETS];
     VerEntry vers[SPEC_MAX_LIST];
     int n_vers;
+    VerEntry judges[SPEC_MAX_LIST]; /* judge heads, one per judge_rho (VerEntry.lambda holds the rho) */
+    int n_judges;
     char git[64], host[256], db_path[4200];
     Db *db;
     int lock_fd; /* -1 or the locked OUT/.sweep.lock */
@@ -305,6 +307,45 @@ static int prepare_verifiers(Ctx *c, SpErr *err) {
     return 0;
 }
 
+static VerEntry *find_judge(Ctx *c, double rho) {
+    for (int i = 0; i < c->n_judges; i++)
+        if (c->judges[i].lambda == rho) return &c->judges[i];
+    return NULL;
+}
+
+/* Trains (or finds in the cache) one judge head per judge_rho that a pending judge run needs: collected
+ * on [verifier]'s data and settings with the target's states (CollectSpec.source), trained by the sound
+ * recipe on the token feature. */
+static int prepare_judges(Ctx *c, SpErr *err) {
+    SweepSpec *s = c->s;
+    for (int k = 0; k < c->n_pending; k++) {
+        const RunConfig *r = &c->runs[c->pending[k]];
+        if (!method_is(r->dc.method, MC_NEEDS_JUDGE) || find_judge(c, r->dc.judge_rho)) continue;
+        if (c->n_judges == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d judge_rho values", s->path, SPEC_MAX_LIST);
+        VerEntry *v = &c->judges[c->n_judges];
+        CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
+                          s->ver_n_prompts, s->ver_max_new, SP_DEFAULT_LAMBDA, s->sampling, s->ver_seed,
+                          PROTOCOL_SOUND, VS_TARGET, r->dc.judge_rho};
+        TrainSpec ts;
+        train_spec_default(&ts);
+        ts.l2 = s->ver_l2;
+        ts.val_fraction = s->ver_val_fraction;
+        ts.tau = s->ver_tau;
+        ts.seed = s->ver_seed;
+        VerifierMetrics m;
+        if (c->o->progress) fprintf(stderr, "sweep: judge head for judge_rho = %g (cache %s)\n", r->dc.judge_rho, c->o->verifier_cache);
+        if (verifier_ensure(&cs, &ts, c->o->verifier_cache, v->path, sizeof v->path, &m, err))
+            return sp_err_prefix(err, "judge head for judge_rho %g", r->dc.judge_rho);
+        if (sha256_file(v->path, v->sha256, err) || verifier_load(v->path, &v->v, err)) return -1;
+        v->lambda = r->dc.judge_rho;
+        c->n_judges++;
+        if (c->o->progress)
+            fprintf(stderr, "sweep: judge judge_rho = %g: %s (val AUC %.3f, eta_FP %.3f, eta_TP %.3f at tau %g)\n",
+                    v->lambda, v->path, m.val_auc, m.eta_fp, m.eta_tp, m.tau);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ one run */
 
 static void fill_row(PromptRow *row, const RunConfig *r, const DecodeOutput *o) {
@@ -439,6 +480,10 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     const SweepSpec *s = c->s;
     VerEntry *v = method_is(r->dc.method, MC_NEEDS_VERIFIER) ? find_verifier(c, r->dc.lambda) : NULL;
     if (method_is(r->dc.method, MC_NEEDS_VERIFIER) && !v) return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
+    /* a judge run records its judge head as the run's verifier file */
+    VerEntry *judge = method_is(r->dc.method, MC_NEEDS_JUDGE) ? find_judge(c, r->dc.judge_rho) : NULL;
+    if (method_is(r->dc.method, MC_NEEDS_JUDGE) && !judge) return sp_fail(err, "run %.12s: no judge head prepared", r->hash);
+    if (judge) v = judge;
     char rel[128], abs[4400], started[40], finished[40];
     token_paths(c, r, rel, sizeof rel, abs, sizeof abs);
     db_now_iso(started, sizeof started);
@@ -448,8 +493,12 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     checkpoint(c);
     int max_ctx = decode_context_of(&r->dc, c->prompts[r->dataset].n_max);
     Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->m.draft : NULL, method_is(r->dc.method, MC_USES_TARGET) ? c->m.target : NULL,
-                               v ? &v->v : NULL, max_ctx, err);
+                               v && !judge ? &v->v : NULL, max_ctx, err);
     if (!dec) return -1;
+    if (judge && decoder_set_judge(dec, &judge->v, err)) {
+        decoder_free(dec);
+        return -1;
+    }
     PromptRow *rows = calloc((size_t)s->n_prompts, sizeof *rows);
     TokenLog log = {0};
     int rc = -1;
@@ -604,6 +653,7 @@ static int run_workers(Ctx *c, int jobs, int *ran, int *n_failed, SpErr *err) {
 static void ctx_free(Ctx *c) {
     for (int d = 0; d < SPEC_MAX_DATASETS; d++) prompts_free(&c->prompts[d], c->s->n_prompts);
     for (int i = 0; i < c->n_vers; i++) verifier_free(&c->vers[i].v);
+    for (int i = 0; i < c->n_judges; i++) verifier_free(&c->judges[i].v);
     prompt_format_free(&c->fmt);
     run_models_close(&c->m);
     db_close(c->db);
@@ -758,7 +808,7 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
         rc = collect_failures(&c, cnt, err);
         goto done;
     }
-    if (load_inputs(&c, err) || prepare_verifiers(&c, err)) goto done;
+    if (load_inputs(&c, err) || prepare_verifiers(&c, err) || prepare_judges(&c, err)) goto done;
     c.prog.expected = (int64_t)c.n_pending * s->n_prompts * s->max_new;
     c.prog.t0 = sp_now_s();
     int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;
