@@ -214,11 +214,11 @@ def main():
             "summary of a version-3 file: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
     ver, sql, cols, ok = schema(db)
     runs_sql = dict(sql).get("runs", "")
-    t.check(ver == "7", "schema_version after the upgrade: %s" % ver)
-    t.check("'failed'" in runs_sql and cols[-6:] == ["oracle_stay", "failure", "bonus", "finish_round",
-                                                "label_rule", "prompt_template"],
-            "the runs table is the version-7 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
-            "7: prompt_template): columns ...%s\n%s" % (cols[-6:], runs_sql))
+    t.check(ver == "8", "schema_version after the upgrade: %s" % ver)
+    t.check("'failed'" in runs_sql and cols[-8:] == ["oracle_stay", "failure", "bonus", "finish_round",
+                                                "label_rule", "prompt_template", "tau_judge", "judge_rho"],
+            "the runs table is the version-8 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
+            "7: prompt_template; 8: tau_judge, judge_rho): columns ...%s\n%s" % (cols[-8:], runs_sql))
     t.check(ok, "integrity_check after the upgrade")
     t.check(not any(n == "runs_v4" for n, _ in sql), "the rebuild left its temporary table")
     after = contents(db)
@@ -241,7 +241,7 @@ def main():
     t.check(rej.get(unfinished) == 1 and sum(rej.values()) == 1,
             "prompts.rejected: set for the redone run only, NULL in the upgraded rows: %s" % rej)
     # columns added after version 3 (NULL in the upgraded rows): compared as present, not by value
-    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round|label_rule|prompt_template|category|turn)=\S+", r" \1=?", x)
+    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round|label_rule|prompt_template|category|turn|tau_judge|judge_rho)=\S+", r" \1=?", x)
                           for x in (dump, ref_dump))
     t.check(p.returncode == 0 and rc == 0 and dump == ref_dump_cmp,
             "sweeping the upgraded directory redoes run %s and equals the reference: exit %d %s %s" %
@@ -258,25 +258,25 @@ def main():
     p = run([S, "summary", v1])
     ver, _, cols, ok = schema(os.path.join(v1, "runs.sqlite"))
     n = len(contents(os.path.join(v1, "runs.sqlite"))["runs"])
-    t.check(p.returncode == 0 and ver == "7" and "oracle_stay" in cols and cols[-5] == "failure" and ok and n == 4,
-            "1 -> 7: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
+    t.check(p.returncode == 0 and ver == "8" and "oracle_stay" in cols and cols[-7] == "failure" and ok and n == 4,
+            "1 -> 8: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
 
     # ---- a newer file is refused and left alone
-    v5 = os.path.join(a.work, "v8")
+    v5 = os.path.join(a.work, "v9")
     shutil.copytree(pristine, v5)
     db5 = os.path.join(v5, "runs.sqlite")
     con = sqlite3.connect(db5)
-    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
     con.commit()
     con.close()
     s5 = schema(db5)
-    want = "%s: meta.schema_version is 8, this sprinter reads versions 1 to 7 (written by a newer sprinter)" % db5
+    want = "%s: meta.schema_version is 9, this sprinter reads versions 1 to 8 (written by a newer sprinter)" % db5
     for cmd, args in (("summary", [v5]), ("sweep", [spec, "--out", v5, "--quiet"])):
         p = run([S, cmd] + args)
         lines = p.stderr.strip().splitlines()
         t.check(p.returncode == 1 and lines and lines[-1] == "sprinter %s: %s" % (cmd, want),
-                "%s of a version-8 file: exit %d, %r" % (cmd, p.returncode, lines[-1:] if lines else p.stderr))
-        t.check(schema(db5) == s5, "%s changed the version-8 file" % cmd)
+                "%s of a version-9 file: exit %d, %r" % (cmd, p.returncode, lines[-1:] if lines else p.stderr))
+        t.check(schema(db5) == s5, "%s changed the version-9 file" % cmd)
 
     # ---- merge reads a version-3 shard as it is
     merged = os.path.join(a.work, "merged")
