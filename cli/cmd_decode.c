@@ -20,8 +20,11 @@
 static const char kDecodeHelp[] =
     "usage: sprinter decode --draft DIR --target DIR (--prompt TEXT | --prompt-ids IDS) [options]\n"
     "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid,\n"
-    "                     oracle-markov,typical,fsd,optimal-lossy (default sd)\n"
+    "                     oracle-markov,typical,fsd,optimal-lossy,judge (default sd)\n"
     "  --verifier FILE    verifier .safetensors (sprinter, specdecpp)\n"
+    "  --judge FILE       judge head .safetensors (judge; `sprinter collect --judge` + train-verifier)\n"
+    "  --tau-judge T      judge: keep an SD-rejected draft iff the judge's score >= T (default 0.5; > 1: sd)\n"
+    "  --judge-rho R      judge: its label p(x) >= R max p, for the events (default 0.5)\n"
     "  --max-new N        tokens to generate (default 20)\n"
     "  --gamma G          draft block length for sd, pmin, specdecpp, typical, fsd, optimal-lossy (default " SP_STR(SP_DEFAULT_GAMMA) ", at most " SP_STR(SP_GAMMA_MAX) ")\n"
     "  --tau T            verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
@@ -46,7 +49,7 @@ static const char kDecodeHelp[] =
     "drafted, and with --audit eta_FP / eta_TP.\n";
 
 typedef struct Opts {
-    const char *draft, *target, *verifier, *prompt, *prompt_ids, *methods;
+    const char *draft, *target, *verifier, *prompt, *prompt_ids, *methods, *judge;
     long threads;
     uint64_t seed;
     int print_text;
@@ -54,7 +57,8 @@ typedef struct Opts {
 } Opts;
 
 /* long-only options (codes past every character) */
-enum { OPT_TYPICAL_EPS = 1000, OPT_TYPICAL_ALPHA, OPT_FSD_DIVERGENCE, OPT_FSD_THRESHOLD, OPT_LOSSY_KL };
+enum { OPT_TYPICAL_EPS = 1000, OPT_TYPICAL_ALPHA, OPT_FSD_DIVERGENCE, OPT_FSD_THRESHOLD, OPT_LOSSY_KL, OPT_JUDGE, OPT_TAU_JUDGE,
+       OPT_JUDGE_RHO };
 
 /* --fsd-divergence: kl, js, tv or the code 0, 1, 2 (params_table.h fsd_divergence). */
 static int arg_fsd_divergence(const char *cmd, const char *s, int *out) {
@@ -88,6 +92,8 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
         {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
+        {"judge", required_argument, 0, OPT_JUDGE}, {"tau-judge", required_argument, 0, OPT_TAU_JUDGE},
+        {"judge-rho", required_argument, 0, OPT_JUDGE_RHO},
         {0, 0, 0, 0}};
     double pv;
     long l;
@@ -97,6 +103,9 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'd': o->draft = optarg; break;
         case 't': o->target = optarg; break;
         case 'v': o->verifier = optarg; break;
+        case OPT_JUDGE: o->judge = optarg; break;
+        case OPT_TAU_JUDGE: if (arg_param(cmd, "tau-judge", optarg, RP_TAU_JUDGE, &c->tau_judge)) return 2; break;
+        case OPT_JUDGE_RHO: if (arg_param(cmd, "judge-rho", optarg, RP_JUDGE_RHO, &c->judge_rho)) return 2; break;
         case 'p': o->prompt = optarg; break;
         case 'i': o->prompt_ids = optarg; break;
         case 'm': o->methods = optarg; break;
@@ -202,6 +211,7 @@ int cmd_decode(int argc, char **argv) {
             const char *missing = method_is(dm_id, MC_USES_DRAFT) && !o.draft     ? "--draft"
                                   : method_is(dm_id, MC_USES_TARGET) && !o.target ? "--target"
                                   : method_is(dm_id, MC_NEEDS_VERIFIER) && !o.verifier ? "--verifier"
+                                  : method_is(dm_id, MC_NEEDS_JUDGE) && !o.judge && base.tau_judge <= 1 ? "--judge"
                                                                                       : NULL;
             if (missing) {
                 fprintf(stderr, "sprinter decode: --method %s needs %s\n", m, missing);
@@ -221,8 +231,8 @@ int cmd_decode(int argc, char **argv) {
     gsl_rng *rng = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    Verifier ver = {0};
-    int have_ver = 0;
+    Verifier ver = {0}, judge = {0};
+    int have_ver = 0, have_judge = 0;
     RunSetup rs = {o.draft, o.target, o.prompt || o.print_text, NULL}; /* the tokenizer: the target's, else the draft's */
     if (run_models_open(&rm, &rs, &err)) goto done;
     Model *dm = rm.draft, *tm = rm.target;
@@ -230,6 +240,10 @@ int cmd_decode(int argc, char **argv) {
     if (o.verifier) {
         if (verifier_load(o.verifier, &ver, &err)) goto done;
         have_ver = 1;
+    }
+    if (o.judge) {
+        if (verifier_load(o.judge, &judge, &err)) goto done;
+        have_judge = 1;
     }
     int64_t biggest = tm ? model_weight_bytes(tm) : model_weight_bytes(dm);
     if (dm && model_weight_bytes(dm) > biggest) biggest = model_weight_bytes(dm);
@@ -251,6 +265,10 @@ int cmd_decode(int argc, char **argv) {
         goto done;
     }
     if (!(dec = decoder_new(dm, tm, have_ver ? &ver : NULL, max_ctx, &err))) goto done;
+    if (have_judge && decoder_set_judge(dec, &judge, &err)) {
+        sp_err_prefix(&err, "%s", o.judge);
+        goto done;
+    }
     printf("%-13s %6s %9s %8s %9s %19s %8s\n", "method", "tokens", "tok/s", "t_calls", "tok/call", "accept [95% CI]",
            "acc/dft");
     for (int mi = 0; mi < n_methods; mi++) {
@@ -283,6 +301,7 @@ done:
     free(ids);
     decoder_free(dec);
     if (have_ver) verifier_free(&ver);
+    if (have_judge) verifier_free(&judge);
     run_models_close(&rm);
     return rc;
 }

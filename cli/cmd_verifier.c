@@ -23,7 +23,12 @@ static const char kCollectHelp[] =
     "  --label-rule R    sound (default): the label compares q and p as sampled above; paper-code: the\n"
     "                    plain softmax (temperature 1) of the raw logits, and the context continues\n"
     "                    with the draft token when its label is 1, else with the target's greedy token\n"
-    "                    (the SPRINTER authors' dataset.py; with --temperature 0 for greedy drafts)\n";
+    "                    (the SPRINTER authors' dataset.py; with --temperature 0 for greedy drafts)\n"
+    "  --judge           collect a JUDGE head's data instead (method judge; --lambda not needed): the\n"
+    "                    TARGET's hidden state at each drafted token (the verification pass's row that\n"
+    "                    has read it) and the judge label p(x) >= rho * max_v p(v); the context goes on\n"
+    "                    by SD with gamma 1 (a bonus token after an accepted draft); label rule sound\n"
+    "  --judge-rho R     the judge label's rho, in (0, 1] (default 0.5)\n";
 
 int cmd_collect(int argc, char **argv) {
     const char *cmd = "collect", *out = NULL;
@@ -38,7 +43,9 @@ int cmd_collect(int argc, char **argv) {
         {"n-prompts", required_argument, 0, 'n'}, {"max-new", required_argument, 0, 'm'},
         ARG_SAMPLING_OPTIONS,                     {"seed", required_argument, 0, 's'},
         {"label-rule", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'},
+        {"judge", no_argument, 0, 'J'},           {"judge-rho", required_argument, 0, 'R'},
         {0, 0, 0, 0}};
+    s.judge_rho = run_param_info(RP_JUDGE_RHO)->dflt;
     long l;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -58,6 +65,8 @@ int cmd_collect(int argc, char **argv) {
                 return 2;
             }
             break;
+        case 'J': s.source = VS_TARGET; break;
+        case 'R': if (arg_param(cmd, "judge-rho", optarg, RP_JUDGE_RHO, &s.judge_rho)) return 2; break;
         case 'h': fputs(kCollectHelp, stdout); return 0;
         default:
             switch (arg_sampling(cmd, c, optarg, &s.sampling)) {
@@ -67,6 +76,7 @@ int cmd_collect(int argc, char **argv) {
             }
         }
     }
+    if (s.source == VS_TARGET && s.lambda < 0) s.lambda = SP_DEFAULT_LAMBDA; /* unused by judge data */
     if (!s.draft_dir || !s.target_dir || !s.data_path || !out || s.lambda < 0) {
         fprintf(stderr, "sprinter collect: need --draft, --target, --data, --lambda and --out\n");
         return 2;
@@ -77,8 +87,13 @@ int cmd_collect(int argc, char **argv) {
         fprintf(stderr, "sprinter collect: %s\n", err.msg);
         return 1;
     }
-    printf("collected %lld draft tokens from %d prompts; %.1f%% acceptable at lambda %g -> %s\n", (long long)sum.n_tokens,
-           sum.n_prompts, 100.0 * (double)sum.n_acceptable / (double)sum.n_tokens, s.lambda, out);
+    if (s.source == VS_TARGET)
+        printf("collected %lld drafted tokens (target states) from %d prompts; %.1f%% acceptable to the judge label "
+               "at rho %g -> %s\n", (long long)sum.n_tokens, sum.n_prompts,
+               100.0 * (double)sum.n_acceptable / (double)sum.n_tokens, s.judge_rho, out);
+    else
+        printf("collected %lld draft tokens from %d prompts; %.1f%% acceptable at lambda %g -> %s\n", (long long)sum.n_tokens,
+               sum.n_prompts, 100.0 * (double)sum.n_acceptable / (double)sum.n_tokens, s.lambda, out);
     return 0;
 }
 
@@ -97,7 +112,9 @@ static const char kTrainHelp[] =
     "                    epoch of best test accuracy kept; --l2 unused; use --val-fraction 0.3 as theirs)\n"
     "  --padded-batches  with --recipe paper-code --feature prefix: train on the features the authors'\n"
     "                    right-padded batches gave (a shorter row's state at its batch's last, padded,\n"
-    "                    position; needs the draft named in the collect file)\n";
+    "                    position; needs the draft named in the collect file)\n"
+    "  A file of `sprinter collect --judge` trains a judge head (source target, for method judge) the\n"
+    "  same way (--feature token only).\n";
 
 int cmd_train_verifier(int argc, char **argv) {
     const char *cmd = "train-verifier", *data = NULL, *out = NULL;

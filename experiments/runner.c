@@ -149,6 +149,8 @@ typedef struct Ctx {
     Prompts prompts[SPEC_MAX_DATASETS];
     VerEntry vers[SPEC_MAX_LIST];
     int n_vers;
+    VerEntry judges[SPEC_MAX_LIST]; /* judge heads, one per judge_rho (VerEntry.lambda holds the rho) */
+    int n_judges;
     char git[64], host[256], db_path[4200];
     Db *db;
     int lock_fd; /* -1 or the locked OUT/.sweep.lock */
@@ -284,7 +286,7 @@ static int prepare_verifiers(Ctx *c, const int *idx, int n, SpErr *err) {
         if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
         VerEntry *v = &c->vers[c->n_vers];
         CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
-                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule};
+                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule, VS_DRAFT, 0};
         TrainSpec ts;
         train_spec_default(&ts);
         ts.l2 = s->ver_l2;
@@ -303,6 +305,45 @@ static int prepare_verifiers(Ctx *c, const int *idx, int n, SpErr *err) {
         c->n_vers++;
         if (c->o->progress)
             fprintf(stderr, "sweep: verifier lambda = %g: %s (val AUC %.3f, eta_FP %.3f, eta_TP %.3f at tau %g)\n",
+                    v->lambda, v->path, m.val_auc, m.eta_fp, m.eta_tp, m.tau);
+    }
+    return 0;
+}
+
+static VerEntry *find_judge(Ctx *c, double rho) {
+    for (int i = 0; i < c->n_judges; i++)
+        if (c->judges[i].lambda == rho) return &c->judges[i];
+    return NULL;
+}
+
+/* Trains (or finds in the cache) one judge head per judge_rho that a pending judge run needs: collected
+ * on [verifier]'s data and settings with the target's states (CollectSpec.source), trained by the sound
+ * recipe on the token feature. */
+static int prepare_judges(Ctx *c, const int *idx, int n, SpErr *err) {
+    SweepSpec *s = c->s;
+    for (int k = 0; k < n; k++) {
+        const RunConfig *r = &c->runs[idx[k]];
+        if (!method_is(r->dc.method, MC_NEEDS_JUDGE) || find_judge(c, r->dc.judge_rho)) continue;
+        if (c->n_judges == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d judge_rho values", s->path, SPEC_MAX_LIST);
+        VerEntry *v = &c->judges[c->n_judges];
+        CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
+                          s->ver_n_prompts, s->ver_max_new, SP_DEFAULT_LAMBDA, s->sampling, s->ver_seed,
+                          PROTOCOL_SOUND, VS_TARGET, r->dc.judge_rho};
+        TrainSpec ts;
+        train_spec_default(&ts);
+        ts.l2 = s->ver_l2;
+        ts.val_fraction = s->ver_val_fraction;
+        ts.tau = s->ver_tau;
+        ts.seed = s->ver_seed;
+        VerifierMetrics m;
+        if (c->o->progress) fprintf(stderr, "sweep: judge head for judge_rho = %g (cache %s)\n", r->dc.judge_rho, c->o->verifier_cache);
+        if (verifier_ensure(&cs, &ts, c->o->verifier_cache, v->path, sizeof v->path, &m, err))
+            return sp_err_prefix(err, "judge head for judge_rho %g", r->dc.judge_rho);
+        if (sha256_file(v->path, v->sha256, err) || verifier_load(v->path, &v->v, err)) return -1;
+        v->lambda = r->dc.judge_rho;
+        c->n_judges++;
+        if (c->o->progress)
+            fprintf(stderr, "sweep: judge judge_rho = %g: %s (val AUC %.3f, eta_FP %.3f, eta_TP %.3f at tau %g)\n",
                     v->lambda, v->path, m.val_auc, m.eta_fp, m.eta_tp, m.tau);
     }
     return 0;
@@ -442,10 +483,35 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, De
 
 /* Runs r from scratch: RUN_DONE (0), RUN_FAILED (marked failed in the database: decoding hit non-finite
  * logits; its token log deleted) or -1 (anything else: the sweep stops). */
+/* The head run r's method needs, prepared by prepare_verifiers / prepare_judges: the verifier, or the
+ * judge head (a judge run records it as the run's verifier file), or NULL when it needs none. */
+static int run_head(Ctx *c, const RunConfig *r, VerEntry **head, SpErr *err) {
+    *head = NULL;
+    if (method_is(r->dc.method, MC_NEEDS_VERIFIER) && !(*head = find_verifier(c, r->dc.lambda)))
+        return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
+    if (method_is(r->dc.method, MC_NEEDS_JUDGE) && !(*head = find_judge(c, r->dc.judge_rho)))
+        return sp_fail(err, "run %.12s: no judge head prepared", r->hash);
+    return 0;
+}
+
+/* A decoder for run r: its models, its head, a context for its longest prompt. */
+static Decoder *run_decoder(Ctx *c, const RunConfig *r, const VerEntry *head, SpErr *err) {
+    int judged = method_is(r->dc.method, MC_NEEDS_JUDGE);
+    int max_ctx = decode_context_of(&r->dc, c->prompts[r->dataset].n_max);
+    Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->m.draft : NULL,
+                               method_is(r->dc.method, MC_USES_TARGET) ? c->m.target : NULL,
+                               head && !judged ? &head->v : NULL, max_ctx, err);
+    if (dec && head && judged && decoder_set_judge(dec, &head->v, err)) {
+        decoder_free(dec);
+        return NULL;
+    }
+    return dec;
+}
+
 static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     const SweepSpec *s = c->s;
-    VerEntry *v = method_is(r->dc.method, MC_NEEDS_VERIFIER) ? find_verifier(c, r->dc.lambda) : NULL;
-    if (method_is(r->dc.method, MC_NEEDS_VERIFIER) && !v) return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
+    VerEntry *v;
+    if (run_head(c, r, &v, err)) return -1;
     char rel[128], abs[4400], started[40], finished[40];
     token_paths(c, r, rel, sizeof rel, abs, sizeof abs);
     db_now_iso(started, sizeof started);
@@ -453,9 +519,7 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     remove_run_files(c, r);
     if (db_run_begin(c->db, s, r, &meta, err)) return -1;
     checkpoint(c);
-    int max_ctx = decode_context_of(&r->dc, c->prompts[r->dataset].n_max);
-    Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->m.draft : NULL, method_is(r->dc.method, MC_USES_TARGET) ? c->m.target : NULL,
-                               v ? &v->v : NULL, max_ctx, err);
+    Decoder *dec = run_decoder(c, r, v, err);
     if (!dec) return -1;
     PromptRow *rows = calloc((size_t)s->n_prompts, sizeof *rows);
     TokenLog log = {0};
@@ -611,6 +675,7 @@ static int run_workers(Ctx *c, int jobs, int *ran, int *n_failed, SpErr *err) {
 static void ctx_free(Ctx *c) {
     for (int d = 0; d < SPEC_MAX_DATASETS; d++) prompts_free(&c->prompts[d], c->s->n_prompts);
     for (int i = 0; i < c->n_vers; i++) verifier_free(&c->vers[i].v);
+    for (int i = 0; i < c->n_judges; i++) verifier_free(&c->judges[i].v);
     prompt_format_free(&c->fmt);
     run_models_close(&c->m);
     db_close(c->db);
@@ -781,11 +846,9 @@ static int timings_missing(Ctx *c, const int *idx, int n, SpErr *err) {
  * (r, rep). The tokens must be the run's own (its prompt rows say how many): the same prompts, seeds
  * and settings decode the same way. */
 static int time_run(Ctx *c, const RunConfig *r, int rep, int n_prompts, SpErr *err) {
-    VerEntry *v = method_is(r->dc.method, MC_NEEDS_VERIFIER) ? find_verifier(c, r->dc.lambda) : NULL;
-    if (method_is(r->dc.method, MC_NEEDS_VERIFIER) && !v) return sp_fail(err, "run %.12s: no verifier prepared", r->hash);
-    int max_ctx = decode_context_of(&r->dc, c->prompts[r->dataset].n_max);
-    Decoder *dec = decoder_new(method_is(r->dc.method, MC_USES_DRAFT) ? c->m.draft : NULL,
-                               method_is(r->dc.method, MC_USES_TARGET) ? c->m.target : NULL, v ? &v->v : NULL, max_ctx, err);
+    VerEntry *v;
+    if (run_head(c, r, &v, err)) return -1;
+    Decoder *dec = run_decoder(c, r, v, err);
     if (!dec) return -1;
     PromptRow *rows = calloc((size_t)n_prompts, sizeof *rows);
     int rc = rows ? decode_prompts(c, r, &r->dc, dec, NULL, rows, n_prompts, err) : sp_fail(err, "out of memory");
@@ -820,7 +883,7 @@ static int time_runs(Ctx *c, int *timed, SpErr *err) {
     int missing = rc ? 0 : timings_missing(c, idx, n, err);
     if (missing < 0) rc = -1;
     if (rc == 0 && missing > 0 && load_inputs(c, err)) rc = -1;
-    if (rc == 0 && missing > 0) rc = prepare_verifiers(c, idx, n, err);
+    if (rc == 0 && missing > 0) rc = prepare_verifiers(c, idx, n, err) || prepare_judges(c, idx, n, err) ? -1 : 0;
     int n_prompts = s->timing_prompts ? s->timing_prompts : s->n_prompts;
     if (rc == 0 && missing > 0 && c->o->progress)
         fprintf(stderr, "sweep: timing %d runs x %d reps alone, their first %d prompts (%d to do)\n", n, s->timing_reps,
@@ -855,7 +918,9 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
         if (rc == 0) rc = collect_failures(&c, cnt, err);
         goto done;
     }
-    if (load_inputs(&c, err) || prepare_verifiers(&c, c.pending, c.n_pending, err)) goto done;
+    if (load_inputs(&c, err) || prepare_verifiers(&c, c.pending, c.n_pending, err) ||
+        prepare_judges(&c, c.pending, c.n_pending, err))
+        goto done;
     c.prog.expected = (int64_t)c.n_pending * s->n_prompts * s->max_new;
     c.prog.t0 = sp_now_s();
     int jobs = o->jobs < 1 ? 1 : o->jobs > 256 ? 256 : o->jobs;

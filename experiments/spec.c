@@ -331,7 +331,7 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
                        s->n_prompts);
     if (s->max_new == 0) return sp_fail(err, "%s: [decode] max_new_tokens: missing", f);
     if (spec_needs_verifier(s) && !s->has_verifier)
-        return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier", f);
+        return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier (judge: its judge head)", f);
     if (s->has_verifier && !s->ver_data[0]) return sp_fail(err, "%s: [verifier] data: missing", f);
     if (s->ver_padded_batches && (s->ver_recipe != PROTOCOL_PAPER_CODE || s->ver_feature != VF_PREFIX))
         return sp_fail(err, "%s: [verifier] padded_batches: needs recipe = paper-code and feature = prefix", f);
@@ -344,7 +344,7 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
 
 int spec_needs_verifier(const SweepSpec *s) {
     for (int i = 0; i < s->n_methods; i++)
-        if (method_is(s->methods[i], MC_NEEDS_VERIFIER)) return 1;
+        if (method_is(s->methods[i], MC_NEEDS_VERIFIER) || method_is(s->methods[i], MC_NEEDS_JUDGE)) return 1;
     return 0;
 }
 
@@ -493,6 +493,10 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
             canon_add(b, cap, &k, "%s %.17g\n", run_param_info((RunParam)p)->name, run_param_value(c, (RunParam)p));
     if (method_is(c->method, MC_NEEDS_VERIFIER))
         canon_add(b, cap, &k, "verifier data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
+                  s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
+                  (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
+    if (method_is(c->method, MC_NEEDS_JUDGE)) /* the judge head: [verifier]'s data and settings, recipe sound, token */
+        canon_add(b, cap, &k, "judge data_sha256=%s format=%s n_prompts=%d max_new=%d seed=%llu l2=%.17g val=%.17g tau=%.17g\n",
                   s->ver_data_sha256, s->ver_format[0] ? s->ver_format : "auto", s->ver_n_prompts, s->ver_max_new,
                   (unsigned long long)s->ver_seed, s->ver_l2, s->ver_val_fraction, s->ver_tau);
     if (s->prompt_template != PROMPT_TEMPLATE_NONE) /* absent for the default (hashes as before) */

@@ -113,7 +113,7 @@ typedef struct SweepSpec {
 int spec_load(const char *path, SweepSpec *s, SpErr *err);
 /* Checks that the model directories and data files exist and hashes them (and the INI file). */
 int spec_resolve(SweepSpec *s, SpErr *err);
-/* Does the spec use a method that needs a verifier? */
+/* Does the spec use a method that needs a verifier (or a judge head, which [verifier] also makes)? */
 int spec_needs_verifier(const SweepSpec *s);
 
 typedef struct RunConfig {

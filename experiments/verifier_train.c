@@ -101,14 +101,18 @@ static int32_t *prefix_matrix(const Cols *c) {
 
 static int write_collect(const char *out, const CollectSpec *s, const Cols *c, const char *dsha, const char *tsha,
                          const char *datasha, int n_prompts, SpErr *err) {
+    int judge = s->source == VS_TARGET;
     const H5ColSpec cols[] = {
-        {"hidden", H5C_F32, c->d, NULL, "draft last-layer hidden state (after the final norm) of the drafted token"},
+        {"hidden", H5C_F32, c->d, NULL,
+         judge ? "TARGET last-layer hidden state (after the final norm) at the drafted token (after reading it)"
+               : "draft last-layer hidden state (after the final norm) of the drafted token"},
         {"hidden_prefix", H5C_F32, c->d, NULL,
          "version 2: the same at the position before the drafted token (the state whose logits gave q)"},
         {"q", H5C_F32, 1, "probability", "draft probability of the drafted token"},
         {"p", H5C_F32, 1, "probability", "target probability of the drafted token"},
         {"label", H5C_I8, 1, NULL,
-         "1 if q/p <= lambda (acceptable), else 0; q and p as the attribute label_rule says (rules.h)"},
+         judge ? "judge label: 1 if p(x) >= judge_rho * max_v p(v), else 0"
+               : "1 if q/p <= lambda (acceptable), else 0; q and p as the attribute label_rule says (rules.h)"},
         {"token", H5C_I32, 1, "token id", "drafted token"},
         {"pos", H5C_I32, 1, "position", "position of the drafted token in its sequence"},
         {"prompt_index", H5C_I32, 1, NULL, "index of the prompt in the dataset"},
@@ -132,7 +136,9 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
              h5t_attr_f64(&t, "temperature", s->sampling.temperature, err) ||
              h5t_attr_i64(&t, "top_k", s->sampling.top_k, err) || h5t_attr_f64(&t, "top_p", s->sampling.top_p, err) ||
              h5t_attr_i64(&t, "seed", (int64_t)s->seed, err) ||
-             h5t_attr_str(&t, "label_rule", protocol_name(s->label_rule), err);
+             h5t_attr_str(&t, "label_rule", protocol_name(s->label_rule), err) ||
+             h5t_attr_str(&t, "feature_source", verifier_source_name(s->source), err) ||
+             (judge && h5t_attr_f64(&t, "judge_rho", s->judge_rho, err));
     free(prefix);
     if (rc) {
         h5t_abort(&t);
@@ -164,6 +170,18 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
     cfg.lambda = s->lambda;
     cfg.label_rule = s->label_rule;
     cfg.capture_hidden = 1;
+    if (s->source == VS_TARGET) { /* a judge head's data: SD (gamma 1, the judge never keeps), target states */
+        if (s->label_rule != PROTOCOL_SOUND) {
+            sp_fail(err, "judge data: label_rule must be sound");
+            goto done;
+        }
+        cfg.method = DM_JUDGE;
+        cfg.gamma = 1;
+        cfg.tau_judge = 2;
+        cfg.judge_rho = s->judge_rho;
+        cfg.capture_target_hidden = 1;
+        if (decode_config_check(&cfg, err)) goto done;
+    }
     /* the context rule (decoding.h) with cfg's gamma (the default 5, which decoder_run checks): the
      * models' context - max_new - 6 */
     int ctx = rm.max_pos, max_prompt = decode_prompt_room_of(&cfg, ctx);
@@ -173,7 +191,7 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
         goto done;
     }
     if (!(dec = decoder_new(rm.draft, rm.target, NULL, ctx, err))) goto done;
-    c.d = model_config(rm.draft)->d_model;
+    c.d = model_config(s->source == VS_TARGET ? rm.target : rm.draft)->d_model;
     for (int i = 0; i < ds.n; i++) {
         int32_t *ids;
         size_t n;
@@ -789,7 +807,20 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
         sp_fail(err, "%s: attribute format is \"%s\", expected \"sprinter-collect\"", path, fmt);
         goto done;
     }
-    if (h5_read_attr_f64(f, path, "lambda", &lambda, err) ||
+    char source_name[32] = "draft";
+    VerifierSource source = VS_DRAFT;
+    if (H5Aexists(f, "feature_source") > 0) { /* absent in older files: the draft's */
+        if (h5_read_attr_str(f, path, "feature_source", source_name, sizeof source_name, err)) goto done;
+        if (verifier_source_parse(source_name, &source)) {
+            sp_fail(err, "%s: attribute feature_source \"%s\" is not draft or target", path, source_name);
+            goto done;
+        }
+    }
+    if (source == VS_TARGET && (t->feature != VF_TOKEN || t->padded_batches)) {
+        sp_fail(err, "%s: judge data (the target's states at drafted tokens): feature must be token, no padded batches", path);
+        goto done;
+    }
+    if (h5_read_attr_f64(f, path, source == VS_TARGET ? "judge_rho" : "lambda", &lambda, err) ||
         h5_read_attr_str(f, path, "draft_sha256", draft_sha, sizeof draft_sha, err) ||
         h5_read_column(f, path, t->feature == VF_PREFIX ? "hidden_prefix" : "hidden", H5C_F32, (void **)&h, &n, &d,
                        err) ||
@@ -855,8 +886,9 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     }
     v.b = (float)b;
 fitted:
-    v.lambda = lambda;
+    v.lambda = lambda; /* a judge head: its judge_rho */
     v.feature = t->feature;
+    v.source = source;
     m->d = d;
     m->n_train = ntr;
     m->n_val = nva;
@@ -908,6 +940,8 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
                      (unsigned long long)c->seed);
     if (c->label_rule != PROTOCOL_SOUND) /* absent for the default: keys of older caches stay valid */
         k += snprintf(desc + k, sizeof desc - (size_t)k, " label_rule=%s", protocol_name(c->label_rule));
+    if (c->source == VS_TARGET) /* a judge head's data (likewise absent for the draft's) */
+        k += snprintf(desc + k, sizeof desc - (size_t)k, " judge rho=%.17g", c->judge_rho);
     sha256_str(desc, (size_t)k, ckey);
     k += snprintf(desc + k, sizeof desc - (size_t)k, " train-v1 %.17g %.17g %.17g %llu%s%s%s", t->l2, t->val_fraction,
                   t->tau, (unsigned long long)t->seed, t->feature == VF_PREFIX ? " feature=prefix" : "",
@@ -915,8 +949,10 @@ int verifier_ensure(const CollectSpec *c, const TrainSpec *t, const char *cache_
     sha256_str(desc, strlen(desc), vkey);
     if (sp_mkdir_p(cache_dir, err)) return -1;
     char collect_path[4096];
-    snprintf(collect_path, sizeof collect_path, "%s/collect-%.16s.h5", cache_dir, ckey);
-    int n = snprintf(out_path, cap, "%s/verifier-%.16s.safetensors", cache_dir, vkey);
+    snprintf(collect_path, sizeof collect_path, "%s/%s-%.16s.h5", cache_dir,
+             c->source == VS_TARGET ? "collect-judge" : "collect", ckey);
+    int n = snprintf(out_path, cap, "%s/%s-%.16s.safetensors", cache_dir, c->source == VS_TARGET ? "judge" : "verifier",
+                     vkey);
     if (n < 0 || (size_t)n >= cap) return sp_fail(err, "%s: path too long", cache_dir);
     if (access(out_path, F_OK) == 0) return metrics_from_file(out_path, m, err);
     if (access(collect_path, F_OK) != 0) {

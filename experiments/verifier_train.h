@@ -10,7 +10,8 @@
  *   /prompt_index [N] i32, /prefix_ids [N, W] i32 (version 3: the pos tokens before the drafted token,
  *   the prompt as fed then the context, -1 after; W = the longest); root attributes: format, version,
  *   lambda, draft, target, draft_sha256,
- *   target_sha256, data, data_sha256, n_prompts, max_new, temperature, top_k, top_p, seed.
+ *   target_sha256, data, data_sha256, n_prompts, max_new, temperature, top_k, top_p, seed, and
+ *   feature_source ("draft" | "target"; see CollectSpec.source: a judge head's data) and judge_rho.
  *
  * train: logistic regression score = sigmoid(w.h + b) with L2 penalty (on w only) fitted by GSL's
  * multimin BFGS2 on a seeded train/validation split by prompt (no prompt in both), features
@@ -38,6 +39,14 @@ typedef struct CollectSpec {
     SamplerParams sampling;
     uint64_t seed;
     Protocol label_rule;    /* sound, or the authors' (rules.h): labels and, there, how the context goes on */
+    /* Whose hidden states are collected (zero: the draft's, as above). VS_TARGET collects a JUDGE head's
+     * data (method judge): /hidden is the target's state at the drafted token (after reading it, the row
+     * of the verification pass whose logits give the next p), /hidden_prefix zeros, /label the judge
+     * label p(x) >= judge_rho * max_v p(v); the run is method judge with gamma 1 and tau_judge 2 (no
+     * judge: plain SD, a bonus token after an accepted draft), label_rule sound only. Attributes
+     * feature_source "target" and judge_rho (absent in draft files: feature_source draft). */
+    VerifierSource source;
+    double judge_rho;
 } CollectSpec;
 
 typedef struct CollectSummary {

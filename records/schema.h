@@ -25,6 +25,7 @@
  *   8  + runs.typical_eps, typical_alpha, fsd_divergence, fsd_threshold, lossy_kl (the parameters of the
  *        lossy block methods typical, fsd, optimal-lossy; NULL for other methods and in older rows); + table timings (runs timed alone: [timing]
  *        reps, prompts; one row per run and repetition)
+ *      + runs.tau_judge, runs.judge_rho (the judge method's threshold and label; NULL for other methods)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row. A grid

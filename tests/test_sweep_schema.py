@@ -215,12 +215,12 @@ def main():
     ver, sql, cols, ok = schema(db)
     runs_sql = dict(sql).get("runs", "")
     t.check(ver == "8", "schema_version after the upgrade: %s" % ver)
-    later = cols[cols.index("oracle_stay"):][:11] if "oracle_stay" in cols else []
+    later = cols[cols.index("oracle_stay"):][:13] if "oracle_stay" in cols else []
     t.check("'failed'" in runs_sql and later == ["oracle_stay", "failure", "bonus", "finish_round",
                                                 "label_rule", "prompt_template", "typical_eps", "typical_alpha",
-                                                "fsd_divergence", "fsd_threshold", "lossy_kl"],
+                                                "fsd_divergence", "fsd_threshold", "lossy_kl", "tau_judge", "judge_rho"],
             "the runs table is the version-8 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
-            "7: prompt_template; 8: the lossy methods' parameters): columns ...%s\n%s" % (later, runs_sql))
+            "7: prompt_template; 8: the lossy methods' and judge's parameters): columns ...%s\n%s" % (later, runs_sql))
     t.check("timings" in dict(sql), "version 8: the timings table was created by the upgrade")
     t.check(ok, "integrity_check after the upgrade")
     t.check(not any(n == "runs_v4" for n, _ in sql), "the rebuild left its temporary table")
@@ -244,7 +244,7 @@ def main():
     t.check(rej.get(unfinished) == 1 and sum(rej.values()) == 1,
             "prompts.rejected: set for the redone run only, NULL in the upgraded rows: %s" % rej)
     # columns added after version 3 (NULL in the upgraded rows): compared as present, not by value
-    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round|label_rule|prompt_template|category|turn)=\S+", r" \1=?", x)
+    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round|label_rule|prompt_template|category|turn|tau_judge|judge_rho)=\S+", r" \1=?", x)
                           for x in (dump, ref_dump))
     t.check(p.returncode == 0 and rc == 0 and dump == ref_dump_cmp,
             "sweeping the upgraded directory redoes run %s and equals the reference: exit %d %s %s" %

@@ -267,7 +267,7 @@ static void test_collect(const char *work, const char *tokdir) {
     FILE *f = fopen(data, "w");
     for (int i = 0; i < 12; i++) fprintf(f, "{\"id\": \"%d\", \"prompt\": \"hello world number %d is here\"}\n", i, i);
     fclose(f);
-    CollectSpec s = {dd, td, data, NULL, 0, 15, 1.5, {1.0f, 0, 1.0f}, 3, PROTOCOL_SOUND};
+    CollectSpec s = {dd, td, data, NULL, 0, 15, 1.5, {1.0f, 0, 1.0f}, 3, PROTOCOL_SOUND, VS_DRAFT, 0};
     CollectSummary sum;
     if (collect_run(&s, out, &sum, &err)) {
         check(0, "collect: %s", err.msg);

@@ -1,6 +1,7 @@
 /* accept.c - the events a decode emits and the speculative-sampling accept step, with the exact
  * next-token law of the sprinter method beside it (decoding.h, decoder_int.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decoder_int.h"
@@ -98,4 +99,42 @@ void sprinter_next_token_law(const float *p, const float *q, const double *a, in
         double residual = (double)p[v] - q[v];
         if (residual_mass > 0 && residual > 0) out[v] += reject_mass * residual / residual_mass;
     }
+}
+
+void judge_next_token_law(const float *p, const float *q, const double *j, int V, double *out) {
+    /* kept iff the SD test OR the judge keeps it: q(v)[m + (1 - m) j] = q(v)[j + (1 - j) m], the sprinter
+     * law with a = j */
+    sprinter_next_token_law(p, q, j, V, out);
+}
+
+int judge_candidate_decisions(const Model *target, const Verifier *judge, double tau_judge, const int32_t *prefix,
+                              int n, double *j, float *hidden_out, SpErr *err) {
+    const ModelConfig *c = model_config(target);
+    int V = c->vocab_size, d = c->d_model;
+    if (judge->d != d) return sp_fail(err, "judge head has d = %d but the target's hidden size is %d", judge->d, d);
+    if (n < 1) return sp_fail(err, "judge candidates: empty prefix");
+    /* batches of up to 256 candidates (bounded activations), the prefix cached once */
+    if (n + 1 > c->max_pos) return sp_fail(err, "judge candidates: prefix of %d tokens fills the context of %d", n, c->max_pos);
+    int batch = V < 256 ? V : 256, ctx = n + 1 > batch ? n + 1 : batch;
+    if (ctx > c->max_pos) ctx = c->max_pos;
+    if (batch > ctx) batch = ctx; /* a session's batch is at most its context */
+    Session *s = session_new(target, ctx, batch, err);
+    if (!s) return -1;
+    int32_t *tokens = malloc((size_t)batch * sizeof *tokens);
+    int rc = tokens ? 0 : sp_fail(err, "out of memory");
+    const float *hidden;
+    if (rc == 0) rc = session_prefill(s, prefix, n, NULL, NULL, err);
+    for (int v0 = 0; rc == 0 && v0 < V; v0 += batch) {
+        int m = V - v0 < batch ? V - v0 : batch;
+        for (int i = 0; i < m; i++) tokens[i] = v0 + i;
+        if ((rc = session_candidates(s, tokens, m, NULL, &hidden, err))) break;
+        for (int i = 0; i < m; i++) {
+            const float *h = hidden + (size_t)i * d;
+            j[v0 + i] = verifier_accepts(verifier_score(judge, h), tau_judge);
+            if (hidden_out) memcpy(hidden_out + (size_t)(v0 + i) * d, h, (size_t)d * sizeof *h);
+        }
+    }
+    free(tokens);
+    session_free(s);
+    return rc;
 }

@@ -27,6 +27,7 @@ typedef struct Lane {
 struct Decoder {
     Lane draft, target, audit;
     const Verifier *verifier;
+    const Verifier *judge;          /* the judge head on the target's d_model (decoder_set_judge), or NULL */
     /* shapes below: V = vocab_size */
     int vocab_size, max_ctx, gamma_cap;
     int32_t *seq;                   /* [max_ctx] prompt + emitted tokens, then the current drafts */
@@ -89,6 +90,8 @@ int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float 
 /* lane_advance on the draft / the target, counted in the run's statistics. */
 int draft_advance(RunState *state, int upto, int n_tail, const float **logits, const float **hidden);
 int target_advance(RunState *state, int upto, int n_tail, const float **logits);
+/* target_advance that also returns the hidden states [n_tail, d_target] of the same rows. */
+int target_advance_hidden(RunState *state, int upto, int n_tail, const float **logits, const float **hidden);
 /* The decoding distribution (cfg->sampling) of logits [V] into out [V]. */
 int decode_probs(RunState *state, const float *logits, float *out);
 /* The plain softmax (temperature 1, no top-k / top-p) of logits [V] into out, for PROTOCOL_PAPER_CODE
@@ -100,6 +103,9 @@ int audit_p(RunState *state, int pos);
 /* The verifier's score of a drafted token from the draft's hidden state [d_draft], rounded to float
  * (as stored in its TokenEvent); counts the evaluation's time and FLOPs. */
 float verifier_eval(RunState *state, const float *hidden);
+/* The judge's score of a drafted token from the target's hidden state [d_target] at it, rounded to
+ * float; counted as verifier time and FLOPs. */
+float judge_eval(RunState *state, const float *hidden);
 /* Truncates every lane to at most n_committed - 1 cached positions (see above). */
 void truncate_lanes(RunState *state);
 

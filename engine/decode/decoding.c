@@ -47,6 +47,10 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
                 target_config->vocab_size);
         return NULL;
     }
+    if (verifier && verifier->source != VS_DRAFT) {
+        sp_fail(err, "the verifier scores the target's state (a judge head): set it with decoder_set_judge");
+        return NULL;
+    }
     if (verifier && draft_config && verifier->d != draft_config->d_model) {
         sp_fail(err, "verifier has d = %d but the draft's hidden size is %d", verifier->d, draft_config->d_model);
         return NULL;
@@ -96,6 +100,19 @@ Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *ve
 fail:
     decoder_free(decoder);
     return NULL;
+}
+
+int decoder_set_judge(Decoder *decoder, const Verifier *judge, SpErr *err) {
+    if (judge) {
+        if (!decoder->target.model) return sp_fail(err, "a judge head needs a decoder with a target model");
+        if (judge->source != VS_TARGET)
+            return sp_fail(err, "the judge head must score the target's state (its source is %s)",
+                           verifier_source_name(judge->source));
+        int d = model_config(decoder->target.model)->d_model;
+        if (judge->d != d) return sp_fail(err, "judge head has d = %d but the target's hidden size is %d", judge->d, d);
+    }
+    decoder->judge = judge;
+    return 0;
 }
 
 void decoder_free(Decoder *decoder) {
@@ -172,6 +189,10 @@ static int check_run(const Decoder *decoder, const DecodeConfig *cfg, const int3
         return sp_fail(err, "method %s needs a target model", decode_method_name(method));
     if (method_is(method, MC_NEEDS_VERIFIER) && !decoder->verifier)
         return sp_fail(err, "method %s needs a verifier", decode_method_name(method));
+    if (method_is(method, MC_NEEDS_JUDGE) && !decoder->judge && cfg->tau_judge <= 1)
+        return sp_fail(err, "method %s needs a judge head (decoder_set_judge), unless tau_judge > 1", decode_method_name(method));
+    if (cfg->capture_target_hidden && method != DM_JUDGE)
+        return sp_fail(err, "capture_target_hidden: the target's states at drafted tokens are captured by method judge only");
     if (method == DM_SPECDECPP && decoder->verifier->feature != VF_TOKEN)
         return sp_fail(err, "method specdecpp needs a verifier of the token feature (this one scores the prefix)");
     if (n_prompt < 1) return sp_fail(err, "empty prompt");
@@ -194,7 +215,7 @@ static int output_alloc(const Decoder *decoder, const DecodeConfig *cfg, DecodeO
     out->tokens = malloc((size_t)max_out * sizeof *out->tokens);
     out->events = malloc((size_t)max_out * sizeof *out->events);
     if (cfg->capture_hidden && decoder->draft.session) {
-        out->d_hidden = model_config(decoder->draft.model)->d_model;
+        out->d_hidden = model_config(cfg->capture_target_hidden ? decoder->target.model : decoder->draft.model)->d_model;
         out->hidden = malloc((size_t)max_out * out->d_hidden * sizeof *out->hidden);
         out->hidden_prefix = malloc((size_t)max_out * out->d_hidden * sizeof *out->hidden_prefix);
     }

@@ -30,6 +30,17 @@
  *               by fsd_divergence) is accepted outright, else SD's test and residual (lossy).
  *   optimal-lossy  sd's block, mentored decoding: SD's test and residual against r, the law closest to
  *               q in acceptance with KL(r || p) <= lossy_kl (lossy; lossy_kl = 0 is sd).
+ *   judge       Judge Decoding (Bachmann et al., ICLR 2025), lossy: sd's blocks, but a drafted token
+ *               x_i is kept if the SD test accepts it OR the judge head accepts it: score =
+ *               sigmoid(w . h + b) >= tau_judge, h the TARGET's final-norm hidden state at x_i's
+ *               position (the row of the verification pass that has read x_i: the one whose logits
+ *               give p for the next token); kept up to the first token both reject, which the SD
+ *               residual draw replaces; a bonus token from p when all are kept. The SD test's
+ *               uniform is drawn first for every checked token, so with tau_judge > 1 (never) the
+ *               run is sd's token for token under the same seed. Events: SD-accepted
+ *               EV_SD_ACCEPT; kept by the judge alone EV_VERIFIER_ACCEPT (target_called 1); score and
+ *               decision of the judge on every checked token; label = the judge label
+ *               p(x) >= judge_rho * max p.
  *
  * Every emitted token gets a TokenEvent; per-run counters go to DecodeStats. The decoder owns
  * sessions for the draft, the target and an audit copy of the target (used to learn p(x) for
@@ -66,6 +77,9 @@ typedef struct DecodeConfig {
     int stop_at_eos;        /* stop after emitting the target's eos id */
     int audit;              /* learn p(x) and the true label for every verifier decision */
     int capture_hidden;     /* store the draft hidden state of every drafted token (collect) */
+    int capture_target_hidden; /* with capture_hidden, under judge: store the TARGET's state at every
+                                * drafted token the target checked instead (judge collection;
+                                * DecodeOutput.hidden is then [n_events, d_target]) */
     int fault_broken_residual; /* tests only: resample from p instead of norm(max(p - q, 0)) */
     int fault_nan_logits;      /* tests only: the first forward's logits read as NaN at index 0, as with a
                                 * NaN weight (decoder_run then fails with DECODE_ERR_NONFINITE) */
@@ -137,6 +151,10 @@ typedef struct Decoder Decoder;
  * vocabulary size (checked). The audit copy of the target gets its cache on first use. */
 Decoder *decoder_new(const Model *draft, const Model *target, const Verifier *verifier, int max_ctx, SpErr *err);
 void decoder_free(Decoder *decoder);
+/* Sets the judge head of method judge (NULL: none): a verifier of source target whose d is the
+ * target's d_model (checked; the decoder must have a target). The decoder reads it through the
+ * pointer, which must outlive the runs. */
+int decoder_set_judge(Decoder *decoder, const Verifier *judge, SpErr *err);
 
 /* decoder_run's return value when a model's logits were not finite (NaN or +-Inf: a NaN/Inf weight,
  * an overflow). It is a property of the models and the input, not of the machine: running the same
@@ -204,5 +222,17 @@ void optimal_lossy_law(const float *p, const float *q, int V, double D, double *
 const float *optimal_lossy_row(const float *p, const float *q, int V, double D, double *work, double *r, float *rf);
 /* The first token's law: sd_next_token_law of optimal_lossy_row against q (= r up to float rounding). */
 void optimal_lossy_next_token_law(const float *p, const float *q, int V, double D, double *work, double *out);
+/* The exact next-token law of the judge method at one prefix: with j[v] in {0,1} the judge's
+ * decision had v been drafted there (its score on the target's state after reading v),
+ *   P(v) = q(v)[m(v) + (1 - m(v)) j(v)] + R r(v),  m = min(1, p/q),
+ *   R = sum_x q(x)(1 - m(x))(1 - j(x)),  r = norm(max(p - q, 0)).
+ * (The same algebra as sprinter_next_token_law with a = j: a token is kept if either test keeps it.) */
+void judge_next_token_law(const float *p, const float *q, const double *j, int V, double *out);
+
+/* The judge's decision j[v] (1/0) for every candidate v in [0, V) drafted after prefix[0..n): the
+ * target's hidden states of all V candidates at position n, batched (session_candidates, chunks of
+ * the session's batch), scored by judge at tau_judge. hidden_out, when not NULL, receives them [V, d]. */
+int judge_candidate_decisions(const Model *target, const Verifier *judge, double tau_judge, const int32_t *prefix,
+                              int n, double *j, float *hidden_out, SpErr *err);
 
 #endif

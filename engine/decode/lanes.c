@@ -55,8 +55,12 @@ int draft_advance(RunState *state, int upto, int n_tail, const float **logits, c
 }
 
 int target_advance(RunState *state, int upto, int n_tail, const float **logits) {
+    return target_advance_hidden(state, upto, n_tail, logits, NULL);
+}
+
+int target_advance_hidden(RunState *state, int upto, int n_tail, const float **logits, const float **hidden) {
     DecodeStats *stats = &state->out->stats;
-    return lane_advance(state, &state->decoder->target, upto, n_tail, logits, NULL, &stats->target_forwards,
+    return lane_advance(state, &state->decoder->target, upto, n_tail, logits, hidden, &stats->target_forwards,
                         &stats->target_tokens, &stats->t_target, &stats->flops_target);
 }
 
@@ -93,6 +97,17 @@ float verifier_eval(RunState *state, const float *hidden) {
     stats->t_verifier += sp_now_s() - t0;
     stats->verifier_evals++;
     stats->flops_verifier += 2.0 * verifier->d;
+    return score;
+}
+
+float judge_eval(RunState *state, const float *hidden) {
+    DecodeStats *stats = &state->out->stats;
+    const Verifier *judge = state->decoder->judge;
+    double t0 = sp_now_s();
+    float score = (float)verifier_score(judge, hidden);
+    stats->t_verifier += sp_now_s() - t0;
+    stats->verifier_evals++;
+    stats->flops_verifier += 2.0 * judge->d;
     return score;
 }
 

@@ -17,6 +17,8 @@
  *                     decoding.h typical_next_token_law and its neighbours)
  *   CONFIDENCE        a rule on the draft's confidence, the top probability of its plain softmax
  *                     (sampling.h sampler_top_prob), whatever the decoding temperature (bild, pmin)
+ *   NEEDS_JUDGE       needs a judge head: a verifier on the TARGET's hidden state (judge;
+ *                     decoder_set_judge), unless tau_judge > 1 (the judge never accepts: plain sd)
  */
 #ifndef SP_METHODS_H
 #define SP_METHODS_H
@@ -31,6 +33,7 @@ enum {
     MC_SEQUENTIAL = 1u << 4,
     MC_LOSSLESS = 1u << 5,
     MC_CONFIDENCE = 1u << 6,
+    MC_NEEDS_JUDGE = 1u << 7,
 };
 
 #define MC_BOTH (MC_USES_DRAFT | MC_USES_TARGET)
@@ -59,7 +62,10 @@ enum {
     /* fuzzy SD: accept x outright iff D(p, q) <= fsd_threshold, else the SD test */                           \
     X(FSD, "fsd", MC_BOTH, Block)                                                                              \
     /* Tran-Thien's mentored decoding: SD against r = argmax_r sum min(q, r) s.t. KL(r || p) <= lossy_kl */    \
-    X(OPTIMAL_LOSSY, "optimal-lossy", MC_BOTH, Block)
+    X(OPTIMAL_LOSSY, "optimal-lossy", MC_BOTH, Block)                                                          \
+    /* Judge Decoding (Bachmann et al., ICLR 2025): sd whose rejected drafts a head on the target's */        \
+    /* state may still keep (method_sd.c) */                                                                   \
+    X(JUDGE, "judge", MC_BOTH | MC_NEEDS_JUDGE | MC_DECIDES, Block)
 
 #define SP_METHOD_ENUM_(id, name, classes, family) DM_##id,
 typedef enum { SP_METHODS(SP_METHOD_ENUM_) DM_COUNT } DecodeMethod;

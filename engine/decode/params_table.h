@@ -68,7 +68,7 @@
     X(A, TAU, tau, double, SP_DEFAULT_TAU, 0, 1, 0, RP_M(DM_SPRINTER) | RP_M(DM_SPECDECPP), 1)                \
     /* sd / pmin / specdecpp: max draft tokens per target call */                                            \
     X(A, GAMMA, gamma, int, SP_DEFAULT_GAMMA, 1, SP_GAMMA_MAX, 0,                                             \
-      RP_M(DM_SD) | RP_M(DM_PMIN) | RP_M(DM_SPECDECPP) | RP_LOSSY, 1)                                                    \
+      RP_M(DM_SD) | RP_M(DM_PMIN) | RP_M(DM_SPECDECPP) | RP_LOSSY | RP_M(DM_JUDGE), 1)                                                    \
     /* sprinter-type: cap on consecutive verifier accepts, 0 = none */                                       \
     X(A, MAX_RUN, max_run, int, 0, 0, 1 << 20, 0, RP_SEQUENTIAL, 1)                                           \
     /* bild: the target samples the token when the draft's top probability < alpha */                       \
@@ -107,7 +107,13 @@
     X(A, FSD_THRESHOLD, fsd_threshold, double, 0.1, 0, 1e9, 0, RP_M(DM_FSD), 8)                               \
     /* optimal-lossy (mentored decoding): the bound D on KL(r || p) of its output law r at each drafted     \
      * position (lossy_law.c optimal_lossy_law); 0 is sd token for token */                                 \
-    X(A, LOSSY_KL, lossy_kl, double, 0.1, 0, 1e9, 0, RP_M(DM_OPTIMAL_LOSSY), 8)
+    X(A, LOSSY_KL, lossy_kl, double, 0.1, 0, 1e9, 0, RP_M(DM_OPTIMAL_LOSSY), 8)                                \
+    /* judge: the judge head keeps a drafted token the SD test rejected iff its score >= tau_judge (> 1:      \
+     * never, the method is then sd token for token) */                                                      \
+    X(A, TAU_JUDGE, tau_judge, double, 0.5, 0, 2, 0, RP_M(DM_JUDGE), 8)                                      \
+    /* judge: the judge's label (what its head was trained on and what the audit compares its decisions     \
+     * with): drafted x is acceptable iff p(x) >= judge_rho * max_v p(v), p the target's decoding law */     \
+    X(A, JUDGE_RHO, judge_rho, double, 0.5, 0, 1, RPF_LO_OPEN, RP_M(DM_JUDGE), 8)
 
 #define RP_CALL_(X, ...) X(__VA_ARGS__)
 /* Every row, in table order, as X(ID, name, type, default, lo, hi, flags, methods, since). */

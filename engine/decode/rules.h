@@ -58,4 +58,8 @@ static inline int protocol_parse(const char *s, Protocol *p) {
 /* 1 if a drafted token with draft probability q and target probability p is acceptable at lambda. */
 static inline int label_acceptable(float q, float p, double lambda) { return (double)q <= lambda * (double)p; }
 
+/* The judge's label (method judge, judge heads' training data): drafted x is acceptable iff
+ * p(x) >= rho * max_v p(v), p the target's decoding distribution; in double from the floats. */
+static inline int judge_label_acceptable(float px, float p_max, double rho) { return (double)px >= rho * (double)p_max; }
+
 #endif

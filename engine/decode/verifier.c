@@ -35,6 +35,15 @@ int verifier_feature_parse(const char *s, VerifierFeature *f) {
     return -1;
 }
 
+const char *verifier_source_name(VerifierSource s) { return s == VS_TARGET ? "target" : "draft"; }
+
+int verifier_source_parse(const char *s, VerifierSource *out) {
+    if (!strcmp(s, "draft")) *out = VS_DRAFT;
+    else if (!strcmp(s, "target")) *out = VS_TARGET;
+    else return -1;
+    return 0;
+}
+
 /* Reads the __metadata__ "lambda" and "feature" of a verifier file (the archive API keeps no
  * metadata). */
 static int read_meta(const StArchive *a, Verifier *v, SpErr *err) {
@@ -43,14 +52,18 @@ static int read_meta(const StArchive *a, Verifier *v, SpErr *err) {
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(md, "format");
     const cJSON *lam = cJSON_GetObjectItemCaseSensitive(md, "lambda");
     const cJSON *feat = cJSON_GetObjectItemCaseSensitive(md, "feature");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(md, "source");
     int rc = 0;
     v->feature = VF_TOKEN;
+    v->source = VS_DRAFT;
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "sprinter-verifier") != 0)
         rc = sp_fail(err, "__metadata__.format is not \"sprinter-verifier\"");
     else if (!cJSON_IsString(lam) || sscanf(lam->valuestring, "%lf", &v->lambda) != 1 || !(v->lambda > 0))
         rc = sp_fail(err, "__metadata__.lambda is missing or not a positive number");
     else if (feat && (!cJSON_IsString(feat) || verifier_feature_parse(feat->valuestring, &v->feature)))
         rc = sp_fail(err, "__metadata__.feature is not \"token\" or \"prefix\"");
+    else if (src && (!cJSON_IsString(src) || verifier_source_parse(src->valuestring, &v->source)))
+        rc = sp_fail(err, "__metadata__.source is not \"draft\" or \"target\"");
     cJSON_Delete(hdr);
     return rc;
 }
@@ -110,6 +123,7 @@ int verifier_save(const char *path, const Verifier *v, const char *const *meta, 
     all[k++] = "lambda", all[k++] = lam;
     all[k++] = "d", all[k++] = dd;
     all[k++] = "feature", all[k++] = verifier_feature_name(v->feature);
+    if (v->source != VS_DRAFT) all[k++] = "source", all[k++] = verifier_source_name(v->source);
     for (int i = 0; meta && meta[i] && meta[i + 1] && k < 60; i += 2) all[k++] = meta[i], all[k++] = meta[i + 1];
     all[k] = all[k + 1] = NULL;
     SaveCtx ctx = {v};

@@ -8,7 +8,7 @@
  *
  * On disk: a safetensors file with tensors "weight" F32 [d] and "bias" F32 [1], and __metadata__
  * {"format": "sprinter-verifier", "version": "1", "lambda": "...", "feature": "token" | "prefix"
- * (absent: token), plus free-form keys such as metrics and the training data hash}. A Verifier owns
+ * (absent: token), "source": "draft" | "target" (absent: draft; see VerifierSource), plus free-form keys such as metrics and the training data hash}. A Verifier owns
  * its arrays. */
 #ifndef SP_VERIFIER_H
 #define SP_VERIFIER_H
@@ -18,6 +18,12 @@
 #include "error.h"
 
 typedef enum { VF_TOKEN = 0, VF_PREFIX = 1 } VerifierFeature;
+/* Whose hidden state a head scores: the draft's (SPRINTER's verifier, specdecpp's stopping head) or
+ * the target's (Judge Decoding's judge: the target's state at the drafted token, after reading it).
+ * On disk __metadata__ "source": "draft" | "target" (absent: draft). */
+typedef enum { VS_DRAFT = 0, VS_TARGET = 1 } VerifierSource;
+const char *verifier_source_name(VerifierSource s);
+int verifier_source_parse(const char *s, VerifierSource *out);
 
 /* "token" / "prefix"; and back (0, or -1 for another name). */
 const char *verifier_feature_name(VerifierFeature f);
@@ -29,6 +35,7 @@ typedef struct Verifier {
     float b;
     double lambda;           /* the acceptance threshold its labels were made with */
     VerifierFeature feature; /* which hidden state it scores */
+    VerifierSource source;   /* whose hidden state (draft: d = the draft's d_model; target: the judge) */
 } Verifier;
 
 /* score = sigmoid(w . h + b) for h[d]. */

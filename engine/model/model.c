@@ -500,6 +500,11 @@ struct Session {
      * only, and its own keys/values go to probe_k / probe_v [Hkv*hd] (never read), not the cache */
     int probe_keys;
     float *probe_k, *probe_v;
+    /* session_candidates: 1 while candidates run: every row sits at position len, its keys/values go
+     * to cand_k / cand_v [cand_cap rows, Hkv*hd] (row i attends to the cache and to its own row only) */
+    int cand;
+    float *cand_k, *cand_v;
+    int cand_cap;
 };
 
 /* Zeroed floats, 64-byte aligned (cache lines: the few-row kernel's x rows are full-width loads). */
@@ -579,7 +584,8 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
 void session_free(Session *s) {
     if (!s) return;
     float *bufs[] = {s->x, s->xn, s->q, s->att, s->ff_a, s->ff_b, s->scores, s->hidden, s->logits,
-                     s->tile, s->kc, s->vc, s->rope_cos, s->rope_sin, s->probe_k, s->probe_v};
+                     s->tile, s->kc, s->vc, s->rope_cos, s->rope_sin, s->probe_k, s->probe_v,
+                     s->cand_k, s->cand_v};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s);
 }
@@ -609,7 +615,7 @@ static void embed(Session *s, const int32_t *tok, int n, int p0) {
         widen(m->wte.data, m->wte.dtype, (size_t)tok[i] * d, d, row);
         if (m->ai->pos != POS_LEARNED) continue;
         float *pos = s->hidden; /* scratch row */
-        widen(m->wpe.data, m->wpe.dtype, (size_t)(p0 + i) * d, d, pos);
+        widen(m->wpe.data, m->wpe.dtype, (size_t)(p0 + (s->cand ? 0 : i)) * d, d, pos);
         for (size_t j = 0; j < d; j++) row[j] += pos[j];
     }
 }
@@ -644,6 +650,33 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
     }
 }
 
+/* session_candidates: n queries all at position p0; row i attends to the cache [lo, p0) and then to
+ * its own key/value (cand_k / cand_v row i), in the order a one-token forward at p0 visits them. */
+static void attention_candidates(Session *s, const float *q, int ldq, int n, int p0, int window, float scale,
+                                 const float *K, const float *V) {
+    const ModelConfig *c = &s->m->cfg;
+    int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
+    int lo = window && p0 - window + 1 > 0 ? p0 - window + 1 : 0, m = p0 - lo + 1; /* cache keys, then self */
+    float *sc = s->scores;
+    for (int i = 0; i < n; i++) {
+        const float *Ki = s->cand_k + (size_t)i * kvd, *Vi = s->cand_v + (size_t)i * kvd;
+        for (int h = 0; h < H; h++) {
+            const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
+            const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
+            for (int j = 0; j < m - 1; j++) sc[j] = dot_f32(qh, Kg + (size_t)(lo + j) * kvd, hd) * scale;
+            sc[m - 1] = dot_f32(qh, Ki + (size_t)(h / group) * hd, hd) * scale;
+            softmax_inplace(sc, m);
+            float *out = s->att + (size_t)i * H * hd + (size_t)h * hd;
+            memset(out, 0, (size_t)hd * sizeof *out);
+            for (int j = 0; j < m; j++) {
+                const float *vj = j < m - 1 ? Vg + (size_t)(lo + j) * kvd : Vi + (size_t)(h / group) * hd;
+                float w = sc[j];
+                for (int t = 0; t < hd; t++) out[t] += w * vj[t];
+            }
+        }
+    }
+}
+
 /* Causal (optionally windowed) multi-head attention for queries at p0..p0+n-1 over the cache.
  * q: [n, ldq] with head h at columns h*hd; K, V: [max_ctx, kvd] of this layer; out att [n, H*hd]. */
 static void attention(Session *s, int layer, const float *q, int ldq, int n, int p0) {
@@ -654,6 +687,10 @@ static void attention(Session *s, int layer, const float *q, int ldq, int n, int
     if (s->m->ai->scale == SCALE_INV_SQRT_HD) scale = 1.0f / sqrtf((float)hd);
     if (c->scale_attn_by_layer) scale /= (float)(layer + 1);
     const float *K = s->kc + (size_t)layer * s->max_ctx * kvd, *V = s->vc + (size_t)layer * s->max_ctx * kvd;
+    if (s->cand) {
+        attention_candidates(s, q, ldq, n, p0, window, scale, K, V);
+        return;
+    }
     if (n <= ATTN_DIRECT_MAX_ROWS) {
         attention_direct(s, q, ldq, n, p0, window, scale, K, V);
         return;
@@ -697,8 +734,8 @@ static void layer_forward(Session *s, int l, int n, int p0) {
     const Layer *Ly = &m->layers[l];
     int d = c->d_model, hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
     int probe = s->probe_keys >= 0; /* a probe's keys/values are never attended to: scratch */
-    float *Kl = probe ? s->probe_k : s->kc + ((size_t)l * s->max_ctx + p0) * kvd;
-    float *Vl = probe ? s->probe_v : s->vc + ((size_t)l * s->max_ctx + p0) * kvd;
+    float *Kl = s->cand ? s->cand_k : probe ? s->probe_k : s->kc + ((size_t)l * s->max_ctx + p0) * kvd;
+    float *Vl = s->cand ? s->cand_v : probe ? s->probe_v : s->vc + ((size_t)l * s->max_ctx + p0) * kvd;
 
     norm(s, Ly->ln1_w, Ly->ln1_b, s->x, n, s->xn);
     const float *q = s->q;
@@ -718,7 +755,8 @@ static void layer_forward(Session *s, int l, int n, int p0) {
     if (m->ai->pos == POS_ROPE) {
         int half = hd / 2;
         for (int i = 0; i < n; i++) {
-            const float *cr = s->rope_cos + (size_t)(p0 + i) * half, *sr = s->rope_sin + (size_t)(p0 + i) * half;
+            int at = p0 + (s->cand ? 0 : i); /* candidates all sit at p0 */
+            const float *cr = s->rope_cos + (size_t)at * half, *sr = s->rope_sin + (size_t)at * half;
             rope_apply(s->q + (size_t)i * qd, c->n_heads, hd, hd, cr, sr);
             rope_apply(Kl + (size_t)i * kvd, c->n_kv_heads, hd, hd, cr, sr);
         }
@@ -800,6 +838,38 @@ int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpEr
     for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, 1, pos);
     norm(s, s->m->lnf_w, s->m->lnf_b, s->x, 1, s->hidden);
     s->probe_keys = -1;
+    if (hidden) *hidden = s->hidden;
+    return 0;
+}
+
+int session_candidates(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden,
+                       SpErr *err) {
+    const Model *m = s->m;
+    const ModelConfig *c = &m->cfg;
+    if (n < 1 || n > s->max_batch) return sp_fail(err, "candidates: %d rows, must be 1..%d (the session's batch)", n, s->max_batch);
+    if (s->len >= s->max_ctx) return sp_fail(err, "candidates at position %d: the context of %d is full", s->len, s->max_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+            return sp_fail(err, "candidate token id %d at index %d is out of range [0, %d)", tokens[i], i, c->vocab_size);
+    if (n > s->cand_cap) { /* made on first use: most sessions never run candidates */
+        size_t kvd = (size_t)c->n_kv_heads * c->head_dim, d = (size_t)c->d_model, w = kvd > d ? kvd : d;
+        int ok = 1;
+        float *k = alloc_f((size_t)s->max_batch * w, &ok), *v = alloc_f((size_t)s->max_batch * w, &ok);
+        if (!ok) {
+            free(k), free(v);
+            return sp_fail(err, "out of memory");
+        }
+        free(s->cand_k), free(s->cand_v);
+        s->cand_k = k, s->cand_v = v, s->cand_cap = s->max_batch;
+    }
+    int p0 = s->len;
+    s->cand = 1;
+    embed(s, tokens, n, p0);
+    for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, n, p0);
+    norm(s, m->lnf_w, m->lnf_b, s->x, n, s->hidden);
+    if (logits) run_linear(s, &m->lm_head, s->hidden, n, c->d_model, s->logits, c->vocab_size);
+    s->cand = 0;
+    if (logits) *logits = s->logits;
     if (hidden) *hidden = s->hidden;
     return 0;
 }

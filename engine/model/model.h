@@ -95,6 +95,14 @@ int session_prefill(Session *s, const int32_t *tokens, int n, const float **logi
  * pos < max_ctx; GPT-Neo local layers need a cached key within the window. */
 int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpErr *err);
 
+/* n candidate tokens, each at position session_len as if it alone came next: every row attends to
+ * the cached positions [0, session_len) and to itself, never to another candidate (n one-token
+ * forwards in one batch). The cache is left as it was. *hidden [n, d] (final-norm states) and, when
+ * logits is not NULL, *logits [n, V] are owned by the session until its next call.
+ * 1 <= n <= max_batch; needs session_len < max_ctx. */
+int session_candidates(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden,
+                       SpErr *err);
+
 /* Number of positions in the cache. */
 int session_len(const Session *s);
 /* Drops cached positions >= pos (speculative rollback). 0 <= pos <= session_len. */
