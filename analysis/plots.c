@@ -451,7 +451,7 @@ static int plot_design(const Report *R, SpErr *err) {
                          "plot 0 with lines lc rgb 'gray' notitle\nunset label 1\n");
             continue;
         }
-        if (k == 1) fprintf(b.f, "set yrange [0:*]\nset arrow 1 from 0.5, graph 0 to 0.5, graph 1 nohead dt 2 lc rgb 'gray'\n");
+        if (k == 1) fprintf(b.f, "set yrange [0:5]\nset arrow 1 from 0.5, graph 0 to 0.5, graph 1 nohead dt 2 lc rgb 'gray'\n");
         fprintf(b.f, "plot for [i=0:%d] 'design_curves.dat' index i using 1:%d with lines lc i+1 notitle", n - 1,
                 kPanel[k].curve);
         if (k == 1)
