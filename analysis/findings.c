@@ -290,7 +290,7 @@ static void iid_row(Findings *F, const RunAn *a) {
     double need_fp = 4 * n_gap(isnan(fp.v) ? 0.5 : fp.v, FIND_GAP_EFFECT, level, FIND_POWER);
     double need_tp = 4 * n_gap(isnan(tp.v) ? 0.5 : tp.v, FIND_GAP_EFFECT, level, FIND_POWER);
     char claim[160];
-    snprintf(claim, sizeof claim, "Thm 3.1-3.4 assume i.i.d. verifier errors (lambda %g, tau %g)", a->ri->lambda,
+    snprintf(claim, sizeof claim, "Thm 3.1, 3.3, 3.4 assume i.i.d. verifier errors (lambda %g, tau %g)", a->ri->lambda,
              a->ri->tau);
     FindRow *w = add_row(F, "3", claim, protocol_of(a->ri), a->dataset);
     if (!w) return;

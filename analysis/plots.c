@@ -18,7 +18,7 @@
 
 #define MAX_SERIES 12
 
-static const char *const kPlots[] = {"roc", "en", "pareto", "acf", "position"};
+static const char *const kPlots[] = {"roc", "en", "pareto", "acf", "position", "design"};
 
 int plot_names(const char *const **names) {
     *names = kPlots;
@@ -27,7 +27,7 @@ int plot_names(const char *const **names) {
 
 /* Writes NAME.gp: the body (gnuplot commands that draw one figure) once for PNG and once for SVG. */
 static int write_script(const Report *R, const char *name, const char *body, SpErr *err) {
-    int h = !strcmp(name, "roc") || !strcmp(name, "pareto") ? 620 : 820; /* room for a key below */
+    int h = !strcmp(name, "roc") || !strcmp(name, "pareto") ? 620 : !strcmp(name, "design") ? 1300 : 820;
     char fn[128];
     snprintf(fn, sizeof fn, "%s.gp", name);
     FILE *f = report_open(R, fn, err);
@@ -389,6 +389,84 @@ static int plot_position(const Report *R, SpErr *err) {
     return rc;
 }
 
+/* ------------------------------------------------------------------ Figs. 5-6's design curves */
+
+/* design_curves.dat: one index block per run with a theorem analysis (in run order), over the eta_FP
+ * grid: eta_fp E[min(N,c)] E[T] E[FA] E[N]_uncapped E[FA]_uncapped latency_ms (theorycheck.h's TD_*;
+ * latency = (E[T] c_step + c_target) / (E[T] + E[B]) with the run's measured costs and bonus share).
+ * design_points.dat: the runs' measured points, block index first. Returns the number of runs. */
+static int design_data(const Report *R, SpErr *err) {
+    FILE *c = open_dat(R, "design_curves.dat", err), *p = c ? open_dat(R, "design_points.dat", err) : NULL;
+    if (!c || !p) {
+        if (c) fclose(c);
+        return -1;
+    }
+    fprintf(c, "# per run (gnuplot index = block): eta_fp en_capped steps_T false_accepts en_uncapped "
+               "false_accepts_uncapped latency_ms; paper's label model at the run's eta_TP and r law\n");
+    fprintf(p, "# index eta_fp_measured en_measured false_accepts_measured ms_per_token_measured steps_T_measured "
+               "eta_tp run\n");
+    int n = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (!a->has_tc) continue;
+        const TcResult *t = &a->tc;
+        double eb = isnan(t->est.bonus_rate) ? 0 : t->est.bonus_rate;
+        fprintf(c, "%s# %s %s %.8s eta_tp %.4g\n", n ? "\n\n" : "", a->ri->method, a->setting, a->ri->hash, t->est.eta_tp);
+        for (int j = 0; j < TC_DESIGN; j++) {
+            double T = t->design[TD_T][j], lat = T > 0 ? (T * a->c_step_ms + a->c_target_ms) / (T + eb) : NAN;
+            fprintf(c, "%.4f %.6g %.6g %.6g %.6g %.6g %.6g\n", (double)j / TC_DESIGN, t->design[TD_EN][j], T,
+                    t->design[TD_FA][j], t->design[TD_EN_UNCAPPED][j], t->design[TD_FA_UNCAPPED][j], lat);
+        }
+        fprintf(p, "%d %.6g %.6g %.6g %.6g %.6g %.6g \"%s %s\"\n", n, t->est.eta_fp, t->est.meas[TQ_MEAN_N],
+                t->est.meas[TQ_FA], a->ms_per_token, t->est.meas[TQ_MEAN_T], t->est.eta_tp, a->ri->method, a->setting);
+        n++;
+    }
+    if (n == 0) fprintf(c, "nan nan nan nan nan nan nan\n"), fprintf(p, "0 nan nan nan nan nan nan \"-\"\n");
+    int rc = report_close(c, R, "design_curves.dat", err);
+    if (report_close(p, R, "design_points.dat", err)) rc = -1;
+    return rc ? -1 : n;
+}
+
+static int plot_design(const Report *R, SpErr *err) {
+    int n = design_data(R, err);
+    if (n < 0) return -1;
+    Buf b;
+    if (buf_open(&b)) return sp_fail(err, "out of memory");
+    static const struct {
+        const char *title, *ylabel;
+        int curve, point;
+    } kPanel[] = {
+        {"Thm 3.3: E[min(N,c)] over eta_FP (lines: the paper's model at each run's eta_TP; points: measured)",
+         "tokens accepted before the target call", 2, 3},
+        {"Figs. 5-6: false accepts per block (dashed: uncapped eta_TP^r eta_FP/(1-eta_FP); gray: 1 token, eta_FP 0.5)",
+         "false accepts per block", 4, 4},
+        {"Thm 3.4: latency per token (lines: with each run's measured costs and bonus share; points: measured)",
+         "ms per token", 7, 5},
+    };
+    fprintf(b.f, "set multiplot layout 3,1\nset xlabel 'eta_FP'\nset xrange [0:1]\nset key off\n");
+    for (size_t k = 0; k < sizeof kPanel / sizeof *kPanel; k++) {
+        fprintf(b.f, "set title \"%s\"\nset ylabel '%s'\n", kPanel[k].title, kPanel[k].ylabel);
+        if (n == 0) {
+            fprintf(b.f, "set label 1 'not computed: no audited verifier runs' at graph 0.5,0.5 center\n"
+                         "plot 0 with lines lc rgb 'gray' notitle\nunset label 1\n");
+            continue;
+        }
+        if (k == 1) fprintf(b.f, "set yrange [0:5]\nset arrow 1 from 0.5, graph 0 to 0.5, graph 1 nohead dt 2 lc rgb 'gray'\n");
+        fprintf(b.f, "plot for [i=0:%d] 'design_curves.dat' index i using 1:%d with lines lc i+1 notitle", n - 1,
+                kPanel[k].curve);
+        if (k == 1)
+            fprintf(b.f, ", for [i=0:%d] 'design_curves.dat' index i using 1:6 with lines dt 2 lc i+1 notitle, "
+                         "1 with lines dt 2 lc rgb 'gray' notitle", n - 1);
+        fprintf(b.f, ", 'design_points.dat' using 2:%d:($1+1) with points pt 7 ps 1.2 lc variable notitle\n", kPanel[k].point);
+        if (k == 1) fprintf(b.f, "unset arrow 1\nset yrange [*:*]\n");
+    }
+    fprintf(b.f, "unset multiplot\n");
+    const char *body = buf_close(&b);
+    int rc = write_script(R, "design", body, err);
+    free(b.s);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ gnuplot */
 
 /* Runs `gnuplot NAME.gp` in the report directory; its output goes to gnuplot.log. */
@@ -424,7 +502,9 @@ static int render(const Report *R, const char *name, SpErr *err) {
 }
 
 int write_plots(Report *R, SpErr *err) {
-    if (plot_roc(R, err) || plot_en(R, err) || plot_pareto(R, err) || plot_acf(R, err) || plot_position(R, err)) return -1;
+    if (plot_roc(R, err) || plot_en(R, err) || plot_pareto(R, err) || plot_acf(R, err) || plot_position(R, err) ||
+        plot_design(R, err))
+        return -1;
     if (!R->o->plots) return 0;
     char log[4400];
     snprintf(log, sizeof log, "%s/gnuplot.log", R->dir);

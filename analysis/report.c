@@ -75,13 +75,16 @@ static int operating_point(RunAn *a, const VerSeq *v) {
     return 0;
 }
 
-/* Thm 3.4's implied latency per token (ms; thm34_latency) with the run's measured seconds per draft
- * forward, verifier evaluation and target call. */
-static double implied_latency(const RunInfo *ri, double e_t) {
+/* Thm 3.4's implied latency per token (ms; thm34_latency, generalised to the bonus token: e_b is the
+ * measured share of target calls followed by one) with the run's measured seconds per draft forward,
+ * verifier evaluation and target call; keeps the per-step and per-call costs for the design curves. */
+static double implied_latency(RunAn *a, double e_t, double e_b) {
+    const RunInfo *ri = a->ri;
     double cd = ri->draft_calls ? ri->t_draft / (double)ri->draft_calls : 0;
     double cv = ri->verifier_evals ? ri->t_verifier / (double)ri->verifier_evals : 0;
     double ct = ri->target_calls ? ri->t_target / (double)ri->target_calls : 0;
-    return 1000 * thm34_latency(e_t, cd, cv, ct);
+    a->c_step_ms = 1000 * (cd + cv), a->c_target_ms = 1000 * ct;
+    return 1000 * thm34_latency(e_t, isnan(e_b) ? 0 : e_b, cd, cv, ct);
 }
 
 static int analyze_verifier(const Report *R, RunAn *a, const TokenRows *t, const char *path, SpErr *err) {
@@ -102,7 +105,7 @@ static int analyze_verifier(const Report *R, RunAn *a, const TokenRows *t, const
     if (rc == 0 && a->has_op) {
         if (theory_check_run(&v, &to, &a->tc, &e2) == 0) {
             a->has_tc = 1;
-            a->lat_pred_ms = implied_latency(ri, a->tc.est.pred[TC_IID][TQ_MEAN_T]);
+            a->lat_pred_ms = implied_latency(a, a->tc.est.pred[TC_IID][TQ_MEAN_T], a->tc.est.bonus_rate);
         } else {
             char m[600];
             snprintf(m, sizeof m, "theorem checks: %s", e2.msg);
@@ -341,17 +344,51 @@ static int oracle_checks(Report *R, int i) {
     return 0;
 }
 
+/* Marks c as a row without a verdict, with its reason. */
+static void no_verdict(Check *c, const char *why) {
+    c->kind = CK_INFO;
+    snprintf(c->why, sizeof c->why, "%s", why);
+}
+
+/* Why check q of run a has no verdict, or NULL when its assumptions hold (the verdict rules):
+ *   Thm 3.1 (TQ_DTV): none under greedy decoding (temperature 0): the drafted token is q's argmax,
+ *     not a sample from q, and the logged p and q are one-hot, so (1 - p/q)^+ is the indicator
+ *     "the target's greedy token differs"; with sound labels at lambda >= 1 that is the unacceptable
+ *     label itself and the prediction equals the measurement by the definition of eta_FP (a check
+ *     that cannot fail), with paper-code labels (the softmax) they are different events. Nor at
+ *     lambda != 1, where the theorem is not exact.
+ *   false accepts (TQ_FA): only where the run's i.i.d. tests do not reject (the formula assumes
+ *     i.i.d. errors; oracle-markov breaks them on purpose).
+ *   tokens per target call (TQ_TOKENS): rows only for runs with bonus tokens (otherwise it is
+ *     TQ_MEAN_T), and never a verdict: E[B] is measured, not predicted by Thm 3.4. */
+static const char *why_no_verdict(const RunAn *a, int q) {
+    const RunInfo *ri = a->ri;
+    if (q == TQ_DTV && ri->temperature == 0)
+        return "greedy decoding (temperature 0): the draft is q's argmax, not a sample from q; p and q in the log are "
+               "one-hot, so the estimate is the indicator of a target/draft mismatch and Thm 3.1 does not apply";
+    if (q == TQ_DTV && fabs(ri->lambda - 1) > 1e-12) return "Thm 3.1 is exact only at lambda = 1";
+    if (q == TQ_FA && !a->has_iid) return "the i.i.d. tests were not run: the overshoot formula assumes i.i.d. errors";
+    if (q == TQ_FA && a->iid.rejected) return "i.i.d. rejected by the run's own tests: the overshoot formula assumes i.i.d. errors";
+    if (q == TQ_TOKENS)
+        return "bonus rounds: tokens per target call = T + B, B = [the target accepted the tested draft]; E[B] is "
+               "measured (not predicted by Thm 3.4, which has T = N + 1 tokens), so only E[T] (steps) is checked";
+    return NULL;
+}
+
 static int theorem_checks(Report *R, int i) {
     RunAn *a = &R->an[i];
     const TcResult *t = &a->tc;
+    int bonus = a->tc.est.bonus_rate > 0;
     for (int m = 0; m < TC_MODELS; m++) {
         for (int q = 0; q < TQ_N; q++) {
             if (q == TQ_ETA_FP || q == TQ_ETA_TP) continue; /* measured rates: oracle_checks */
             if (q == TQ_DTV && m != TC_IID) continue;      /* the same prediction under both label models */
+            if (q == TQ_TOKENS && (m != TC_IID || !bonus)) continue; /* without a bonus it is TQ_MEAN_T */
             Check *c = add_check(R, i, tq_name(q), q == TQ_DTV ? "-" : tc_model_name(m), CK_CI);
             if (!c) return -1;
             c->pred = t->est.pred[m][q], c->meas = t->est.meas[q], c->se = t->se_diff[m][q];
-            if (q == TQ_DTV && fabs(a->ri->lambda - 1) > 1e-12) c->kind = CK_INFO; /* exact only at lambda = 1 */
+            const char *why = why_no_verdict(a, q);
+            if (why) no_verdict(c, why);
         }
         Check *g = add_check(R, i, "Thm3.3 law of N (chi-square)", tc_model_name(m), CK_PVALUE);
         if (!g) return -1;
@@ -367,7 +404,7 @@ static int dtv_checks(Report *R) {
         Check *c = add_check(R, -1, "Thm3.1 exact d_TV (sprinter dtv)", "dtv", CK_CI);
         if (!c) return -1;
         c->pred = d->pred_global, c->meas = d->dtv_p_ps, c->se = d->se_diff;
-        if (fabs(d->lambda - 1) > 1e-12) c->kind = CK_INFO;
+        if (fabs(d->lambda - 1) > 1e-12) no_verdict(c, "Thm 3.1 is exact only at lambda = 1");
     }
     return 0;
 }

@@ -6,12 +6,15 @@
  *   tables.md     the paper's Tables 1-4 regenerated (quality / win-tie; latency and tokens per
  *                 target call; FLOPs; cross-dataset transfer) and the deployed-point table
  *   checks.tsv    one row per check: run, check, model, predicted, measured, standard error,
- *                 interval, p-value, pass (1 / 0 / -1 not applicable)
+ *                 interval, p-value, pass (1 / 0 / -1 no verdict) and no_verdict_reason (why the
+ *                 check's assumptions do not hold for that run, "-" when it has a verdict)
  *   iid.tsv       one row per verifier run: the i.i.d. tests' statistics, p-values and verdict
  *   runs.tsv      one row per run: operating point, AUC, speed, FLOPs, quality, drift
  *   *.dat, *.gp   plot data and gnuplot scripts; *.png and *.svg rendered by gnuplot: roc, en
  *                 (E[N] measured vs predicted over the eta grid), pareto (speed-up vs quality),
- *                 acf (verifier-error autocorrelation), position (acceptance by position in the run)
+ *                 acf (verifier-error autocorrelation), position (acceptance by position in the run),
+ *                 design (Figs. 5-6: E[N], false accepts and latency over eta_FP at each run's eta_TP,
+ *                 with the measured points)
  * Statistical conventions: alpha (default 0.05) is family-wise. Theorem checks pass when the
  * prediction lies inside the measured value's simultaneous (1 - alpha) interval, Bonferroni over
  * every check of the report: measured +- z * SE(measured - predicted), SE from a bootstrap over

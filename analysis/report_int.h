@@ -36,7 +36,8 @@ typedef struct RunAn {
     int has_tc, has_iid;
     TcResult tc;
     IidResult iid;
-    double lat_pred_ms; /* Thm 3.4's implied latency per token (model iid) */
+    double lat_pred_ms; /* Thm 3.4's implied latency per token (model iid; with the measured bonus share) */
+    double c_step_ms, c_target_ms; /* measured ms per draft step (draft forward + verifier evaluation), per target call */
     /* speed, cost, quality, drift */
     double ms_per_token, tok_per_call, speedup_ar, speedup_sd;
     /* acceptance (records/metrics.h): alpha over the checked drafts (NaN when not recorded or none
@@ -66,6 +67,7 @@ typedef struct Check {
     double p_value;        /* CK_PVALUE */
     int64_t n;             /* oracle rate checks: labelled decisions of the class */
     int pass;              /* 1, 0, -1 not applicable */
+    char why[240];         /* kind CK_INFO: why the row has no verdict ("" otherwise) */
 } Check;
 
 struct FindRow; /* findings.c */

@@ -64,6 +64,35 @@ double thm34_block_steps(const double *S, int kmax, int max_run, int left) {
     return tail_capped_mean(S, left) + (1 - S[left]);
 }
 
-double thm34_latency(double e_t, double c_draft, double c_verifier, double c_target) {
-    return e_t > 0 ? c_draft + c_verifier + c_target / e_t : NAN;
+double thm34_latency(double e_t, double e_b, double c_draft, double c_verifier, double c_target) {
+    return e_t > 0 && e_b >= 0 ? (e_t * (c_draft + c_verifier) + c_target) / (e_t + e_b) : NAN;
+}
+
+double thm33_overshoot(double eta_tp, double eta_fp, int r) {
+    double h = pow(eta_tp, r);
+    if (eta_fp >= 1) return h > 0 ? INFINITY : 0;
+    return h * eta_fp / (1 - eta_fp);
+}
+
+void thm33_chain_fa(double eta_tp, double eta_fp, const LabelChain *c, int kmax, double *F) {
+    F[0] = 0;
+    double f1 = c->pi1 * eta_tp, f0 = (1 - c->pi1) * eta_fp; /* P(D_1..D_k = 1, L_k = l) */
+    for (int k = 1; k <= kmax; k++) {
+        F[k] = f0;
+        double n1 = (f1 * c->t11 + f0 * c->t01) * eta_tp;
+        double n0 = (f1 * (1 - c->t11) + f0 * (1 - c->t01)) * eta_fp;
+        f1 = n1, f0 = n0;
+    }
+}
+
+void thm33_mix_fa(double eta_tp, double eta_fp, const double *weight, int max_r, int kmax, double *F) {
+    double w = 0;
+    for (int k = 0; k <= kmax; k++) F[k] = 0;
+    for (int r = 0; r <= max_r; r++) {
+        if (!(weight[r] > 0)) continue;
+        w += weight[r];
+        double t = weight[r] * pow(eta_tp, r); /* P(N >= k, L_k = 0 | r) = eta_TP^r eta_FP^(k - r), k > r */
+        for (int k = r + 1; k <= kmax; k++) F[k] += t *= eta_fp;
+    }
+    for (int k = 1; k <= kmax; k++) F[k] = w > 0 ? F[k] / w : NAN;
 }

@@ -9,7 +9,9 @@
  *     E[N]      = (eta_TP - eta_TP^r)/(1 - eta_TP) + eta_TP^r/(1 - eta_FP)
  *               (= sum_k P(N >= k); equal to the paper's expression).
  * With a cap c on N (max_run, or the tokens left before max_new), E[min(N, c)] = sum_{k<=c} P(N >= k).
- * Thm 3.1: p_SPRINTER = (1 - eta_FP) p + eta_FP q, so d_TV(p, p_SPRINTER) = eta_FP d_TV(p, q). */
+ * Thm 3.1: p_SPRINTER = (1 - eta_FP) p + eta_FP q, so d_TV(p, p_SPRINTER) = eta_FP d_TV(p, q).
+ * Theorem 3.2 is not modelled here: the paper's body is not reachable from this harness and the
+ * public review it checks names only Theorems 3.1, 3.3 and 3.4, so what 3.2 states is not known. */
 #ifndef SP_THEORY_H
 #define SP_THEORY_H
 
@@ -41,6 +43,22 @@ void thm33_mix_tail(double eta_tp, double eta_fp, const double *weight, int max_
 /* E[min(N, cap)] = sum_{k=1..cap} S[k] for a tail S[0..cap]. */
 double tail_capped_mean(const double *S, int cap);
 
+/* ---- false accepts: the verifier's overshoot (Figs. 5-6's design claims) ----
+ * FA = the accepted tokens of a block whose label is unacceptable (the verifier's false accepts
+ * among its N accepts; the token log has the label of every decision). Under the paper's labels
+ * 1^r 0 0 ... (r = acceptable tokens before the first unacceptable one) FA = max(N - r, 0), the
+ * overshoot past r, and
+ *     E[FA] = sum_{k>r} P(N >= k) = eta_TP^r eta_FP / (1 - eta_FP)   (= E[N](eta_FP) - E[N](0)),
+ * at most eta_FP / (1 - eta_FP) <= 1 while eta_FP <= 1/2 ("gap <= 1 token"; each false accept costs
+ * one draft step, so the time gap is <= one step's cost then). With a cap c on N,
+ * E[FA among the first min(N, c) tokens] = sum_{k=1..c} F[k], F[k] = P(N >= k, L_k = 0). */
+/* The closed form eta_TP^r eta_FP / (1 - eta_FP) (INFINITY when eta_FP >= 1 and eta_TP^r > 0). */
+double thm33_overshoot(double eta_tp, double eta_fp, int r);
+/* F[k] = P(N >= k, L_k = 0), k = 0..kmax (F[0] = 0), under the i.i.d. verifier on chain-c labels. */
+void thm33_chain_fa(double eta_tp, double eta_fp, const LabelChain *c, int kmax, double *F);
+/* The same under the paper's model with r ~ weight[0..max_r] (normalised here; all zero gives NaN). */
+void thm33_mix_fa(double eta_tp, double eta_fp, const double *weight, int max_r, int kmax, double *F);
+
 /* ---- Thm 3.4 (the harness's reading; the paper's text is not available here) ----
  * Stopping time T = draft steps (verifier decisions) per target call = N + 1: the N accepted
  * tokens and the one the verifier rejects (or the one after max_run accepts), which the target
@@ -50,11 +68,16 @@ double tail_capped_mean(const double *S, int cap);
  * S must reach index min(left, kmax); left > kmax is treated as left = kmax. */
 double thm34_block_steps(const double *S, int kmax, int max_run, int left);
 /* Expected latency per emitted token (renewal-reward): every block costs T draft forwards and
- * verifier evaluations and one target call, and emits T tokens (the N accepted ones and the one the
- * target decides), so
- *   latency = (E[T](c_draft + c_verifier) + c_target) / E[T] = c_draft + c_verifier + c_target / E[T],
- * with c_* the measured seconds per draft forward, verifier evaluation and target call and E[T] the
- * predicted mean stopping time (E[N] + 1 uncapped; thm34_block_steps with caps). NaN unless e_t > 0. */
-double thm34_latency(double e_t, double c_draft, double c_verifier, double c_target);
+ * verifier evaluations and one target call. Without a bonus it emits T tokens (the N accepted ones
+ * and the one the target decides); with the authors' bonus (bonus = 1: after the target accepts the
+ * draft it decides, it emits one more token of its own, free) it emits T + B, B = [the target
+ * accepted the tested draft], so
+ *   latency = (E[T](c_draft + c_verifier) + c_target) / (E[T] + E[B]),
+ * which is c_draft + c_verifier + c_target / E[T] when E[B] = 0. c_* are the measured seconds per
+ * draft forward, verifier evaluation and target call, E[T] the predicted mean stopping time (E[N] + 1
+ * uncapped; thm34_block_steps with caps), E[B] the share of target calls followed by a bonus token
+ * (the theorems do not predict it: it is the target's acceptance of the tested draft). NaN unless
+ * e_t > 0. */
+double thm34_latency(double e_t, double e_b, double c_draft, double c_verifier, double c_target);
 
 #endif

@@ -10,7 +10,8 @@
 
 const char *tq_name(int q) {
     static const char *const n[TQ_N] = {"Thm3.3 E[min(N,c)]", "Thm3.4 E[T]",  "Thm3.3 P(N=0)", "Thm3.3 KM E[min(N,H)]",
-                                        "Thm3.1 d_TV(p,p_S)", "eta_FP",       "eta_TP"};
+                                        "Thm3.1 d_TV(p,p_S)", "eta_FP",       "eta_TP",
+                                        "Thm3.3 false accepts/block", "Thm3.4 tokens/target call"};
     return q >= 0 && q < TQ_N ? n[q] : "?";
 }
 
@@ -21,11 +22,12 @@ typedef struct Work {
     int kmax, horizon;
     int *t;
     int8_t *ev;
-    double *bw, *S[TC_MODELS], *S_km, *S_r, *r_weight, *obs, *exp;
+    double *bw, *S[TC_MODELS], *F[TC_MODELS], *S_km, *S_r, *r_weight, *obs, *exp;
 } Work;
 
 static void work_free(Work *w) {
-    free(w->t), free(w->ev), free(w->bw), free(w->S[0]), free(w->S[1]), free(w->S_km), free(w->S_r);
+    free(w->t), free(w->ev), free(w->bw), free(w->S[0]), free(w->S[1]), free(w->F[0]), free(w->F[1]);
+    free(w->S_km), free(w->S_r);
     free(w->r_weight), free(w->obs), free(w->exp);
     memset(w, 0, sizeof *w);
 }
@@ -38,7 +40,7 @@ static int work_alloc(Work *w, const VerSeq *v) {
     w->t = malloc(nb * sizeof *w->t);
     w->ev = malloc(nb);
     w->bw = malloc(nb * sizeof *w->bw);
-    double **d[] = {&w->S[0], &w->S[1], &w->S_km, &w->S_r, &w->r_weight, &w->obs, &w->exp};
+    double **d[] = {&w->S[0], &w->S[1], &w->F[0], &w->F[1], &w->S_km, &w->S_r, &w->r_weight, &w->obs, &w->exp};
     int ok = w->t && w->ev && w->bw;
     for (size_t i = 0; i < sizeof d / sizeof *d; i++) ok &= (*d[i] = calloc(nk, sizeof **d[i])) != NULL;
     if (!ok) work_free(w);
@@ -126,34 +128,49 @@ static void r_weights(const VerSeq *v, const double *w, Work *W) {
     W->r_weight[W->kmax] = W->S_r[W->kmax]; /* r >= kmax: acceptable beyond every cap */
 }
 
+/* False accepts of a block: its accepted tokens (the first n decisions) with an unacceptable label. */
+static int block_false_accepts(const VerSeq *v, const VBlock *B) {
+    int fa = 0;
+    for (int j = 0; j < B->n; j++) fa += v->dec[B->first + j].label == 0;
+    return fa;
+}
+
 static void est_measured(const VerSeq *v, const double *w, const Work *W, RunEst *e) {
-    double nb = 0, sn = 0, st = 0, n0 = 0;
+    double nb = 0, sn = 0, st = 0, n0 = 0, sfa = 0, sb = 0;
     for (int b = 0; b < v->n_blk; b++) {
         const VBlock *B = &v->blk[b];
         double ww = wt(w, B->prompt);
         if (B->eos_cut || ww == 0) continue;
         nb += ww, sn += ww * B->n, st += ww * B->n_dec, n0 += ww * (B->n == 0);
+        sfa += ww * block_false_accepts(v, B), sb += ww * B->bonus;
     }
     e->blocks = nb;
+    e->bonus_rate = nb > 0 ? sb / nb : NAN;
     e->meas[TQ_MEAN_N] = nb > 0 ? sn / nb : NAN;
     e->meas[TQ_MEAN_T] = nb > 0 ? st / nb : NAN;
+    e->meas[TQ_FA] = nb > 0 ? sfa / nb : NAN;
+    e->meas[TQ_TOKENS] = nb > 0 ? (st + sb) / nb : NAN;
     e->meas[TQ_P_N0] = nb > 0 ? n0 / nb : NAN;
     e->meas[TQ_KM] = tail_capped_mean(W->S_km, W->horizon);
 }
 
-/* Predictions of one model from its tail S: per-block caps, weights w. */
-static void predict(const VerSeq *v, const double *w, const double *S, const Work *W, double shift, const RunEst *e,
-                    double *pred) {
-    double nb = 0, sn = 0, st = 0;
+/* Predictions of one model from its tail S and false-accept terms F (theory.h): per-block caps,
+ * weights w. */
+static void predict(const VerSeq *v, const double *w, const double *S, const double *F, const Work *W, double shift,
+                    const RunEst *e, double *pred) {
+    double nb = 0, sn = 0, st = 0, sfa = 0;
     for (int b = 0; b < v->n_blk; b++) {
         const VBlock *B = &v->blk[b];
         double ww = wt(w, B->prompt);
         if (B->eos_cut || ww == 0) continue;
         int c = block_cap(v, B) < W->kmax ? block_cap(v, B) : W->kmax;
         nb += ww, sn += ww * tail_capped_mean(S, c), st += ww * thm34_block_steps(S, W->kmax, v->max_run, B->left);
+        sfa += ww * tail_capped_mean(F, c); /* sum_{k<=c} P(N >= k, L_k = 0) */
     }
     pred[TQ_MEAN_N] = nb > 0 ? sn / nb + shift : NAN;
     pred[TQ_MEAN_T] = nb > 0 ? st / nb + shift : NAN;
+    pred[TQ_FA] = nb > 0 ? sfa / nb : NAN;
+    pred[TQ_TOKENS] = nb > 0 ? st / nb + shift + e->bonus_rate : NAN; /* E[T] + the measured E[B] */
     pred[TQ_P_N0] = 1 - S[1];
     pred[TQ_KM] = tail_capped_mean(S, W->horizon) + shift;
     pred[TQ_DTV] = e->eta_fp * e->dtv_pq;
@@ -170,8 +187,10 @@ static void estimate(const VerSeq *v, const double *w, double shift, Work *W, Ru
     LabelChain ch = e->chain;
     if (isnan(ch.pi1)) ch = (LabelChain){0, 0, 0};
     thm33_chain_tail(etp, efp, &ch, W->kmax, W->S[TC_IID]);
+    thm33_chain_fa(etp, efp, &ch, W->kmax, W->F[TC_IID]);
     thm33_mix_tail(etp, efp, W->r_weight, W->kmax, W->kmax, W->S[TC_PAPER]);
-    for (int m = 0; m < TC_MODELS; m++) predict(v, w, W->S[m], W, shift, e, e->pred[m]);
+    thm33_mix_fa(etp, efp, W->r_weight, W->kmax, W->kmax, W->F[TC_PAPER]);
+    for (int m = 0; m < TC_MODELS; m++) predict(v, w, W->S[m], W->F[m], W, shift, e, e->pred[m]);
 }
 
 /* Chi-square fit of the counts of min(N, c_b) to the model with tail S. */
@@ -191,15 +210,40 @@ static void goodness_of_fit(const VerSeq *v, const double *S, Work *W, double *o
     r->gof_stat[m] = g.statistic, r->gof_p[m] = g.p_value, r->gof_df[m] = g.df;
 }
 
-/* E[N] without caps: the tail summed until it is negligible. */
-static double uncapped_chain(double eta_tp, double eta_fp, const LabelChain *c) {
+/* E[N] (fa = 0) or E[FA] (fa = 1) without caps: the terms summed until they are negligible. */
+static double uncapped_chain(double eta_tp, double eta_fp, const LabelChain *c, int fa) {
     double f1 = c->pi1 * eta_tp, f0 = (1 - c->pi1) * eta_fp, s = 0;
     for (long k = 1; k <= 10000000 && f1 + f0 > 1e-13; k++) {
-        s += f1 + f0;
+        s += fa ? f0 : f1 + f0;
         double n1 = (f1 * c->t11 + f0 * c->t01) * eta_tp, n0 = (f1 * (1 - c->t11) + f0 * (1 - c->t01)) * eta_fp;
         f1 = n1, f0 = n0;
     }
     return s;
+}
+
+/* E_r[eta_TP^r eta_FP / (1 - eta_FP)] over r ~ weight[0..max_r]. */
+static double overshoot_mix(double eta_tp, double eta_fp, const double *weight, int max_r) {
+    double s = 0, w = 0;
+    for (int r = 0; r <= max_r; r++)
+        if (weight[r] > 0) s += weight[r] * thm33_overshoot(eta_tp, eta_fp, r), w += weight[r];
+    return w > 0 ? s / w : NAN;
+}
+
+/* The design curves (TD_*) at eta_FP = j / TC_DESIGN under the paper's model with the run's r law
+ * and eta_TP (W->r_weight of the full data); reuses W->S[TC_PAPER] and W->F[TC_PAPER] as scratch. */
+static void design_curves(const VerSeq *v, Work *W, double eta_tp, TcResult *r) {
+    RunEst e = {.bonus_rate = 0};
+    for (int j = 0; j < TC_DESIGN; j++) {
+        double eta = (double)j / TC_DESIGN;
+        thm33_mix_tail(eta_tp, eta, W->r_weight, W->kmax, W->kmax, W->S[TC_PAPER]);
+        thm33_mix_fa(eta_tp, eta, W->r_weight, W->kmax, W->kmax, W->F[TC_PAPER]);
+        predict(v, NULL, W->S[TC_PAPER], W->F[TC_PAPER], W, 0, &e, e.pred[TC_PAPER]);
+        r->design[TD_EN][j] = e.pred[TC_PAPER][TQ_MEAN_N];
+        r->design[TD_T][j] = e.pred[TC_PAPER][TQ_MEAN_T];
+        r->design[TD_FA][j] = e.pred[TC_PAPER][TQ_FA];
+        r->design[TD_EN_UNCAPPED][j] = thm33_expected_n_mix(eta_tp, eta, W->r_weight, W->kmax, 0);
+        r->design[TD_FA_UNCAPPED][j] = overshoot_mix(eta_tp, eta, W->r_weight, W->kmax);
+    }
 }
 
 static double sd_skip_nan(const double *x, int n, int stride) {
@@ -288,9 +332,15 @@ int theory_check_run(const VerSeq *v, const TcOpts *o, TcResult *r, SpErr *err) 
     for (int m = 0; rc == 0 && m < TC_MODELS; m++) goodness_of_fit(v, r->S[m], &W, r->obs_hist, r->exp_hist[m], r, m);
     const RunEst *e = &r->est;
     double etp = isnan(e->eta_tp) ? 0 : e->eta_tp, efp = isnan(e->eta_fp) ? 0 : e->eta_fp;
-    if (rc == 0 && !isnan(e->chain.pi1)) r->en_uncapped[TC_IID] = uncapped_chain(etp, efp, &e->chain) + o->shift;
-    if (rc == 0)
+    if (rc == 0 && !isnan(e->chain.pi1)) {
+        r->en_uncapped[TC_IID] = uncapped_chain(etp, efp, &e->chain, 0) + o->shift;
+        r->fa_uncapped[TC_IID] = uncapped_chain(etp, efp, &e->chain, 1);
+    }
+    if (rc == 0) {
         r->en_uncapped[TC_PAPER] = (efp < 1 ? thm33_expected_n_mix(etp, efp, r->r_weight, W.kmax, 0) : INFINITY) + o->shift;
+        r->fa_uncapped[TC_PAPER] = overshoot_mix(etp, efp, r->r_weight, W.kmax);
+        design_curves(v, &W, etp, r);
+    }
     if (rc == 0 && v->n_prompts >= TC_MIN_PROMPTS) {
         rc = bootstrap(v, o, &W, r);
         for (int m = 0; rc == 0 && m < TC_MODELS; m++) {

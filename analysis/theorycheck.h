@@ -12,7 +12,14 @@
  *               or max_run when 0 < max_run < max_new)
  *   TQ_DTV      Thm 3.1: d_TV(p, p_SPRINTER) averaged over the prefixes the decoder visited,
  *               estimated without bias by the mean over decisions of decision * max(0, 1 - p/q)
- *               (E_{x~q}[a(x) (1 - p(x)/q(x))^+] = d_TV(p, p_SPRINTER) at a prefix)
+ *               (E_{x~q}[a(x) (1 - p(x)/q(x))^+] = d_TV(p, p_SPRINTER) at a prefix) when the
+ *               drafted token x is a sample from q; under greedy decoding (temperature 0) the logged
+ *               p and q are one-hot and the report gives this row no verdict (report.c)
+ *   TQ_FA       false accepts per block: accepted tokens with an unacceptable label (theory.h; the
+ *               overshoot past r under the paper's labels), same blocks and caps as TQ_MEAN_N
+ *   TQ_TOKENS   tokens emitted per block (per target call): TQ_MEAN_T plus 1 for a block followed
+ *               by a bonus token; its prediction adds the measured bonus share (RunEst.bonus_rate),
+ *               which no theorem predicts
  * Predicted from the measured eta_FP, eta_TP under two label models (theory.h):
  *   TC_IID    the i.i.d. verifier on labels from a two-state Markov chain estimated from the
  *             audited labels (the theorems' assumption about the verifier, not the paper's about
@@ -39,7 +46,19 @@ enum { TC_IID = 0, TC_PAPER = 1, TC_MODELS = 2 };
 #define TC_MIN_PROMPTS 5 /* fewer prompts: no bootstrap, standard errors NaN (checks without verdict) */
 /* TQ_ETA_FP / TQ_ETA_TP: the measured rates (no model prediction: pred is NaN), with bootstrap
  * standard errors that stay honest when decisions are correlated. */
-enum { TQ_MEAN_N = 0, TQ_MEAN_T, TQ_P_N0, TQ_KM, TQ_DTV, TQ_ETA_FP, TQ_ETA_TP, TQ_N };
+enum { TQ_MEAN_N = 0, TQ_MEAN_T, TQ_P_N0, TQ_KM, TQ_DTV, TQ_ETA_FP, TQ_ETA_TP, TQ_FA, TQ_TOKENS, TQ_N };
+
+/* Design curves (Figs. 5-6): predictions over the eta_FP grid j / TC_DESIGN, j = 0..TC_DESIGN-1, at
+ * the run's measured eta_TP under the paper's label model (r ~ its Kaplan-Meier law): */
+#define TC_DESIGN 50
+enum {
+    TD_EN = 0,      /* E[min(N, c_b)] with the run's per-block caps (comparable to TQ_MEAN_N) */
+    TD_T,           /* E[T] per block, caps as TQ_MEAN_T */
+    TD_FA,          /* E[false accepts] per block, caps as TQ_FA */
+    TD_EN_UNCAPPED, /* E[N] without caps (Thm 3.3's closed form, mixed over r) */
+    TD_FA_UNCAPPED, /* E[FA] without caps: E_r[eta_TP^r] eta_FP / (1 - eta_FP) */
+    TD_N
+};
 
 /* RunEst.fallback bits: a value the data could not estimate, replaced by a stand-in (the report
  * marks it as such): no transition out of an acceptable (T11) / unacceptable (T01) label seen, so
@@ -54,6 +73,7 @@ typedef struct RunEst {
     unsigned fallback;         /* TC_FB_* bits */
     double blocks;             /* blocks used for the capped quantities */
     double dtv_pq;             /* mean (1 - p/q)^+ over decisions: d_TV(p, q) averaged over prefixes */
+    double bonus_rate;         /* E[B]: share of the blocks used followed by a bonus token */
     double meas[TQ_N];
     double pred[TC_MODELS][TQ_N];
 } RunEst;
@@ -69,6 +89,8 @@ typedef struct TcResult {
     double se_meas[TQ_N];             /* bootstrap standard error of the measured value */
     double se_diff[TC_MODELS][TQ_N];  /* ... of measured - predicted */
     double en_uncapped[TC_MODELS];    /* predicted E[N] with no cap at all */
+    double fa_uncapped[TC_MODELS];    /* predicted E[false accepts] per block with no cap at all */
+    double design[TD_N][TC_DESIGN];   /* the design curves (TD_*) at eta_FP = j / TC_DESIGN */
     double gof_stat[TC_MODELS], gof_p[TC_MODELS];
     int gof_df[TC_MODELS];
     int horizon, kmax;                /* H; kmax = max_new */

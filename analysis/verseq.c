@@ -48,6 +48,8 @@ int verseq_build(const TokenRows *t, const char *path, int max_new, int max_run,
         }
         if (t->decision[i] < 0 && t->kind[i] == EV_BONUS && cur.n_dec == 0) {
             /* the bonus token after a round whose last draft passed: the target's, no decision */
+            if (v->n_blk > 0 && v->blk[v->n_blk - 1].prompt == prompt && v->blk[v->n_blk - 1].ended)
+                v->blk[v->n_blk - 1].bonus = 1, v->n_bonus++;
             emitted++;
             begin_block(v, &cur, prompt, emitted);
             continue;

@@ -18,7 +18,8 @@
  * finish_round (the authors' code, engine/decode/decoding.h): a round drafts until the verifier rejects or
  * max_run + 1 drafts, the target decides its last draft, a bonus token (kind 5, no decision) may
  * follow, and generation stops only between rounds: no block is cut by max_new (left = max_new,
- * raised to max_run + 1 when that is larger, so that max_run is the only cap). */
+ * raised to max_run + 1 when that is larger, so that max_run is the only cap). A block whose target
+ * call was followed by a bonus token has bonus = 1: it emitted n_dec + 1 tokens (N + 2), not N + 1. */
 #ifndef SP_VERSEQ_H
 #define SP_VERSEQ_H
 
@@ -38,6 +39,7 @@ typedef struct VBlock {
     int prompt;
     int start, left;
     int n, ended, run_cap, eos_cut;
+    int bonus;        /* a bonus token (kind 5) followed the target call that ended it */
     int first, n_dec; /* decisions dec[first .. first + n_dec) */
 } VBlock;
 
@@ -49,6 +51,7 @@ typedef struct VerSeq {
     int n_prompts;
     int max_new, max_run; /* max_new: raised to max_run + 1 for finish_round (see above) */
     int finish_round;
+    int n_bonus;          /* blocks with bonus = 1 */
     int64_t n_unlabelled; /* decisions without a label (audit off: only target-called ones have one) */
 } VerSeq;
 

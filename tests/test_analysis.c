@@ -5,7 +5,11 @@
  *  - Thm 3.3 with a label chain: the paper's model is the chain with t01 = 0 and a geometric r;
  *    a Monte Carlo simulation of the i.i.d. verifier on Markov labels agrees within 5 standard
  *    errors, and a simulation with Markov-correlated decisions does not (the negative control);
- *  - Thm 3.4's per-block stopping time; blocks cut from a hand-made token log (verseq.h).
+ *  - Thm 3.4's per-block stopping time and its latency with a bonus token; blocks cut from a
+ *    hand-made token log (verseq.h), the bonus marked on the block it follows;
+ *  - false accepts per block (the overshoot): the closed form eta_TP^r eta_FP / (1 - eta_FP), the
+ *    chain's and the mixture's terms agree with it and with a simulation of the i.i.d. verifier,
+ *    and a simulation with Markov-correlated decisions misses the prediction (the negative control).
  * Prints "analysis_units: N passed, M failed". usage: test_analysis */
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -116,6 +120,79 @@ static int simulate_block(gsl_rng *g, const LabelChain *c, double etp, double ef
     }
 }
 
+/* As simulate_block, also counting the false accepts (accepted tokens with label 0) into *fa. */
+static int simulate_block_fa(gsl_rng *g, const LabelChain *c, double etp, double efp, double stay, int cap, int *last,
+                             int *fa) {
+    int l = gsl_rng_uniform(g) < c->pi1, n = 0;
+    *fa = 0;
+    for (;;) {
+        int d = gsl_rng_uniform(g) < (l ? etp : efp);
+        if (stay >= 0 && last[l] >= 0 && gsl_rng_uniform(g) < stay) d = last[l];
+        last[l] = d;
+        if (!d || n == cap) return n;
+        n++, *fa += !l;
+        l = gsl_rng_uniform(g) < (l ? c->t11 : c->t01);
+    }
+}
+
+static void test_overshoot(void) {
+    enum { K = 400 };
+    static double F[K + 1], w[K + 1], S[K + 1];
+    const double etp = 0.85, efp = 0.4;
+    /* r fixed at 3: the mixture's terms sum to the closed form, = E[N](eta_FP) - E[N](0) */
+    for (int r = 0; r <= K; r++) w[r] = r == 3;
+    thm33_mix_fa(etp, efp, w, K, K, F);
+    double closed = thm33_overshoot(etp, efp, 3);
+    check(near(closed, pow(etp, 3) * efp / (1 - efp)) && fabs(tail_capped_mean(F, K) - closed) < 1e-12 &&
+              fabs(closed - (thm33_expected_n(etp, efp, 3, 0) - thm33_expected_n(etp, 0, 3, 0))) < 1e-12,
+          "overshoot: sum of P(N >= k, L_k = 0) = eta_TP^r eta_FP/(1 - eta_FP) = %.6f = E[N](eta_FP) - E[N](0)", closed);
+    check(thm33_overshoot(1, 0.5, 7) <= 1 + 1e-12 && thm33_overshoot(1, 0.51, 7) > 1,
+          "overshoot <= 1 token exactly while eta_FP <= 0.5 (at eta_TP = 1)");
+    /* the chain with t01 = 0 and geometric r is the paper's model: the same F */
+    const double a = 0.7;
+    LabelChain paper = {a, a, 0};
+    for (int r = 0; r < K; r++) w[r] = pow(a, r) * (1 - a);
+    w[K] = pow(a, K);
+    double Fc[K + 1];
+    thm33_mix_fa(etp, efp, w, K, K, F);
+    thm33_chain_fa(etp, efp, &paper, K, Fc);
+    double md = 0;
+    for (int k = 0; k <= K; k++) md = fmax(md, fabs(F[k] - Fc[k]));
+    check(md < 1e-12, "false accepts: chain with t01 = 0 == the paper's mixture (max |dF| = %.2g)", md);
+    /* simulation on Markov labels, cap 8: i.i.d. decisions agree within 5 se, Markov ones (stay 0.8) do not */
+    LabelChain c = {0.6, 0.75, 0.4};
+    thm33_chain_fa(etp, efp, &c, K, Fc);
+    thm33_chain_tail(etp, efp, &c, K, S);
+    const int cap = 8, n = 200000;
+    double pred = tail_capped_mean(Fc, cap);
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(g, 11);
+    for (int markov = 0; markov < 2; markov++) {
+        double s = 0, ss = 0;
+        int last[2] = {-1, -1}, fa;
+        for (int i = 0; i < n; i++) {
+            simulate_block_fa(g, &c, etp, efp, markov ? 0.8 : -1, cap, last, &fa);
+            s += fa, ss += (double)fa * fa;
+        }
+        double mean = s / n, se = sqrt((ss / n - mean * mean) / n);
+        if (!markov)
+            check_close(mean, pred, 5 * se, 0, "i.i.d. verifier: simulated false accepts per block within 5 se (se %.4f) "
+                        "of the chain prediction", se);
+        else
+            check(fabs(mean - pred) > 10 * se, "negative control, Markov decisions (stay 0.8): simulated false accepts "
+                  "%.4f vs prediction %.4f differ by > 10 se (%.4f)", mean, pred, 10 * se);
+    }
+    gsl_rng_free(g);
+}
+
+/* Thm 3.4's latency with and without a bonus token: 3 steps of 1 ms + a 6 ms target call emit 3
+ * tokens (3 ms per token), or 3.5 on average when half the calls add a bonus (9 / 3.5 ms). */
+static void test_latency(void) {
+    check(near(thm34_latency(3, 0, 0.0006, 0.0004, 0.006), 0.003) &&
+              near(thm34_latency(3, 0.5, 0.0006, 0.0004, 0.006), 0.009 / 3.5) && isnan(thm34_latency(0, 0, 1, 1, 1)),
+          "Thm 3.4 latency: (E[T](c_d + c_v) + c_t) / (E[T] + E[B]); E[B] = 0 gives c_d + c_v + c_t / E[T]");
+}
+
 static void test_chain(void) {
     enum { K = 30 };
     double Sc[K + 1], Sm[K + 1], w[K + 1];
@@ -208,6 +285,10 @@ static void test_verseq_rounds(void) {
         check(b[0].n == 1 && b[0].ended && b[0].start == 0 && b[1].n == 2 && b[1].ended && b[1].run_cap &&
                   b[1].start == 3 && b[1].left == 4 && b[2].n == 0 && b[2].ended && b[2].prompt == 1,
               "verseq, finish_round: N, ended, cap, start after the bonus, left never cut by max_new");
+        /* the bonus round emitted N + 2 = 3 tokens for T = 2 steps: Thm 3.4's T = N + 1 tokens misses it */
+        check(b[0].bonus == 1 && b[1].bonus == 0 && b[2].bonus == 0 && v.n_bonus == 1 && b[0].n_dec + b[0].bonus == 3,
+              "verseq, finish_round: the bonus is marked on the block it follows (%d %d %d; %d bonus blocks)", b[0].bonus,
+              b[1].bonus, b[2].bonus, v.n_bonus);
         verseq_free(&v);
     }
     kind[1] = 2, tc[1] = 0, dec[1] = 1; /* row 1 now a verifier accept: the bonus row falls inside a block */
@@ -221,6 +302,8 @@ int main(void) {
     test_rouge();
     test_stats_units();
     test_chain();
+    test_overshoot();
+    test_latency();
     test_verseq();
     test_verseq_rounds();
     return check_summary("analysis_units");
