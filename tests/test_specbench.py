@@ -22,6 +22,9 @@
   into each turn's output; score rebuilds those prompts too;
 - a directory holding the same grid at two temperatures: `summary` keeps them apart, each speed-up
   over the ar row of its own temperature (the task table matches on temperature too);
+- a greedy directory with ar, sd and sprinter (temperature 0, the sound label rule, as make specbench
+  runs them): `analyze` writes FINDINGS rows 4, 5 and 6 for it, all in one protocol cell, with numbers:
+  no "nan" in any verdict nor in rows 4-6;
 - bad input: an offset inside a conversation, a malformed "turns", chat_template on a model without
   one, each a one-line error naming the file and field, nothing written.
 Deterministic; no false-failure rate.
@@ -32,6 +35,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -382,6 +386,83 @@ def check_committed(t, a):
     t.check(p.returncode == 0 and cats == ["rag", "rag"], "the committed file loads whole: %s %s" % (cats, p.stderr))
 
 
+GREEDY_SPEC = """[sweep]
+name = sbgreedy
+methods = ar, sd, sprinter
+
+[models]
+draft = {work}/draft
+target = {work}/target
+
+[data]
+datasets = {data}
+format = specbench
+n_prompts = {n}
+prompt_template = none
+
+[decode]
+max_new_tokens = {max_new}
+temperature = 0
+audit = true
+
+[grid]
+seeds = 1
+gamma = 3
+lambda = 1.2
+tau = 0.5
+max_run = 0
+
+[verifier]
+data = {work}/verifier.jsonl
+n_prompts = 12
+max_new = 8
+seed = 3
+"""
+
+
+def check_greedy_findings(t, a, data, n):
+    """make specbench's shape: ar, sd, sprinter at temperature 0 must give FINDINGS rows 4-6, no nan."""
+    with open(os.path.join(a.work, "verifier.jsonl"), "w") as f:
+        for i in range(12):
+            f.write(json.dumps({"id": "v%d" % i, "prompt": "tea and water number %d is" % i, "reference": "x",
+                                "source": "fixture"}) + "\n")
+    spec = os.path.join(a.work, "greedy.ini")
+    with open(spec, "w") as f:
+        f.write(GREEDY_SPEC.format(work=a.work, data=data, n=n, max_new=MAX_NEW))
+    out = os.path.join(a.work, "greedy")
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
+    if not t.check(p.returncode == 0, "greedy sweep with sprinter: exit %d %s" % (p.returncode, p.stderr[-400:])):
+        return
+    p = run([a.sprinter, "score", out, "--quiet"])
+    t.check(p.returncode == 0, "greedy directory scored: %s" % p.stderr[-300:])
+    p = run([a.sprinter, "analyze", out, "--no-plots", "--quiet"])
+    rep = os.path.join(out, "report")
+    md_path = os.path.join(rep, "FINDINGS.md")
+    if not t.check(p.returncode == 0 and os.path.exists(md_path), "analyze the greedy directory: %s" % p.stderr[-300:]):
+        return
+    md = open(md_path).read()
+    rows = {}
+    for ln in md.splitlines():
+        c = [x.strip() for x in ln.split("|")[1:-1]]
+        if len(c) == 7 and c[0].isdigit():
+            rows.setdefault(c[0], []).append(c)
+    for k in ("4", "5", "6"):
+        t.check(len(rows.get(k, [])) == 1, "greedy FINDINGS has row %s once: %s" % (k, rows.get(k)))
+    protocols = {c[2] for v in rows.values() for c in v}
+    t.check(len(protocols) == 1, "ar, sd and sprinter of one greedy sweep share one protocol cell: %s" % protocols)
+    nan = re.compile(r"(?i)(^|[^a-z])nan(x|[^a-z]|$)")
+    bad = [c[0] + ": " + c[4][:60] + " / " + c[5] for v in rows.values() for c in v
+           if nan.search(c[5]) or (c[0] in ("4", "5", "6") and nan.search(c[4]))]
+    t.check(not bad, "no nan in FINDINGS.md's verdicts, nor in rows 4-6: %s" % bad)
+    r5 = rows.get("5", [[""] * 7])[0]
+    t.check("sprinter costs" in r5[5] and "x sd and" in r5[5], "row 5 compares sprinter with sd and ar: %s" % r5[5])
+    r6 = rows.get("6", [[""] * 7])[0]
+    t.check("than sd on this pair" in r6[5], "row 6 has a speed verdict: %s" % r6[5])
+    r4 = rows.get("4", [[""] * 7])[0]
+    t.check("sprinter" in r4[5] and "sd" in r4[5], "row 4 compares sprinter with sd: %s" % r4[5])
+
+
 def check_bad_input(t, a, data):
     cases = []
     spec = spec_file(a.work, "inside", data, 2, offset=1)
@@ -435,6 +516,7 @@ def main():
     check_chat_template(t, a, data)
     check_temperatures(t, a, out)
     check_committed(t, a)
+    check_greedy_findings(t, a, data, n)
     check_bad_input(t, a, data)
     t.finish()
 
