@@ -79,7 +79,7 @@ prompt_template = {template}
 [decode]
 max_new_tokens = {max_new}
 temperature = 0
-stop_at_eos = false
+stop_at_eos = true
 
 [grid]
 seeds = 1
@@ -169,7 +169,7 @@ def check_rows(t, a, rows):
                     "question %s turn %d: the vicuna prompt has %d tokens, the row %d" %
                     (q["question_id"], k + 1, n_ids, row["n_prompt_tokens"]))
             gen = subprocess.run([a.sprinter, "generate", "--model", os.path.join(a.work, "target"), "--prompt", text,
-                                  "--temperature", "0", "--max-new", str(MAX_NEW), "--ignore-eos"],
+                                  "--temperature", "0", "--max-new", str(MAX_NEW)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             cont = sanitized(gen.stdout).replace("<|endoftext|>", "")
             if cont.endswith("\n") and not row["output_text"].endswith("\n"):
@@ -317,7 +317,7 @@ def check_chat_template(t, a, data):
                                eos_token="<|endoftext|>")
             ids = run([a.sprinter, "tokenize", "--model", chat_dir, "--text", text])
             gen = subprocess.run([a.sprinter, "generate", "--model", chat_dir, "--prompt", text, "--temperature", "0",
-                                  "--max-new", str(MAX_NEW), "--ignore-eos"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  "--max-new", str(MAX_NEW)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             cont = sanitized(gen.stdout).replace("<|endoftext|>", "")
             if cont.endswith("\n") and not row["output_text"].endswith("\n"):
                 cont = cont[:-1]
