@@ -25,12 +25,16 @@
 - a greedy directory with ar, sd and sprinter (temperature 0, the sound label rule, as make specbench
   runs them): `analyze` writes FINDINGS rows 4, 5 and 6 for it, all in one protocol cell, with numbers:
   no "nan" in any verdict nor in rows 4-6;
-- bad input: an offset inside a conversation, a malformed "turns", chat_template on a model without
+- [data] n_prompts and offset count questions (the main sweep: 5 questions, 7 turns; the committed
+  file: offset 400, n_prompts 80 are its 80 rag questions); experiments/specbench.ini runs all 480
+  questions and stops at EOS;
+- bad input: more questions than the file has, Spec-Bench data beside other data, a malformed "turns", chat_template on a model without
   one, each a one-line error naming the file and field, nothing written.
 Deterministic; no false-failure rate.
 """
 import argparse
 import codecs
+import configparser
 import csv
 import io
 import json
@@ -293,7 +297,7 @@ def check_chat_template(t, a, data):
     with open(os.path.join(chat_dir, "tokenizer_config.json"), "w") as f:
         json.dump({"chat_template": CHAT_TEMPLATE, "bos_token": {"content": "<|endoftext|>"},
                    "eos_token": "<|endoftext|>"}, f)
-    spec = spec_file(a.work, "chat", data, sum(len(q["turns"]) for q in QUESTIONS), template="chat_template")
+    spec = spec_file(a.work, "chat", data, len(QUESTIONS), template="chat_template")
     with open(spec) as f:
         text = f.read().replace("methods = ar, sd", "methods = ar").replace("/target\n", "/target_chat\n")
     with open(spec, "w") as f:
@@ -372,9 +376,9 @@ def check_committed(t, a):
             "specbench.jsonl: 80 two-turn questions, 560 turns, 359 with references")
     t.check(all(list(q) == ["question_id", "category", "turns"] + (["reference"] if "reference" in q else [])
                 for q in qs), "specbench.jsonl: Spec-Bench's field order")
-    # the whole file loads: a sweep of its last two turns reads all 560
-    spec = spec_file(a.work, "whole", path, 2, offset=558, template="none")
-    spec = spec.replace("whole.ini", "whole.ini")
+    # the whole file loads, and n_prompts counts questions as Spec-Bench's users do: offset 400 +
+    # n_prompts 80 are the 80 rag questions (counted in turns, 480 prompts left all of them out)
+    spec = spec_file(a.work, "whole", path, 80, offset=400, template="none")
     with open(spec) as f:
         text = f.read().replace("methods = ar, sd", "methods = ar")
     with open(spec, "w") as f:
@@ -383,7 +387,14 @@ def check_committed(t, a):
     shutil.rmtree(out, ignore_errors=True)
     p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
     cats = [r["category"] for r in rows_of(os.path.join(out, "runs.sqlite"))] if p.returncode == 0 else []
-    t.check(p.returncode == 0 and cats == ["rag", "rag"], "the committed file loads whole: %s %s" % (cats, p.stderr))
+    t.check(p.returncode == 0 and cats == ["rag"] * 80,
+            "the committed file loads whole; offset 400, n_prompts 80 are its 80 rag questions: %d rows, %s %s" %
+            (len(cats), sorted(set(cats)), p.stderr))
+    ini = configparser.ConfigParser()
+    ini.read(os.path.join(ROOT, "experiments", "specbench.ini"))
+    t.check(ini.get("data", "n_prompts") == "480" and ini.get("decode", "stop_at_eos") == "true" and
+            ini.get("decode", "temperature") == "0",
+            "experiments/specbench.ini: n_prompts = 480 (every question, 560 turns), stop_at_eos = true, greedy")
 
 
 GREEDY_SPEC = """[sweep]
@@ -465,8 +476,20 @@ def check_greedy_findings(t, a, data, n):
 
 def check_bad_input(t, a, data):
     cases = []
-    spec = spec_file(a.work, "inside", data, 2, offset=1)
-    cases.append(("offset inside a conversation", spec, "[data] offset: prompt 1 of %s is turn 2 of question 81" % data))
+    cases.append(("more questions than the file has", spec_file(a.work, "toomany", data, len(QUESTIONS), offset=1),
+                  "toomany.ini: [data] n_prompts: %s has %d questions (%d turns); in Spec-Bench data offset and n_prompts "
+                  "count questions: offset 1 + n_prompts %d needs %d" %
+                  (data, len(QUESTIONS), sum(len(q["turns"]) for q in QUESTIONS), len(QUESTIONS), len(QUESTIONS) + 1)))
+    plain = os.path.join(a.work, "plain.jsonl")
+    with open(plain, "w") as f:
+        f.write(json.dumps({"id": "p0", "prompt": "tea", "reference": "x", "source": "fixture"}) + "\n")
+    mixed = spec_file(a.work, "mixed", data + ", " + plain, 1)
+    with open(mixed) as f:
+        text = f.read().replace("format = specbench\n", "")  # each file's format inferred
+    with open(mixed, "w") as f:
+        f.write(text)
+    cases.append(("Spec-Bench beside other data", mixed,
+                  "mixed.ini: [data] datasets: %s and %s: one is Spec-Bench data" % (data, plain)))
     bad = os.path.join(a.work, "bad.jsonl")
     with open(bad, "w") as f:
         f.write(json.dumps(QUESTIONS[0]) + "\n" + json.dumps({"question_id": 9, "category": "qa", "turns": "x"}) + "\n")
@@ -499,7 +522,8 @@ def main():
             f.write(json.dumps(q) + "\n")
     n = sum(len(q["turns"]) for q in QUESTIONS)
     out = os.path.join(a.work, "out")
-    p = run([a.sprinter, "sweep", spec_file(a.work, "sb", data, n), "--out", out, "--quiet"])
+    # n_prompts counts questions (5), the sweep runs their 7 turns (check_rows: every turn, in order)
+    p = run([a.sprinter, "sweep", spec_file(a.work, "sb", data, len(QUESTIONS)), "--out", out, "--quiet"])
     if not t.check(p.returncode == 0, "sweep: exit %d %s" % (p.returncode, p.stderr)):
         t.finish()
     rows = rows_of(os.path.join(out, "runs.sqlite"))
@@ -516,7 +540,7 @@ def main():
     check_chat_template(t, a, data)
     check_temperatures(t, a, out)
     check_committed(t, a)
-    check_greedy_findings(t, a, data, n)
+    check_greedy_findings(t, a, data, len(QUESTIONS))
     check_bad_input(t, a, data)
     t.finish()
 
