@@ -28,6 +28,8 @@
 - [data] n_prompts and offset count questions (the main sweep: 5 questions, 7 turns; the committed
   file: offset 400, n_prompts 80 are its 80 rag questions); experiments/specbench.ini runs all 480
   questions and stops at EOS;
+- truncated prompts (a summarization question longer than the context): the sweep's output, summary
+  --by task / --by category (text and tsv), Table 6 and Table 7 count them per group and category;
 - bad input: more questions than the file has, Spec-Bench data beside other data, a malformed "turns", chat_template on a model without
   one, each a one-line error naming the file and field, nothing written.
 Deterministic; no false-failure rate.
@@ -262,7 +264,7 @@ def check_categories(t, a, out, rows):
     got = {}
     for ln in body.splitlines():
         c = [x.strip() for x in ln.split("|")[1:-1]]
-        if len(c) == 9 and c[0] == "sb.jsonl":
+        if len(c) == 10 and c[0] == "sb.jsonl":
             got[(c[1], c[3])] = c
     per = {}
     for r in rows:
@@ -474,6 +476,52 @@ def check_greedy_findings(t, a, data, n):
     t.check("sprinter" in r4[5] and "sd" in r4[5], "row 4 compares sprinter with sd: %s" % r4[5])
 
 
+def check_truncation(t, a):
+    """A prompt longer than the context keeps its last part: the sweep's output, summary --by task and
+    --by category, Table 6 and Table 7 count such turns per task group, as prompts.prompt_truncated."""
+    data = os.path.join(a.work, "long.jsonl")
+    words = " ".join("tea water cup%d" % i for i in range(900))
+    with open(data, "w") as f:
+        f.write(json.dumps({"question_id": 241, "category": "summarization", "turns": ["Summarize: " + words]}) + "\n")
+        f.write(json.dumps({"question_id": 321, "category": "qa", "turns": ["who brews tea"]}) + "\n")
+    spec = spec_file(a.work, "long", data, 2, template="none")
+    with open(spec) as f:
+        text = f.read().replace("methods = ar, sd", "methods = ar")
+    with open(spec, "w") as f:
+        f.write(text)
+    out = os.path.join(a.work, "long")
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
+    rows = rows_of(os.path.join(out, "runs.sqlite")) if p.returncode == 0 else []
+    flags = [(r["category"], r["prompt_truncated"]) for r in rows]
+    if not t.check(flags == [("summarization", 1), ("qa", 0)], "the long prompt is truncated, the short one not: %s %s"
+                   % (flags, p.stderr[-300:])):
+        return
+    t.check("truncated prompts" in p.stdout and "summarization 1 of 1 turns" in p.stdout and "overall 1 of 2 turns"
+            in p.stdout, "the sweep's output counts truncated prompts per task group: %s" % p.stdout[-500:])
+    s = run([a.sprinter, "summary", out, "--by", "task", "--tsv"])
+    got = {r["task"]: (r["truncated_turns"], r["turns"]) for r in csv.DictReader(io.StringIO(s.stdout), delimiter="\t")}
+    t.check(got == {"summarization": ("1", "1"), "qa": ("0", "1"), "overall": ("1", "2")},
+            "summary --by task --tsv: truncated_turns / turns per group %s" % got)
+    s = run([a.sprinter, "summary", out, "--by", "task"])
+    line = [ln for ln in s.stdout.splitlines() if ln.startswith("truncated")]
+    t.check(len(line) == 1 and line[0].split()[1:] == ["-", "-", "1/1", "0/1", "-", "-", "1/2"],
+            "summary --by task prints a truncated line per group: %s" % line)
+    s = run([a.sprinter, "summary", out, "--by", "category", "--tsv"])
+    got = {r["category"]: (r["truncated_turns"], r["turns"]) for r in csv.DictReader(io.StringIO(s.stdout), delimiter="\t")}
+    t.check(got == {"summarization": ("1", "1"), "qa": ("0", "1")}, "summary --by category --tsv: %s" % got)
+    p = run([a.sprinter, "analyze", out, "--no-plots", "--quiet"])
+    path = os.path.join(out, "report", "tables.md")
+    text = open(path).read() if p.returncode == 0 and os.path.exists(path) else ""
+    t.check("- long.jsonl ar " in text and "summarization 1 of 1, qa 0 of 1, math_reasoning 0 of 0, rag 0 of 0, "
+            "overall 1 of 2" in text, "Table 6 lists the truncated turns per group: %s" %
+            [ln for ln in text.splitlines() if ln.startswith("- long")])
+    body = text[text.find("## Table 7"):]
+    t7 = [[x.strip() for x in ln.split("|")[1:-1]] for ln in body.splitlines() if ln.startswith("| long.jsonl | ar |")]
+    t7 = {c[3]: c[9] for c in t7 if len(c) == 10}
+    t.check(t7 == {"summarization": "1 / 1", "qa": "0 / 1"}, "Table 7's truncated column: %s" % t7)
+
+
 def check_bad_input(t, a, data):
     cases = []
     cases.append(("more questions than the file has", spec_file(a.work, "toomany", data, len(QUESTIONS), offset=1),
@@ -541,6 +589,7 @@ def main():
     check_temperatures(t, a, out)
     check_committed(t, a)
     check_greedy_findings(t, a, data, len(QUESTIONS))
+    check_truncation(t, a)
     check_bad_input(t, a, data)
     t.finish()
 
