@@ -4,9 +4,12 @@
  * pair" (the same table). Every figure is recomputable from runs.sqlite, the token logs and the
  * dtv files (results/README.md); the definitions are in the header of FINDINGS.md, written below.
  *
- * A run's protocol: runs.label_rule when the run has labels (sprinter), else by its temperature
- * (0: paper-code, the authors' greedy decoding; else sound), as experiments/paper_code.ini and
- * paper_sound.ini set them. Cells: protocol x dataset. */
+ * Cells: protocol x dataset. A protocol is what the labelled runs (sprinter, the oracles) recorded:
+ * their label rule (runs.label_rule; before schema 6, by temperature: 0 paper-code, else sound) at
+ * their temperature. A run without labels (ar, draft, sd, ...) does not depend on a label rule: it
+ * belongs to every protocol of its temperature, so the ar, sd and sprinter runs of one sweep share a
+ * cell at any temperature (make specbench: greedy, label rule sound). A protocol is named
+ * "<label rule>, T=<temperature>" (%g). */
 #include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdarg.h>
@@ -30,24 +33,94 @@
 #define FIND_Z95 1.959964     /* two-sided 95% normal quantile: the intervals mean +- FIND_Z95 SE */
 
 typedef struct FindRow {
-    char id[8], claim[160], protocol[16], dataset[64];
+    char id[8], claim[160], protocol[48], dataset[64];
     char measured[768], verdict[256], runs[256];
 } FindRow;
+
+/* One protocol: a label rule at one temperature (header). */
+typedef struct Cell {
+    char rule[16], name[48];
+    double temperature;
+} Cell;
+
+#define FIND_MAX_CELLS 16
 
 typedef struct Findings {
     const Report *R;
     FindRow *rows;
     int n;
     FILE *tsv;
+    Cell cells[FIND_MAX_CELLS];
+    int n_cells;
 } Findings;
 
 /* ------------------------------------------------------------------ helpers */
 
 static int same(double a, double b) { return fabs(a - b) < 1e-9; }
 
-static const char *protocol_of(const RunInfo *r) {
+/* 1 for a run that records labels (its method runs the sequential verifier: sprinter, the oracles). */
+static int labelled(const RunInfo *r) { return method_name_is(r->method, MC_SEQUENTIAL); }
+
+/* The label rule of a labelled run: runs.label_rule, by temperature before schema 6. */
+static const char *rule_of(const RunInfo *r) {
     if (r->label_rule[0]) return r->label_rule;
     return r->temperature == 0 ? "paper-code" : "sound";
+}
+
+/* ", T=<temperature>": the end of the name of every protocol at the run's temperature. */
+static void temperature_tail(const RunInfo *r, char *buf, size_t cap) { snprintf(buf, cap, ", T=%g", r->temperature); }
+
+/* The protocol of a labelled run: "<label rule>, T=<temperature>". */
+static void cell_name(const RunInfo *r, char *buf, size_t cap) {
+    char tail[32];
+    temperature_tail(r, tail, sizeof tail);
+    snprintf(buf, cap, "%s%s", rule_of(r), tail);
+}
+
+/* Does run r belong to the protocol named p? A labelled run by its label rule and temperature; any
+ * other run by its temperature alone (it belongs to every protocol of its temperature). */
+static int in_protocol(const RunInfo *r, const char *p) {
+    char buf[48];
+    if (labelled(r)) {
+        cell_name(r, buf, sizeof buf);
+        return !strcmp(buf, p);
+    }
+    temperature_tail(r, buf, sizeof buf);
+    size_t n = strlen(p), k = strlen(buf);
+    return n > k && !strcmp(p + n - k, buf);
+}
+
+static int cmp_cell(const void *x, const void *y) {
+    const Cell *a = x, *b = y;
+    int ra = strcmp(a->rule, "paper-code") != 0, rb = strcmp(b->rule, "paper-code") != 0; /* paper-code first */
+    if (ra != rb) return ra - rb;
+    int c = strcmp(a->rule, b->rule);
+    return c ? c : (a->temperature > b->temperature) - (a->temperature < b->temperature);
+}
+
+/* The protocols of the directory: one per (label rule, temperature) of its labelled runs. */
+static void find_cells(Findings *F) {
+    const Report *R = F->R;
+    F->n_cells = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunInfo *r = R->an[i].ri;
+        if (!labelled(r)) continue;
+        int seen = 0;
+        for (int k = 0; k < F->n_cells; k++) seen |= in_protocol(r, F->cells[k].name);
+        if (seen || F->n_cells == FIND_MAX_CELLS) continue;
+        Cell *c = &F->cells[F->n_cells++];
+        snprintf(c->rule, sizeof c->rule, "%s", rule_of(r));
+        c->temperature = r->temperature;
+        cell_name(r, c->name, sizeof c->name);
+    }
+    qsort(F->cells, (size_t)F->n_cells, sizeof *F->cells, cmp_cell);
+}
+
+/* The name of the protocol of a labelled run. */
+static const char *protocol_of(const Findings *F, const RunInfo *r) {
+    for (int k = 0; k < F->n_cells; k++)
+        if (in_protocol(r, F->cells[k].name)) return F->cells[k].name;
+    return rule_of(r);
 }
 
 static FindRow *add_row(Findings *F, const char *id, const char *claim, const char *protocol, const char *dataset) {
@@ -120,7 +193,7 @@ static int datasets(const Report *R, const char **out, int cap) {
 }
 
 static int in_cell(const RunAn *a, const char *protocol, const char *dataset) {
-    return !strcmp(protocol_of(a->ri), protocol) && !strcmp(a->dataset, dataset);
+    return in_protocol(a->ri, protocol) && !strcmp(a->dataset, dataset);
 }
 
 /* The first run of method m in the cell (for sprinter: at lambda, tau; NaN = any). */
@@ -147,9 +220,6 @@ static const DtvFile *dtv_of(const Report *R, const RunAn *a) {
     return NULL;
 }
 
-static const char *const kProtocols[] = {"paper-code", "sound"};
-enum { N_PROTOCOLS = 2 };
-
 /* ------------------------------------------------------------------ (1) the deployed point */
 
 static void deployed_row(Findings *F, const RunAn *a) {
@@ -157,7 +227,7 @@ static void deployed_row(Findings *F, const RunAn *a) {
     char claim[160];
     snprintf(claim, sizeof claim, "deployed (eta_FP, eta_TP) at lambda %g, tau %g: never reported", a->ri->lambda,
              a->ri->tau);
-    FindRow *w = add_row(F, "1", claim, protocol_of(a->ri), a->dataset);
+    FindRow *w = add_row(F, "1", claim, protocol_of(F, a->ri), a->dataset);
     if (!w) return;
     Est fp = eta_of(a, 0), tp = eta_of(a, 1);
     cat_est(w->measured, sizeof w->measured, "eta_FP", fp);
@@ -292,7 +362,7 @@ static void iid_row(Findings *F, const RunAn *a) {
     char claim[160];
     snprintf(claim, sizeof claim, "Thm 3.1, 3.3, 3.4 assume i.i.d. verifier errors (lambda %g, tau %g)", a->ri->lambda,
              a->ri->tau);
-    FindRow *w = add_row(F, "3", claim, protocol_of(a->ri), a->dataset);
+    FindRow *w = add_row(F, "3", claim, protocol_of(F, a->ri), a->dataset);
     if (!w) return;
     int reach_lag = (double)t->n >= need_lag, reach_gap = (double)a->nneg >= need_fp && (double)a->npos >= need_tp;
     cat(w->measured, sizeof w->measured,
@@ -339,7 +409,7 @@ static void quality_rows(Findings *F, const char *protocol, const char *dataset)
     const RunAn *ar = find_run(R, DM_AR, protocol, dataset, NAN, NAN), *dr = find_run(R, DM_DRAFT, protocol, dataset, NAN, NAN);
     const RunAn *sd = find_run(R, DM_SD, protocol, dataset, NAN, NAN);
     const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
-    if (!sd || !sp || !dr || !R->rs.has_outputs) return;
+    if (!sd || !sp || !R->rs.has_outputs) return; /* draft-only is optional (make specbench runs ar, sd, sprinter) */
     char claim[160];
     snprintf(claim, sizeof claim, "SPRINTER (lambda %g, tau %g) keeps SD's quality; draft-only as the control",
              R->o->deployed_lambda, R->o->deployed_tau);
@@ -365,6 +435,7 @@ static void quality_rows(Findings *F, const char *protocol, const char *dataset)
     cat(w->measured, sizeof w->measured, " paired by prompt:");
     Est d_sp_sd = {NAN, NAN, NAN}, d_sp_dr = {NAN, NAN, NAN};
     for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++) {
+        if (!pairs[k].x || !pairs[k].y) continue;
         Est e = paired(pairs[k].x->ri, pairs[k].y->ri, &n);
         if (k == 0) d_sp_sd = e;
         if (k == 2) d_sp_dr = e;
@@ -388,9 +459,12 @@ static void quality_rows(Findings *F, const char *protocol, const char *dataset)
         tsv(F, w, NAN, NAN, "dtv_p_ps_visited", e.v, e.lo, e.hi, sp->ri->hash);
         tsv(F, w, NAN, NAN, "dtv_p_q_visited", sp->tc.est.dtv_pq, NAN, NAN, sp->ri->hash);
     }
-    snprintf(w->verdict, sizeof w->verdict, "sprinter %s sd; sprinter %s draft-only",
+    snprintf(w->verdict, sizeof w->verdict, "sprinter %s sd; %s",
              isnan(d_sp_sd.hi) ? "not compared with" : d_sp_sd.hi < 0 ? "below" : d_sp_sd.lo > 0 ? "above" : "not separable from",
-             isnan(d_sp_dr.hi) ? "not compared with" : d_sp_dr.hi < 0 ? "below" : d_sp_dr.lo > 0 ? "above" : "not separable from");
+             !dr ? "no verdict against draft-only: no draft run in this cell"
+             : isnan(d_sp_dr.hi) ? "sprinter not compared with draft-only"
+             : d_sp_dr.hi < 0 ? "sprinter below draft-only" : d_sp_dr.lo > 0 ? "sprinter above draft-only"
+             : "sprinter not separable from draft-only");
 }
 
 /* ------------------------------------------------------------------ (5) FLOPs, (6) speed */
@@ -422,8 +496,13 @@ static void flops_rows(Findings *F, const char *protocol, const char *dataset) {
         snprintf(q, sizeof q, "gflop_%d_with_target_%s", FIND_TOKENS, names[k]);
         tsv(F, w, NAN, NAN, q, all, NAN, NAN, a->ri->hash);
     }
-    snprintf(w->verdict, sizeof w->verdict, "with the target counted, sprinter costs %.2fx sd and %.2fx ar",
-             with_target[3] / with_target[2], with_target[3] / with_target[0]);
+    double vs_sd = with_target[3] / with_target[2], vs_ar = with_target[3] / with_target[0];
+    if (isfinite(vs_sd) && isfinite(vs_ar))
+        snprintf(w->verdict, sizeof w->verdict, "with the target counted, sprinter costs %.2fx sd and %.2fx ar", vs_sd,
+                 vs_ar);
+    else
+        snprintf(w->verdict, sizeof w->verdict, "no verdict: %s", !each[2] || !each[0]
+                 ? "no sd or no ar run in this cell" : "a FLOP count is zero or not a number");
 }
 
 /* ms per token of run a in its timing of repetition rep (the table timings), NaN when it has none. */
@@ -482,6 +561,11 @@ static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
         return;
     }
     double s_ar = ar->ms_per_token / sp->ms_per_token, s_sd = sd->ms_per_token / sp->ms_per_token;
+    if (!(isfinite(s_sd) && isfinite(s_ar) && s_sd > 0 && s_ar > 0)) {
+        cat(w->measured, sizeof w->measured, "sweep timings only: a run's time per token is zero or not a number");
+        snprintf(w->verdict, sizeof w->verdict, "no verdict: speed needs runs timed alone ([timing] reps in the spec)");
+        return;
+    }
     cat(w->measured, sizeof w->measured,
         "sweep timings only (each run once, possibly beside other runs of a --jobs sweep): ms/token ar %.3f, sd %.3f, "
         "sprinter %.3f; sprinter / sd %.2fx, / ar %.2fx; target calls per token %.3f vs sd %.3f",
@@ -527,9 +611,9 @@ static void collect(Findings *F) {
     const char *ds[16];
     int nd = datasets(F->R, ds, 16);
     for (int row = 1; row <= 6; row++)
-        for (int p = 0; p < N_PROTOCOLS; p++)
+        for (int p = 0; p < F->n_cells; p++)
             for (int d = 0; d < nd; d++) {
-                const char *pr = kProtocols[p];
+                const char *pr = F->cells[p].name;
                 switch (row) {
                 case 1: deployed_cell(F, pr, ds[d], 1); break;
                 case 2: avg_tokens_cell(F, pr, ds[d]); break;
@@ -557,8 +641,10 @@ static void table_md(FILE *f, const Findings *F) {
 
 static const char kDefinitions[] =
     "Definitions (every figure recomputable from runs.sqlite, the token logs and dtv/*.h5; results/README.md):\n\n"
-    "- protocol: `runs.label_rule` of a sprinter run; other runs by temperature (0: paper-code, the authors' greedy "
-    "decoding; 1: sound).\n"
+    "- protocol: a label rule at a temperature, as the labelled runs (sprinter, the oracles) recorded them: "
+    "`runs.label_rule` (before schema 6: paper-code at temperature 0, else sound) and `runs.temperature`. A run "
+    "without labels (ar, draft, sd, ...) belongs to every protocol of its temperature: the ar, sd and sprinter runs "
+    "of one sweep share a cell, greedy or not.\n"
     "- eta_FP = sum prompts.fp / sum prompts.audited_neg, eta_TP = sum prompts.tp / sum prompts.audited_pos (the "
     "audit's labels, every drafted token); interval: the bootstrap over prompts of the theorem checks (mean +- 1.96 "
     "SE), Wilson where there is none.\n"
@@ -594,6 +680,7 @@ int write_findings(Report *R, SpErr *err) {
         free(F.rows);
         return -1;
     }
+    find_cells(&F);
     fprintf(F.tsv, "row\tprotocol\tdataset\tlambda\ttau\tquantity\tvalue\tlo\thi\truns\n");
     collect(&F);
     int rc = report_close(F.tsv, R, "FINDINGS.tsv", err);

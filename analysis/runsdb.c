@@ -85,6 +85,7 @@ static void add_prompt_row(sqlite3_stmt *st, RunInfo *r, PromptInfo *p) {
     p->tokens = sqlite3_column_int64(st, PROMPTS_tokens);
     p->target_calls = sqlite3_column_int64(st, PROMPTS_target_calls);
     p->t_total = sqlite3_column_double(st, PROMPTS_t_total);
+    p->prompt_truncated = sqlite3_column_int(st, PROMPTS_prompt_truncated) != 0;
     p->rounds = sqlite3_column_type(st, PROMPTS_rounds) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, PROMPTS_rounds);
     p->round_kept =
         sqlite3_column_type(st, PROMPTS_round_kept) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, PROMPTS_round_kept);

@@ -17,6 +17,7 @@ typedef struct PromptInfo {
     char *output_text;     /* prompts.output_text, NULL if none */
     char *category;        /* prompts.category (schema 7), NULL if none */
     int turn;              /* prompts.turn (schema 7; 0 when NULL) */
+    int prompt_truncated;  /* prompts.prompt_truncated: the prompt kept only its last context-sized part */
     int scored;            /* an outputs row exists (sprinter score) */
     double target_logprob; /* outputs.target_logprob: sum of ln p_target over the output */
     int64_t scored_tokens; /* outputs.n_tokens */

@@ -183,7 +183,7 @@ static int sb_add_question(SbRow *x, const PromptInfo *p) {
         if (!nq || !ns || !nn) return -1;
         x->cap = cap;
     }
-    x->q[x->n] = (SbQuestion){p->category, 0, 0, 0};
+    x->q[x->n] = (SbQuestion){p->category, 0, 0, 0, 0, 0};
     x->rl_sum[x->n] = 0, x->rl_n[x->n] = 0;
     x->n++;
     return 0;
@@ -218,6 +218,7 @@ static int sb_collect(const Report *R, const Row *r, SbRow *x) {
             if (!same && sb_add_question(x, p)) return -1;
             SbQuestion *q = &x->q[x->n - 1];
             q->tokens += p->tokens, q->target_calls += p->target_calls, q->seconds += p->t_total;
+            q->turns++, q->truncated += p->prompt_truncated;
             if (a->rouge_l && !isnan(a->rouge_l[j])) x->rl_sum[x->n - 1] += a->rouge_l[j], x->rl_n[x->n - 1]++;
         }
     }
@@ -274,15 +275,25 @@ static void table_specbench(FILE *f, const Row *rows, int n, const SbRow *sb) {
     fprintf(f, "\nQuestions per group (the first row's runs):");
     for (int g = 0; g < SB_N_GROUPS; g++) fprintf(f, " %s %d%s", specbench_group_name(g), n ? sb[0].cells[g].questions : 0,
                                                   g + 1 < SB_N_GROUPS ? "," : ".\n\n");
+    fprintf(f, "Truncated prompts per group (prompts.prompt_truncated: longer than the context, only their last part "
+               "kept, their start, e.g. an instruction or a system prompt, lost), turns of each row's runs:\n\n");
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "- %s %s %s:", rows[k].dataset, rows[k].method, rows[k].setting);
+        for (int g = 0; g < SB_N_GROUPS; g++)
+            fprintf(f, " %s %d of %d%s", specbench_group_name(g), sb[k].cells[g].truncated, sb[k].cells[g].turns,
+                    g + 1 < SB_N_GROUPS ? "," : "\n");
+    }
+    fprintf(f, "\n");
 }
 
 /* Table 7: the same figures per category (Spec-Bench's 13 or the data's own), one line each. */
 static void table_categories(FILE *f, const Row *rows, int n, const SbRow *sb) {
     fprintf(f, "## Table 7 (Spec-Bench): per category\n\nTable 6's figures for each category of the data "
                "(prompts.category), in the data's order: questions, speed-up over AR as Spec-Bench defines it, "
-               "MAT, ROUGE-L over the turns with a reference.\n\n"
-               "| Dataset | Method | Setting | Category | Task group | questions | speed-up | MAT | ROUGE-L |\n"
-               "|---|---|---|---|---|---:|---:|---:|---:|\n");
+               "MAT, ROUGE-L over the turns with a reference, and the turns whose prompt was truncated to the context "
+               "(its start lost) of all its turns.\n\n"
+               "| Dataset | Method | Setting | Category | Task group | questions | speed-up | MAT | ROUGE-L | truncated |\n"
+               "|---|---|---|---|---|---:|---:|---:|---:|---:|\n");
     for (int k = 0; k < n; k++) {
         const SbRow *x = &sb[k], *ar = sb_ar_of(rows, n, sb, x);
         for (int i = 0; i < x->n; i++) {
@@ -292,11 +303,11 @@ static void table_categories(FILE *f, const Row *rows, int n, const SbRow *sb) {
             SbCell a = ar ? specbench_category_cell(ar->q, ar->n, cat) : (SbCell){0};
             int g = specbench_group_of(cat);
             char b1[48], b2[48], b3[48];
-            fprintf(f, "| %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", rows[k].dataset, rows[k].method,
+            fprintf(f, "| %s | %s | %s | %s | %s | %d | %s | %s | %s | %d / %d |\n", rows[k].dataset, rows[k].method,
                     rows[k].setting, cat[0] ? cat : "(none)", g >= 0 ? specbench_group_name(g) : "-", c.questions,
                     fmt_num(b1, sizeof b1, ar && a.questions ? c.mean_rate / a.mean_rate : NAN, "%.2fx"),
                     fmt_num(b2, sizeof b2, metric_ratio((double)c.tokens, (double)c.target_calls), "%.2f"),
-                    fmt_num(b3, sizeof b3, sb_rouge(x, -1, cat), "%.4f"));
+                    fmt_num(b3, sizeof b3, sb_rouge(x, -1, cat), "%.4f"), c.truncated, c.turns);
         }
     }
     fprintf(f, "\n");

@@ -123,6 +123,7 @@ static int print_summary(const char *dir, int by, int tsv, SpErr *err) {
     int rc = by == SUMMARY_BY_TASK       ? db_summary_tasks(db, stdout, tsv, err)
              : by == SUMMARY_BY_CATEGORY ? db_summary_categories(db, stdout, tsv, err)
                                          : db_summary(db, stdout, by == SUMMARY_BY_METHOD, tsv, err);
+    if (rc == 0 && !tsv && by != SUMMARY_BY_TASK) rc = db_truncation_note(db, stdout, err);
     db_close(db);
     return rc;
 }

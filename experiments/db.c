@@ -885,7 +885,8 @@ static void task_configs_free(TaskConfig *c, int n) {
     free(c);
 }
 
-static int task_push(TaskConfig *c, const char *category, int64_t tokens, int64_t calls, double seconds) {
+static int task_push(TaskConfig *c, const char *category, int64_t tokens, int64_t calls, double seconds, int turns,
+                     int truncated) {
     if (c->n == c->cap) {
         int cap = c->cap ? 2 * c->cap : 64;
         SbQuestion *nq = realloc(c->q, (size_t)cap * sizeof *nq);
@@ -897,12 +898,15 @@ static int task_push(TaskConfig *c, const char *category, int64_t tokens, int64_
         c->cap = cap;
     }
     if (!(c->categories[c->n] = strdup(category ? category : ""))) return -1;
-    c->q[c->n] = (SbQuestion){c->categories[c->n], tokens, calls, seconds};
+    c->q[c->n] = (SbQuestion){c->categories[c->n], tokens, calls, seconds, turns, truncated};
     c->n++;
     return 0;
 }
 
-enum { TASK_METHOD, TASK_DATASET, TASK_TEMPERATURE, TASK_CATEGORY, TASK_TOKENS, TASK_CALLS, TASK_SECONDS, TASK_PARAMS };
+enum {
+    TASK_METHOD, TASK_DATASET, TASK_TEMPERATURE, TASK_CATEGORY, TASK_TOKENS, TASK_CALLS, TASK_SECONDS, TASK_TURNS,
+    TASK_TRUNCATED, TASK_PARAMS
+};
 
 /* Every done run's questions (records/metrics.h: its prompt rows grouped by the first turn's
  * prompt_index, specbench_question_key), gathered per configuration in run order. */
@@ -911,7 +915,7 @@ static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
     db_param_columns("r.", params, sizeof params);
     snprintf(sql, sizeof sql,
              "SELECT r.method, r.dataset, r.temperature, MIN(p.category), SUM(p.tokens), SUM(p.target_calls),"
-             " SUM(p.t_total), %s FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
+             " SUM(p.t_total), COUNT(*), SUM(p.prompt_truncated != 0), %s FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY r.run_hash, p.prompt_index - COALESCE(p.turn, 0)"
              " ORDER BY MIN(r.run_index), MIN(p.prompt_index)",
              params);
@@ -950,7 +954,8 @@ static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
             n++;
         }
         if (task_push(&c[k], (const char *)sqlite3_column_text(st, TASK_CATEGORY), sqlite3_column_int64(st, TASK_TOKENS),
-                      sqlite3_column_int64(st, TASK_CALLS), sqlite3_column_double(st, TASK_SECONDS))) {
+                      sqlite3_column_int64(st, TASK_CALLS), sqlite3_column_double(st, TASK_SECONDS),
+                      sqlite3_column_int(st, TASK_TURNS), sqlite3_column_int(st, TASK_TRUNCATED))) {
             rc = sp_fail(err, "out of memory");
             break;
         }
@@ -971,6 +976,33 @@ static const TaskConfig *task_ar_of(const TaskConfig *c, int n, const TaskConfig
     return NULL;
 }
 
+/* "summarization 80 of 80 turns, ...; overall k of n": the groups of c with a truncated prompt. */
+static void truncation_text(const TaskConfig *c, char *buf, size_t cap) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int g = 0; g < SB_N_GROUPS && k < cap; g++) {
+        const SbCell *x = &c->cells[g];
+        if (x->truncated == 0 && g != SB_OVERALL) continue;
+        int w = snprintf(buf + k, cap - k, "%s%s %d of %d turns", k ? (g == SB_OVERALL ? "; " : ", ") : "",
+                         specbench_group_name(g), x->truncated, x->turns);
+        if (w > 0) k += (size_t)w;
+    }
+}
+
+int db_truncation_note(Db *db, FILE *out, SpErr *err) {
+    TaskConfig *c = NULL;
+    int n = 0, rc = task_configs(db, &c, &n, err);
+    if (rc == 0 && n > 0 && c[0].cells[SB_OVERALL].truncated > 0) {
+        char text[1024];
+        truncation_text(&c[0], text, sizeof text);
+        fprintf(out, "truncated prompts (longer than the context: only their last part kept, their start, e.g. an "
+                     "instruction or system prompt, lost), %s %s: %s (per configuration: sprinter summary DIR --by "
+                     "task --tsv)\n", c[0].method, c[0].dataset, text);
+    }
+    task_configs_free(c, n);
+    return rc;
+}
+
 int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
     TaskConfig *c = NULL;
     int n = 0;
@@ -980,18 +1012,18 @@ int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
     }
     if (tsv) {
         fprintf(out, "method\tdataset\ttemperature\tparams\ttask\tquestions\ttokens\ttarget_calls\tmean_accepted_tokens"
-                     "\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\n");
+                     "\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\tturns\ttruncated_turns\n");
         for (int k = 0; k < n; k++) {
             const TaskConfig *ar = task_ar_of(c, n, &c[k]);
             for (int g = 0; g < SB_N_GROUPS; g++) {
                 const SbCell *x = &c[k].cells[g];
                 double ar_rate = ar ? ar->cells[g].mean_rate : NAN;
                 if (x->questions == 0) continue;
-                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n", c[k].method, c[k].dataset,
-                        c[k].temperature, c[k].label[0] ? c[k].label : "-", specbench_group_name(g), x->questions,
-                        (long long)x->tokens, (long long)x->target_calls,
+                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%d\n", c[k].method,
+                        c[k].dataset, c[k].temperature, c[k].label[0] ? c[k].label : "-", specbench_group_name(g),
+                        x->questions, (long long)x->tokens, (long long)x->target_calls,
                         metric_ratio((double)x->tokens, (double)x->target_calls), x->mean_rate, ar_rate,
-                        metric_ratio(x->mean_rate, ar_rate));
+                        metric_ratio(x->mean_rate, ar_rate), x->turns, x->truncated);
             }
         }
         task_configs_free(c, n);
@@ -1010,6 +1042,13 @@ int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
     if (n > 0) {
         fprintf(out, "%-11s %-*s", "questions", wl, "");
         for (int g = 0; g < SB_N_GROUPS; g++) fprintf(out, " %15d", c[0].cells[g].questions);
+        fputc('\n', out);
+        fprintf(out, "%-11s %-*s", "truncated", wl, "");
+        for (int g = 0; g < SB_N_GROUPS; g++) {
+            char t[32];
+            snprintf(t, sizeof t, "%d/%d", c[0].cells[g].truncated, c[0].cells[g].turns);
+            fprintf(out, " %15s", c[0].cells[g].questions ? t : "-");
+        }
         fputc('\n', out);
     }
     for (int k = 0; k < n; k++) {
@@ -1030,7 +1069,9 @@ int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
     if (n == 0) fprintf(out, "(no finished runs)\n");
     else
         fprintf(out, "cells: speedup, mean accepted tokens; questions: a question's turns are summed (the first "
-                     "configuration's counts); a category outside Spec-Bench's 13 counts in overall only\n");
+                     "configuration's counts); truncated: turns whose prompt was longer than the context and kept only "
+                     "its last part, losing its start (the first configuration's; --tsv: each one's); a category "
+                     "outside Spec-Bench's 13 counts in overall only\n");
     task_configs_free(c, n);
     return 0;
 }
@@ -1044,10 +1085,11 @@ int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err) {
     }
     if (tsv)
         fprintf(out, "method\tdataset\ttemperature\tparams\tcategory\ttask\tquestions\ttokens\ttarget_calls"
-                     "\tmean_accepted_tokens\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\n");
+                     "\tmean_accepted_tokens\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\tturns"
+                     "\ttruncated_turns\n");
     else
-        fprintf(out, "%-11s %-40s %-16s %-14s %9s %8s %8s\n", "method", "data T params", "category", "task", "questions",
-                "speedup", "MAT");
+        fprintf(out, "%-11s %-40s %-16s %-14s %9s %8s %8s %9s\n", "method", "data T params", "category", "task",
+                "questions", "speedup", "MAT", "truncated");
     for (int k = 0; k < n; k++) {
         const TaskConfig *ar = task_ar_of(c, n, &c[k]);
         char lab[512];
@@ -1060,16 +1102,18 @@ int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err) {
             int g = specbench_group_of(cat);
             double mat = metric_ratio((double)x.tokens, (double)x.target_calls), speedup = metric_ratio(x.mean_rate, ar_rate);
             if (tsv) {
-                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\n", c[k].method,
+                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%d\n", c[k].method,
                         c[k].dataset, c[k].temperature, c[k].label[0] ? c[k].label : "-", cat[0] ? cat : "-",
                         g >= 0 ? specbench_group_name(g) : "-", x.questions, (long long)x.tokens,
-                        (long long)x.target_calls, mat, x.mean_rate, ar_rate, speedup);
+                        (long long)x.target_calls, mat, x.mean_rate, ar_rate, speedup, x.turns, x.truncated);
             } else {
                 char sp[24], m[24];
                 fmt_ratio(sp, sizeof sp, speedup, isnan(speedup) ? 0 : 1, "%.2fx"); /* "-" without ar */
                 fmt_ratio(m, sizeof m, (double)x.tokens, (double)x.target_calls, "%.2f");
-                fprintf(out, "%-11s %-40s %-16s %-14s %9d %8s %8s\n", c[k].method, lab, cat[0] ? cat : "(none)",
-                        g >= 0 ? specbench_group_name(g) : "-", x.questions, sp, m);
+                char tr[32];
+                snprintf(tr, sizeof tr, "%d/%d", x.truncated, x.turns);
+                fprintf(out, "%-11s %-40s %-16s %-14s %9d %8s %8s %9s\n", c[k].method, lab, cat[0] ? cat : "(none)",
+                        g >= 0 ? specbench_group_name(g) : "-", x.questions, sp, m, tr);
             }
         }
     }

@@ -136,6 +136,9 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err);
  * temperature; seeds pooled) and task group, the speedup over the ar configuration on the same data
  * and temperature and the mean accepted tokens; tsv: one line per (configuration, group). */
 int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err);
+/* One line when prompts of the first configuration were truncated to the context: how many turns
+ * per Spec-Bench task group (overall for any data); nothing otherwise. */
+int db_truncation_note(Db *db, FILE *out, SpErr *err);
 /* The same per category (prompts.category; each category of the data once, in its order). */
 int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err);
 

@@ -1,6 +1,7 @@
 /* spec.c - parse, check, resolve and expand sweep specifications (see spec.h). */
 #include "spec.h"
 
+#include "dataset.h"
 #include "fsutil.h"
 
 #include "verifier_train.h"
@@ -448,6 +449,52 @@ static int hash_data(const char *f, const char *what, const char *path, char *ou
     return 0;
 }
 
+/* The turns [*first, *first + *n) that questions [q0, q0 + qn) of Spec-Bench data span; 1 when path
+ * is not Spec-Bench data, -1 on error (too few questions: named with the spec's file and key). */
+static int question_span(const SweepSpec *s, const char *path, int q0, int qn, int *first, int *n, SpErr *err) {
+    const char *fmt = s->data_format[0] ? s->data_format : NULL;
+    if (fmt && strcmp(fmt, "specbench")) return 1;
+    Dataset d;
+    if (!fmt) { /* inferred: one example tells */
+        if (dataset_load(path, NULL, 1, &d, err)) return sp_err_prefix(err, "%s: [data] datasets", s->path);
+        int sb = !strcmp(d.format, "specbench");
+        dataset_free(&d);
+        if (!sb) return 1;
+    }
+    if (dataset_load(path, "specbench", 0, &d, err)) return sp_err_prefix(err, "%s: [data] datasets", s->path);
+    int nq = dataset_questions(&d), rc = 0;
+    if (q0 + qn > nq)
+        rc = sp_fail(err, "%s: [data] n_prompts: %s has %d questions (%d turns); in Spec-Bench data offset and n_prompts "
+                          "count questions: offset %d + n_prompts %d needs %d", s->path, path, nq, d.n, q0, qn, q0 + qn);
+    else *first = dataset_question_start(&d, q0), *n = dataset_question_start(&d, q0 + qn) - *first;
+    dataset_free(&d);
+    return rc;
+}
+
+/* Spec-Bench data: [data] offset and n_prompts count questions; from here on (hash, sweep, runs
+ * table) prompt_offset and n_prompts count the turns they span. Idempotent. */
+static int questions_to_turns(SweepSpec *s, SpErr *err) {
+    if (s->n_questions) return 0;
+    int first = -1, n = -1, q0 = s->prompt_offset, qn = s->n_prompts;
+    for (int i = 0; i < s->n_datasets; i++) {
+        int f1 = 0, n1 = 0, rc = question_span(s, s->datasets[i], q0, qn, &f1, &n1, err);
+        if (rc < 0) return -1;
+        if (i > 0 && (rc == 1) != (first < 0))
+            return sp_fail(err, "%s: [data] datasets: %s and %s: one is Spec-Bench data (offset and n_prompts count "
+                                "questions), the other not; give each its own spec", s->path, s->datasets[0], s->datasets[i]);
+        if (rc == 1) continue;
+        if (i > 0 && (f1 != first || n1 != n))
+            return sp_fail(err, "%s: [data] n_prompts: questions %d..%d are turns %d..%d of %s but %d..%d of %s; give each "
+                                "its own spec", s->path, q0, q0 + qn - 1, first, first + n - 1, s->datasets[0], f1,
+                           f1 + n1 - 1, s->datasets[i]);
+        first = f1, n = n1;
+    }
+    if (first < 0) return 0;
+    s->question_offset = q0, s->n_questions = qn;
+    s->prompt_offset = first, s->n_prompts = n;
+    return 0;
+}
+
 int spec_resolve(SweepSpec *s, SpErr *err) {
     const char *f = s->path;
     if (sha256_file(f, s->sha256, err)) return -1;
@@ -455,6 +502,7 @@ int spec_resolve(SweepSpec *s, SpErr *err) {
     if (s->target_dir[0] && check_model(f, "target", s->target_dir, s->target_sha256, err)) return -1;
     for (int i = 0; i < s->n_datasets; i++)
         if (hash_data(f, "[data] datasets", s->datasets[i], s->data_sha256[i], err)) return -1;
+    if (questions_to_turns(s, err)) return -1;
     if (!s->has_verifier) return 0;
     if (hash_data(f, "[verifier] data", s->ver_data, s->ver_data_sha256, err)) return -1;
     /* the verifier trains on the first ver_n_prompts prompts: they must not be evaluated on */

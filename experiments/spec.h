@@ -9,7 +9,11 @@
  *              oracle-markov)
  *   [models]   draft, target (directories; required: target, and draft unless only ar is run)
  *   [data]     datasets (required; list of files, each a grid value), format (jsonl, specbench,
- *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index),
+ *              lm1b, wikisum; empty = infer), n_prompts (required), offset (first prompt index;
+ *              in Spec-Bench data both count questions, as its users do (question.jsonl: 480
+ *              questions, 560 turns): spec_resolve() turns them into the turns they span, which the
+ *              sweep runs, hashes and stores as runs.n_prompts / prompt_offset; a spec whose datasets
+ *              would then span different turns, or mix Spec-Bench with other data, is refused),
  *              prompt_template (none, the default, or vicuna: data/loaders/prompt.h; a Spec-Bench
  *              question's later turns are always generated after its earlier ones, in one
  *              conversation; or chat_template: the target's own, from chat_template.jinja or
@@ -77,7 +81,8 @@ typedef struct SweepSpec {
     char datasets[SPEC_MAX_DATASETS][SPEC_PATH];
     int n_datasets;
     char data_format[32]; /* "" = infer from the file name */
-    int n_prompts, prompt_offset;
+    int n_prompts, prompt_offset; /* in prompt rows (turns); for Spec-Bench data spec_resolve() sets them from: */
+    int n_questions, question_offset; /* [data] n_prompts and offset as given in Spec-Bench data (questions; 0 else) */
     PromptTemplate prompt_template; /* [data] prompt_template */
     int max_new;
     SamplerParams sampling;

@@ -68,6 +68,7 @@ static void cell_add(CellSum *c, const SbQuestion *q) {
     c->cell.questions++;
     c->cell.tokens += q->tokens;
     c->cell.target_calls += q->target_calls;
+    c->cell.turns += q->turns, c->cell.truncated += q->truncated;
     if (q->seconds > 0) c->cell.mean_rate += (double)q->tokens / q->seconds, c->timed++;
 }
 

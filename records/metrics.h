@@ -74,6 +74,7 @@ typedef struct SbQuestion {
     const char *category; /* borrowed; NULL or "" = none (counts in overall only) */
     int64_t tokens, target_calls;
     double seconds;
+    int turns, truncated; /* its turns, and those whose prompt lost its start to the context (prompts.prompt_truncated) */
 } SbQuestion;
 
 /* A configuration's figures in one task group: questions counted, the mean over them of
@@ -82,6 +83,7 @@ typedef struct SbCell {
     int questions;
     double mean_rate;
     int64_t tokens, target_calls;
+    int turns, truncated; /* summed over the questions: turns, and turns whose prompt was truncated */
 } SbCell;
 /* Fills cells[SB_N_GROUPS] from questions q[0..n) (of one configuration, every seed pooled). */
 void specbench_cells(const SbQuestion *q, int n, SbCell cells[SB_N_GROUPS]);

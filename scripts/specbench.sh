@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make specbench: Spec-Bench as its users run it (issue 15) on the regime pair:
-# experiments/specbench.ini (all 560 turns of data/datasets/specbench.jsonl, a question's second
+# experiments/specbench.ini (all 480 questions, 560 turns, of data/datasets/specbench.jsonl, stopping at EOS; a question's second
 # turn after the run's own answer to its first; ar, sd, sprinter, greedy), target scoring, the
 # analysis report (report/tables.md Table 6: task groups) and Spec-Bench's task table.
 # About 8 min with --jobs 1 on this project's 2-core VM (sweep 6, score and analysis 2); resumes if interrupted.

@@ -264,6 +264,16 @@ def check_errors(t, sprinter, work, out):
                 "analyze %s fails with one line naming %r: %r" % (args[0], want, p.stderr.strip()[:300]))
 
 
+def parent_of(pid):
+    """The parent pid of /proc/PID, None when the process ended while /proc was read (other processes
+    come and go on a shared machine)."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[1]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
 def check_killed(t, sprinter, out):
     """analyze killed midway (SIGKILL, at several moments) leaves the previous report exactly as it was,
     no gnuplot child behind, and the next analyze clears the dead run's staging directory (issue 18)."""
@@ -278,8 +288,7 @@ def check_killed(t, sprinter, out):
         p.wait()
         time.sleep(0.3)
         now = {f: open(os.path.join(rep, f), "rb").read() for f in sorted(os.listdir(rep))}
-        children = [d for d in os.listdir("/proc") if d.isdigit() and
-                    open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1] == str(p.pid)] \
+        children = [d for d in os.listdir("/proc") if d.isdigit() and parent_of(d) == str(p.pid)] \
             if os.path.exists("/proc") else []
         t.check(now == before and not children, "analyze killed after %.1f s: report/ unchanged (%d files), %d "
                 "children left" % (delay, len(now), len(children)))

@@ -22,16 +22,26 @@
   into each turn's output; score rebuilds those prompts too;
 - a directory holding the same grid at two temperatures: `summary` keeps them apart, each speed-up
   over the ar row of its own temperature (the task table matches on temperature too);
-- bad input: an offset inside a conversation, a malformed "turns", chat_template on a model without
+- a greedy directory with ar, sd and sprinter (temperature 0, the sound label rule, as make specbench
+  runs them): `analyze` writes FINDINGS rows 4, 5 and 6 for it, all in one protocol cell, with numbers:
+  no "nan" in any verdict nor in rows 4-6;
+- [data] n_prompts and offset count questions (the main sweep: 5 questions, 7 turns; the committed
+  file: offset 400, n_prompts 80 are its 80 rag questions); experiments/specbench.ini runs all 480
+  questions and stops at EOS;
+- truncated prompts (a summarization question longer than the context): the sweep's output, summary
+  --by task / --by category (text and tsv), Table 6 and Table 7 count them per group and category;
+- bad input: more questions than the file has, Spec-Bench data beside other data, a malformed "turns", chat_template on a model without
   one, each a one-line error naming the file and field, nothing written.
 Deterministic; no false-failure rate.
 """
 import argparse
 import codecs
+import configparser
 import csv
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -75,7 +85,7 @@ prompt_template = {template}
 [decode]
 max_new_tokens = {max_new}
 temperature = 0
-stop_at_eos = false
+stop_at_eos = true
 
 [grid]
 seeds = 1
@@ -165,7 +175,7 @@ def check_rows(t, a, rows):
                     "question %s turn %d: the vicuna prompt has %d tokens, the row %d" %
                     (q["question_id"], k + 1, n_ids, row["n_prompt_tokens"]))
             gen = subprocess.run([a.sprinter, "generate", "--model", os.path.join(a.work, "target"), "--prompt", text,
-                                  "--temperature", "0", "--max-new", str(MAX_NEW), "--ignore-eos"],
+                                  "--temperature", "0", "--max-new", str(MAX_NEW)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             cont = sanitized(gen.stdout).replace("<|endoftext|>", "")
             if cont.endswith("\n") and not row["output_text"].endswith("\n"):
@@ -254,7 +264,7 @@ def check_categories(t, a, out, rows):
     got = {}
     for ln in body.splitlines():
         c = [x.strip() for x in ln.split("|")[1:-1]]
-        if len(c) == 9 and c[0] == "sb.jsonl":
+        if len(c) == 10 and c[0] == "sb.jsonl":
             got[(c[1], c[3])] = c
     per = {}
     for r in rows:
@@ -289,7 +299,7 @@ def check_chat_template(t, a, data):
     with open(os.path.join(chat_dir, "tokenizer_config.json"), "w") as f:
         json.dump({"chat_template": CHAT_TEMPLATE, "bos_token": {"content": "<|endoftext|>"},
                    "eos_token": "<|endoftext|>"}, f)
-    spec = spec_file(a.work, "chat", data, sum(len(q["turns"]) for q in QUESTIONS), template="chat_template")
+    spec = spec_file(a.work, "chat", data, len(QUESTIONS), template="chat_template")
     with open(spec) as f:
         text = f.read().replace("methods = ar, sd", "methods = ar").replace("/target\n", "/target_chat\n")
     with open(spec, "w") as f:
@@ -313,7 +323,7 @@ def check_chat_template(t, a, data):
                                eos_token="<|endoftext|>")
             ids = run([a.sprinter, "tokenize", "--model", chat_dir, "--text", text])
             gen = subprocess.run([a.sprinter, "generate", "--model", chat_dir, "--prompt", text, "--temperature", "0",
-                                  "--max-new", str(MAX_NEW), "--ignore-eos"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  "--max-new", str(MAX_NEW)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             cont = sanitized(gen.stdout).replace("<|endoftext|>", "")
             if cont.endswith("\n") and not row["output_text"].endswith("\n"):
                 cont = cont[:-1]
@@ -368,9 +378,9 @@ def check_committed(t, a):
             "specbench.jsonl: 80 two-turn questions, 560 turns, 359 with references")
     t.check(all(list(q) == ["question_id", "category", "turns"] + (["reference"] if "reference" in q else [])
                 for q in qs), "specbench.jsonl: Spec-Bench's field order")
-    # the whole file loads: a sweep of its last two turns reads all 560
-    spec = spec_file(a.work, "whole", path, 2, offset=558, template="none")
-    spec = spec.replace("whole.ini", "whole.ini")
+    # the whole file loads, and n_prompts counts questions as Spec-Bench's users do: offset 400 +
+    # n_prompts 80 are the 80 rag questions (counted in turns, 480 prompts left all of them out)
+    spec = spec_file(a.work, "whole", path, 80, offset=400, template="none")
     with open(spec) as f:
         text = f.read().replace("methods = ar, sd", "methods = ar")
     with open(spec, "w") as f:
@@ -379,13 +389,155 @@ def check_committed(t, a):
     shutil.rmtree(out, ignore_errors=True)
     p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
     cats = [r["category"] for r in rows_of(os.path.join(out, "runs.sqlite"))] if p.returncode == 0 else []
-    t.check(p.returncode == 0 and cats == ["rag", "rag"], "the committed file loads whole: %s %s" % (cats, p.stderr))
+    t.check(p.returncode == 0 and cats == ["rag"] * 80,
+            "the committed file loads whole; offset 400, n_prompts 80 are its 80 rag questions: %d rows, %s %s" %
+            (len(cats), sorted(set(cats)), p.stderr))
+    ini = configparser.ConfigParser()
+    ini.read(os.path.join(ROOT, "experiments", "specbench.ini"))
+    t.check(ini.get("data", "n_prompts") == "480" and ini.get("decode", "stop_at_eos") == "true" and
+            ini.get("decode", "temperature") == "0",
+            "experiments/specbench.ini: n_prompts = 480 (every question, 560 turns), stop_at_eos = true, greedy")
+
+
+GREEDY_SPEC = """[sweep]
+name = sbgreedy
+methods = ar, sd, sprinter
+
+[models]
+draft = {work}/draft
+target = {work}/target
+
+[data]
+datasets = {data}
+format = specbench
+n_prompts = {n}
+prompt_template = none
+
+[decode]
+max_new_tokens = {max_new}
+temperature = 0
+audit = true
+
+[grid]
+seeds = 1
+gamma = 3
+lambda = 1.2
+tau = 0.5
+max_run = 0
+
+[verifier]
+data = {work}/verifier.jsonl
+n_prompts = 12
+max_new = 8
+seed = 3
+"""
+
+
+def check_greedy_findings(t, a, data, n):
+    """make specbench's shape: ar, sd, sprinter at temperature 0 must give FINDINGS rows 4-6, no nan."""
+    with open(os.path.join(a.work, "verifier.jsonl"), "w") as f:
+        for i in range(12):
+            f.write(json.dumps({"id": "v%d" % i, "prompt": "tea and water number %d is" % i, "reference": "x",
+                                "source": "fixture"}) + "\n")
+    spec = os.path.join(a.work, "greedy.ini")
+    with open(spec, "w") as f:
+        f.write(GREEDY_SPEC.format(work=a.work, data=data, n=n, max_new=MAX_NEW))
+    out = os.path.join(a.work, "greedy")
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
+    if not t.check(p.returncode == 0, "greedy sweep with sprinter: exit %d %s" % (p.returncode, p.stderr[-400:])):
+        return
+    p = run([a.sprinter, "score", out, "--quiet"])
+    t.check(p.returncode == 0, "greedy directory scored: %s" % p.stderr[-300:])
+    p = run([a.sprinter, "analyze", out, "--no-plots", "--quiet"])
+    rep = os.path.join(out, "report")
+    md_path = os.path.join(rep, "FINDINGS.md")
+    if not t.check(p.returncode == 0 and os.path.exists(md_path), "analyze the greedy directory: %s" % p.stderr[-300:]):
+        return
+    md = open(md_path).read()
+    rows = {}
+    for ln in md.splitlines():
+        c = [x.strip() for x in ln.split("|")[1:-1]]
+        if len(c) == 7 and c[0].isdigit():
+            rows.setdefault(c[0], []).append(c)
+    for k in ("4", "5", "6"):
+        t.check(len(rows.get(k, [])) == 1, "greedy FINDINGS has row %s once: %s" % (k, rows.get(k)))
+    protocols = {c[2] for v in rows.values() for c in v}
+    t.check(len(protocols) == 1, "ar, sd and sprinter of one greedy sweep share one protocol cell: %s" % protocols)
+    nan = re.compile(r"(?i)(^|[^a-z])nan(x|[^a-z]|$)")
+    bad = [c[0] + ": " + c[4][:60] + " / " + c[5] for v in rows.values() for c in v
+           if nan.search(c[5]) or (c[0] in ("4", "5", "6") and nan.search(c[4]))]
+    t.check(not bad, "no nan in FINDINGS.md's verdicts, nor in rows 4-6: %s" % bad)
+    r5 = rows.get("5", [[""] * 7])[0]
+    t.check("sprinter costs" in r5[5] and "x sd and" in r5[5], "row 5 compares sprinter with sd and ar: %s" % r5[5])
+    r6 = rows.get("6", [[""] * 7])[0]
+    t.check("than sd on this pair" in r6[5], "row 6 has a speed verdict: %s" % r6[5])
+    r4 = rows.get("4", [[""] * 7])[0]
+    t.check("sprinter" in r4[5] and "sd" in r4[5], "row 4 compares sprinter with sd: %s" % r4[5])
+
+
+def check_truncation(t, a):
+    """A prompt longer than the context keeps its last part: the sweep's output, summary --by task and
+    --by category, Table 6 and Table 7 count such turns per task group, as prompts.prompt_truncated."""
+    data = os.path.join(a.work, "long.jsonl")
+    words = " ".join("tea water cup%d" % i for i in range(900))
+    with open(data, "w") as f:
+        f.write(json.dumps({"question_id": 241, "category": "summarization", "turns": ["Summarize: " + words]}) + "\n")
+        f.write(json.dumps({"question_id": 321, "category": "qa", "turns": ["who brews tea"]}) + "\n")
+    spec = spec_file(a.work, "long", data, 2, template="none")
+    with open(spec) as f:
+        text = f.read().replace("methods = ar, sd", "methods = ar")
+    with open(spec, "w") as f:
+        f.write(text)
+    out = os.path.join(a.work, "long")
+    shutil.rmtree(out, ignore_errors=True)
+    p = run([a.sprinter, "sweep", spec, "--out", out, "--quiet"])
+    rows = rows_of(os.path.join(out, "runs.sqlite")) if p.returncode == 0 else []
+    flags = [(r["category"], r["prompt_truncated"]) for r in rows]
+    if not t.check(flags == [("summarization", 1), ("qa", 0)], "the long prompt is truncated, the short one not: %s %s"
+                   % (flags, p.stderr[-300:])):
+        return
+    t.check("truncated prompts" in p.stdout and "summarization 1 of 1 turns" in p.stdout and "overall 1 of 2 turns"
+            in p.stdout, "the sweep's output counts truncated prompts per task group: %s" % p.stdout[-500:])
+    s = run([a.sprinter, "summary", out, "--by", "task", "--tsv"])
+    got = {r["task"]: (r["truncated_turns"], r["turns"]) for r in csv.DictReader(io.StringIO(s.stdout), delimiter="\t")}
+    t.check(got == {"summarization": ("1", "1"), "qa": ("0", "1"), "overall": ("1", "2")},
+            "summary --by task --tsv: truncated_turns / turns per group %s" % got)
+    s = run([a.sprinter, "summary", out, "--by", "task"])
+    line = [ln for ln in s.stdout.splitlines() if ln.startswith("truncated")]
+    t.check(len(line) == 1 and line[0].split()[1:] == ["-", "-", "1/1", "0/1", "-", "-", "1/2"],
+            "summary --by task prints a truncated line per group: %s" % line)
+    s = run([a.sprinter, "summary", out, "--by", "category", "--tsv"])
+    got = {r["category"]: (r["truncated_turns"], r["turns"]) for r in csv.DictReader(io.StringIO(s.stdout), delimiter="\t")}
+    t.check(got == {"summarization": ("1", "1"), "qa": ("0", "1")}, "summary --by category --tsv: %s" % got)
+    p = run([a.sprinter, "analyze", out, "--no-plots", "--quiet"])
+    path = os.path.join(out, "report", "tables.md")
+    text = open(path).read() if p.returncode == 0 and os.path.exists(path) else ""
+    t.check("- long.jsonl ar " in text and "summarization 1 of 1, qa 0 of 1, math_reasoning 0 of 0, rag 0 of 0, "
+            "overall 1 of 2" in text, "Table 6 lists the truncated turns per group: %s" %
+            [ln for ln in text.splitlines() if ln.startswith("- long")])
+    body = text[text.find("## Table 7"):]
+    t7 = [[x.strip() for x in ln.split("|")[1:-1]] for ln in body.splitlines() if ln.startswith("| long.jsonl | ar |")]
+    t7 = {c[3]: c[9] for c in t7 if len(c) == 10}
+    t.check(t7 == {"summarization": "1 / 1", "qa": "0 / 1"}, "Table 7's truncated column: %s" % t7)
 
 
 def check_bad_input(t, a, data):
     cases = []
-    spec = spec_file(a.work, "inside", data, 2, offset=1)
-    cases.append(("offset inside a conversation", spec, "[data] offset: prompt 1 of %s is turn 2 of question 81" % data))
+    cases.append(("more questions than the file has", spec_file(a.work, "toomany", data, len(QUESTIONS), offset=1),
+                  "toomany.ini: [data] n_prompts: %s has %d questions (%d turns); in Spec-Bench data offset and n_prompts "
+                  "count questions: offset 1 + n_prompts %d needs %d" %
+                  (data, len(QUESTIONS), sum(len(q["turns"]) for q in QUESTIONS), len(QUESTIONS), len(QUESTIONS) + 1)))
+    plain = os.path.join(a.work, "plain.jsonl")
+    with open(plain, "w") as f:
+        f.write(json.dumps({"id": "p0", "prompt": "tea", "reference": "x", "source": "fixture"}) + "\n")
+    mixed = spec_file(a.work, "mixed", data + ", " + plain, 1)
+    with open(mixed) as f:
+        text = f.read().replace("format = specbench\n", "")  # each file's format inferred
+    with open(mixed, "w") as f:
+        f.write(text)
+    cases.append(("Spec-Bench beside other data", mixed,
+                  "mixed.ini: [data] datasets: %s and %s: one is Spec-Bench data" % (data, plain)))
     bad = os.path.join(a.work, "bad.jsonl")
     with open(bad, "w") as f:
         f.write(json.dumps(QUESTIONS[0]) + "\n" + json.dumps({"question_id": 9, "category": "qa", "turns": "x"}) + "\n")
@@ -418,7 +570,8 @@ def main():
             f.write(json.dumps(q) + "\n")
     n = sum(len(q["turns"]) for q in QUESTIONS)
     out = os.path.join(a.work, "out")
-    p = run([a.sprinter, "sweep", spec_file(a.work, "sb", data, n), "--out", out, "--quiet"])
+    # n_prompts counts questions (5), the sweep runs their 7 turns (check_rows: every turn, in order)
+    p = run([a.sprinter, "sweep", spec_file(a.work, "sb", data, len(QUESTIONS)), "--out", out, "--quiet"])
     if not t.check(p.returncode == 0, "sweep: exit %d %s" % (p.returncode, p.stderr)):
         t.finish()
     rows = rows_of(os.path.join(out, "runs.sqlite"))
@@ -435,6 +588,8 @@ def main():
     check_chat_template(t, a, data)
     check_temperatures(t, a, out)
     check_committed(t, a)
+    check_greedy_findings(t, a, data, len(QUESTIONS))
+    check_truncation(t, a)
     check_bad_input(t, a, data)
     t.finish()
 

@@ -333,9 +333,22 @@ int dataset_load(const char *path, const char *format, int max_n, Dataset *d, Sp
         rc = (dot && !strcmp(dot, ".csv")) ? load_csv(path, text, max_n, d, err) : load_jsonl(path, text, fmt, max_n, d, err);
     else rc = sp_fail(err, "%s: unknown dataset format \"%s\" (jsonl, specbench, lm1b, wikisum)", path, fmt);
     free(text);
+    if (rc == 0) snprintf(d->format, sizeof d->format, "%s", fmt);
     if (rc == 0 && d->n == 0) rc = sp_fail(err, "%s: no examples", path);
     if (rc) dataset_free(d);
     return rc;
+}
+
+int dataset_questions(const Dataset *d) {
+    int q = 0;
+    for (int i = 0; i < d->n; i++) q += d->ex[i].turn == 0;
+    return q;
+}
+
+int dataset_question_start(const Dataset *d, int q) {
+    for (int i = 0; i < d->n; i++)
+        if (d->ex[i].turn == 0 && q-- == 0) return i;
+    return d->n;
 }
 
 int dataset_has_turns(const Dataset *d, int first, int n) {

@@ -28,11 +28,17 @@ typedef struct Example {
 typedef struct Dataset {
     Example *ex;
     int n;
+    char format[16]; /* the format it was read as: "jsonl", "specbench", "lm1b" or "wikisum" */
 } Dataset;
 
 /* A conversation's later turns need the answers to its earlier ones, so they cannot stand alone:
  * 1 when examples [first, first + n) hold a turn > 0 (a multi-turn conversation). */
 int dataset_has_turns(const Dataset *d, int first, int n);
+
+/* Questions (conversations): an example with turn 0 starts one. dataset_questions: how many;
+ * dataset_question_start: the example index where question q starts (d->n for q = the count). */
+int dataset_questions(const Dataset *d);
+int dataset_question_start(const Dataset *d, int q);
 
 /* format: "jsonl", "specbench", "lm1b", "wikisum", or NULL to infer (".csv" -> wikisum, ".txt" ->
  * lm1b, ".jsonl"/".json": specbench when the first object has "turns", wikisum when it has a
