@@ -29,7 +29,7 @@
 
 typedef struct FindRow {
     char id[8], claim[160], protocol[16], dataset[64];
-    char measured[768], verdict[256], runs[256];
+    char measured[1536], verdict[512], runs[256];
 } FindRow;
 
 typedef struct Findings {
@@ -148,6 +148,69 @@ static const DtvFile *dtv_of(const Report *R, const RunAn *a) {
 static const char *const kProtocols[] = {"paper-code", "sound"};
 enum { N_PROTOCOLS = 2 };
 
+/* A protocol's own lambda for rows 4-6: the authors' label rule (code_lambda, 1) for paper-code, the
+ * paper's deployed setting (deployed_lambda, 1.2) for sound. */
+static double lambda_of(const Report *R, const char *protocol) {
+    return strcmp(protocol, "paper-code") ? R->o->deployed_lambda : R->o->code_lambda;
+}
+
+/* ------------------------------------------------------------------ the review's bound
+
+ * Thm 3.3: E[N] = (eta_TP - eta_TP^r) / (1 - eta_TP) + eta_TP^r / (1 - eta_FP). The first term is
+ * eta_TP + ... + eta_TP^(r-1) <= r - 1 and the second <= 1 / (1 - eta_FP) (eta_TP <= 1), so
+ * E[N] <= (r - 1) + 1 / (1 - eta_FP), i.e. eta_FP >= 1 - 1 / (E[N] - r + 1). Both bounds are linear
+ * in r, so a random r enters through its mean. The bound says something only when E[N] > r (NaN
+ * otherwise: eta_FP >= 0 is no constraint). The authors' avg tokens is N + 1{the target accepts the
+ * round's last draft}, so E[N] lies in [avg - 1, avg]: the review read E[N] = avg (the larger bound);
+ * E[N] = avg - 1 gives the smaller one. The review's 0.86 is 1 - 1/(12.10 - r) at r = 5 only. */
+enum { BOUND_R_LO = 2, BOUND_R_HI = 8, BOUND_R_REVIEW = 5 };
+
+static double review_bound(double en, double r) {
+    double slack = en - r + 1;
+    return slack > 1 ? 1 - 1 / slack : NAN;
+}
+
+/* "below" / "meets" / "not separable from" of an eta_FP interval against a bound. */
+static const char *against(Est fp, double bound) {
+    if (isnan(bound) || isnan(fp.v) || isnan(fp.lo)) return "not compared with";
+    return fp.hi < bound ? "below" : fp.lo >= bound ? "meets" : "not separable from";
+}
+
+/* The bound at r = 2..8 under both readings, into the measured text and the TSV. */
+static void bound_table(Findings *F, FindRow *w, double lambda, double tau) {
+    const double avg = SP_PAPER_AVG_TOKENS;
+    cat(w->measured, sizeof w->measured, "; the review's bound eta_FP >= 1 - 1/(E[N] - r + 1) by r, E[N] = %.2f / %.2f:",
+        avg, avg - 1);
+    for (int r = BOUND_R_LO; r <= BOUND_R_HI; r++) {
+        double hi = review_bound(avg, r), lo = review_bound(avg - 1, r);
+        cat(w->measured, sizeof w->measured, " r %d: %.3f / %.3f%s", r, hi, lo, r < BOUND_R_HI ? "," : "");
+        char q[64];
+        snprintf(q, sizeof q, "review_bound_r%d_en_avg", r);
+        tsv(F, w, lambda, tau, q, hi, NAN, NAN, w->runs);
+        snprintf(q, sizeof q, "review_bound_r%d_en_avg_minus_1", r);
+        tsv(F, w, lambda, tau, q, lo, NAN, NAN, w->runs);
+    }
+}
+
+/* Row 2's verdict: the bound at the label model's mean r under both readings of avg tokens. */
+static void bound_verdict(FindRow *w, Est fp, double r, double tau_star) {
+    const double avg = SP_PAPER_AVG_TOKENS;
+    double hi = review_bound(avg, r), lo = review_bound(avg - 1, r);
+    if (isnan(tau_star)) {
+        snprintf(w->verdict, sizeof w->verdict, "no verdict: avg tokens never %.2f on this tau grid, so the review's "
+                 "bound has no E[N] here", avg);
+    } else if (isnan(r) || isnan(fp.v)) {
+        snprintf(w->verdict, sizeof w->verdict, "no verdict: %s", isnan(r) ? "no label-model estimate of r" : "no eta_FP");
+    } else if (isnan(lo)) {
+        snprintf(w->verdict, sizeof w->verdict, "no verdict: at r = %.2f (mean of the label model) E[N] = avg - 1 = %.2f "
+                 "is <= r, so the bound constrains nothing under that reading", r, avg - 1);
+    } else {
+        snprintf(w->verdict, sizeof w->verdict, "at r = %.2f (mean of the label model): bound %.3f (E[N] = avg tokens) / "
+                 "%.3f (E[N] = avg - 1); measured eta_FP %s the first, %s the second%s", r, hi, lo, against(fp, hi),
+                 against(fp, lo), fp.hi < lo ? " (avg tokens is not Thm 3.3's E[N] with i.i.d. errors at this r)" : "");
+    }
+}
+
 /* ------------------------------------------------------------------ (1) the deployed point */
 
 static void deployed_row(Findings *F, const RunAn *a) {
@@ -162,9 +225,11 @@ static void deployed_row(Findings *F, const RunAn *a) {
     cat(w->measured, sizeof w->measured, " (%lld of %lld), ", (long long)a->fp, (long long)a->nneg);
     cat_est(w->measured, sizeof w->measured, "eta_TP", tp);
     cat(w->measured, sizeof w->measured, " (%lld of %lld); AUC %.3f", (long long)a->tp, (long long)a->npos, a->auc);
-    double b = SP_REVIEW_ETA_FP_BOUND;
-    snprintf(w->verdict, sizeof w->verdict, "measured; eta_FP %s the review's %.2f for the paper's pairs",
-             isnan(fp.lo) ? "not comparable with" : fp.lo >= b ? "above" : fp.hi < b ? "below" : "not separable from", b);
+    double b = SP_REVIEW_ETA_FP_BOUND, lo = review_bound(SP_PAPER_AVG_TOKENS - 1, BOUND_R_REVIEW);
+    snprintf(w->verdict, sizeof w->verdict, "measured; eta_FP %s the review's %.2f (1 - 1/(%.2f - r) at r = %d, avg "
+             "tokens read as E[N]; %.3f if E[N] = avg - 1; row 2 has r = %d..%d) for the paper's pairs",
+             isnan(fp.lo) ? "not comparable with" : fp.lo >= b ? "above" : fp.hi < b ? "below" : "not separable from", b,
+             SP_PAPER_AVG_TOKENS + 1, BOUND_R_REVIEW, lo, BOUND_R_LO, BOUND_R_HI);
     add_run(w, a);
     tsv(F, w, a->ri->lambda, a->ri->tau, "eta_fp", fp.v, fp.lo, fp.hi, w->runs);
     tsv(F, w, a->ri->lambda, a->ri->tau, "eta_tp", tp.v, tp.lo, tp.hi, w->runs);
@@ -233,26 +298,18 @@ static void avg_tokens_rows(Findings *F, const char *protocol, const char *datas
             "temperature-1 laws; d_TV(p, q) %.3f)", d->dtv_p_ps, FIND_Z95 * d->se_dtv_p_ps, d->dtv_q_ps,
             FIND_Z95 * d->se_dtv_q_ps, d->n, d->dtv_pq);
     else cat(w->measured, sizeof w->measured, ", d_TV: no dtv file for this verifier and tau");
-    /* the review's bound: E[N] <= (r - 1) + 1 / (1 - eta_FP) (Thm 3.3 with eta_TP <= 1), E[N] = 11.10 */
-    double r = mean_r(at), slack = target - r + 1, bound = slack > 1 ? 1 - 1 / slack : 0;
+    double r = mean_r(at);
     if (!isnan(r)) cat(w->measured, sizeof w->measured, "; mean r %.2f", r);
-    if (isnan(tau_star)) {
-        snprintf(w->verdict, sizeof w->verdict, "avg tokens never %.2f on this tau grid: the review's bound does not apply",
-                 target);
-    } else if (isnan(r) || isnan(fp.v)) {
-        snprintf(w->verdict, sizeof w->verdict, "review's bound not evaluated (no label-model estimate or no eta_FP)");
-    } else {
-        snprintf(w->verdict, sizeof w->verdict, "review's bound with this r: eta_FP >= %.3f; measured eta_FP %s", bound,
-                 fp.hi < bound ? "below it (avg tokens is not Thm 3.3's E[N] under this protocol)"
-                 : fp.lo >= bound ? "meets it" : "not separable from it");
-    }
+    bound_verdict(w, fp, r, tau_star);
     add_run(w, at);
     tsv(F, w, lambda, NAN, "tau_star", tau_star, NAN, NAN, w->runs);
     tsv(F, w, lambda, at->ri->tau, "avg_tokens_paper", at->ri->avg_tokens_paper, NAN, NAN, w->runs);
     tsv(F, w, lambda, at->ri->tau, "eta_fp", fp.v, fp.lo, fp.hi, w->runs);
     tsv(F, w, lambda, at->ri->tau, "eta_tp", tp.v, tp.lo, tp.hi, w->runs);
     tsv(F, w, lambda, at->ri->tau, "mean_r", r, NAN, NAN, w->runs);
-    tsv(F, w, lambda, at->ri->tau, "review_bound_eta_fp", isnan(r) ? NAN : bound, NAN, NAN, w->runs);
+    tsv(F, w, lambda, at->ri->tau, "review_bound_eta_fp", review_bound(target, r), NAN, NAN, w->runs);
+    tsv(F, w, lambda, at->ri->tau, "review_bound_eta_fp_en_avg_minus_1", review_bound(target - 1, r), NAN, NAN, w->runs);
+    bound_table(F, w, lambda, at->ri->tau);
     if (d) {
         Est ps = normal_ci(d->dtv_p_ps, d->se_dtv_p_ps), qs = normal_ci(d->dtv_q_ps, d->se_dtv_q_ps);
         tsv(F, w, lambda, at->ri->tau, "dtv_p_ps", ps.v, ps.lo, ps.hi, w->runs);
@@ -336,11 +393,11 @@ static void quality_rows(Findings *F, const char *protocol, const char *dataset)
     const Report *R = F->R;
     const RunAn *ar = find_run(R, DM_AR, protocol, dataset, NAN, NAN), *dr = find_run(R, DM_DRAFT, protocol, dataset, NAN, NAN);
     const RunAn *sd = find_run(R, DM_SD, protocol, dataset, NAN, NAN);
-    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
+    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, lambda_of(R, protocol), R->o->deployed_tau);
     if (!sd || !sp || !dr || !R->rs.has_outputs) return;
     char claim[160];
     snprintf(claim, sizeof claim, "SPRINTER (lambda %g, tau %g) keeps SD's quality; draft-only as the control",
-             R->o->deployed_lambda, R->o->deployed_tau);
+             lambda_of(R, protocol), R->o->deployed_tau);
     FindRow *w = add_row(F, "4", claim, protocol, dataset);
     if (!w) return;
     const RunAn *each[4] = {ar, sd, dr, sp};
@@ -395,11 +452,11 @@ static void quality_rows(Findings *F, const char *protocol, const char *dataset)
 
 static void flops_rows(Findings *F, const char *protocol, const char *dataset) {
     const Report *R = F->R;
-    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
+    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, lambda_of(R, protocol), R->o->deployed_tau);
     if (!sp) return;
     char claim[160];
-    snprintf(claim, sizeof claim, "FLOPs for %d tokens (Table 3): draft-only convention vs with the target calls",
-             FIND_TOKENS);
+    snprintf(claim, sizeof claim, "FLOPs for %d tokens (Table 3): draft-only convention vs with the target calls "
+             "(lambda %g, tau %g)", FIND_TOKENS, sp->ri->lambda, sp->ri->tau);
     FindRow *w = add_row(F, "5", claim, protocol, dataset);
     if (!w) return;
     const RunAn *each[4] = {find_run(R, DM_AR, protocol, dataset, NAN, NAN), find_run(R, DM_DRAFT, protocol, dataset, NAN, NAN),
@@ -426,10 +483,13 @@ static void flops_rows(Findings *F, const char *protocol, const char *dataset) {
 
 static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
     const Report *R = F->R;
-    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, R->o->deployed_lambda, R->o->deployed_tau);
+    const RunAn *sp = find_run(R, DM_SPRINTER, protocol, dataset, lambda_of(R, protocol), R->o->deployed_tau);
     const RunAn *sd = find_run(R, DM_SD, protocol, dataset, NAN, NAN), *ar = find_run(R, DM_AR, protocol, dataset, NAN, NAN);
     if (!sp || !sd || !ar) return;
-    FindRow *w = add_row(F, "6", "SPRINTER is faster than SD (Table 2 latency)", protocol, dataset);
+    char claim[160];
+    snprintf(claim, sizeof claim, "SPRINTER (lambda %g, tau %g) is faster than SD (Table 2 latency)", sp->ri->lambda,
+             sp->ri->tau);
+    FindRow *w = add_row(F, "6", claim, protocol, dataset);
     if (!w) return;
     double s_ar = ar->ms_per_token / sp->ms_per_token, s_sd = sd->ms_per_token / sp->ms_per_token;
     cat(w->measured, sizeof w->measured,
@@ -519,9 +579,13 @@ static const char kDefinitions[] =
     "- d_TV(p, p_S), d_TV(q, p_S): `sprinter dtv`, the exact law of SPRINTER's next token at temperature 1 from the "
     "same verifier, lambda and tau, averaged over prefixes from the run's own prompts (+- 1.96 SE). In row 4, d_TV(p, p_S) on the "
     "prefixes the decoder visited: the mean over decisions of decision (1 - p/q)^+ at the drafted token.\n"
-    "- the review's bound: E[N] <= (r - 1) + 1/(1 - eta_FP) (Thm 3.3 with eta_TP <= 1), read with E[N] = 11.10 and r the "
-    "mean of the Kaplan-Meier law of the leading acceptable run (the paper's label model): eta_FP >= 1 - 1/(11.10 - r "
-    "+ 1).\n"
+    "- the review's bound: Thm 3.3, E[N] = (eta_TP - eta_TP^r)/(1 - eta_TP) + eta_TP^r/(1 - eta_FP); its first term "
+    "is eta_TP + ... + eta_TP^(r-1) <= r - 1 and its second <= 1/(1 - eta_FP), so E[N] <= (r - 1) + 1/(1 - eta_FP), i.e. "
+    "eta_FP >= 1 - 1/(E[N] - r + 1) (linear in r, so a random r enters by its mean; no constraint where E[N] <= r). "
+    "The authors' avg tokens is N + 1{the target accepts the round's last draft}, so E[N] lies in [avg - 1, avg]: the "
+    "bound is given at E[N] = 11.10 (the review's reading) and at 10.10, for r = 2..8 (row 2's measured text and "
+    "FINDINGS.tsv review_bound_rR_en_avg[_minus_1]); the review's 0.86 is 1 - 1/(12.10 - r) at r = 5 only. Row 2's "
+    "verdict uses r = the mean of the Kaplan-Meier law of the leading acceptable run (the paper's label model).\n"
     "- power (row 3): decisions for power 80% at level alpha / (the run's number of i.i.d. tests): lag-1 "
     "autocorrelation 0.1 needs ((z_{1-a/2} + z_{0.8}) / 0.1)^2 decisions; a 0.1 gap in eta between two difficulty "
     "quartiles needs 4 x the two-proportion sample size per quartile, per label class.\n"
@@ -530,6 +594,9 @@ static const char kDefinitions[] =
     "figure, ties within the report's tie margin.\n"
     "- FLOPs (row 5): 20 x (prompts.flops_draft + flops_verifier) / tokens (draft-only convention) and 20 x (draft + "
     "verifier + target) / tokens, summed over the run's prompts.\n"
+    "- rows 4-6 use each protocol's own lambda: 1 for paper-code (the authors' labels are q <= 1 p; their verifier's "
+    "file name says ratio 1.5, the paper's text 1.2), the paper's deployed 1.2 for sound (analyze --code-lambda, "
+    "--deployed-lambda).\n"
     "- speed (row 6): ms per token = sum prompts.t_total / sum prompts.tokens, one run each (the audit's own time is "
     "kept apart in t_audit).\n\n";
 

@@ -27,6 +27,7 @@ void report_opts_default(ReportOpts *o) {
     o->seed = 1;
     o->deployed_lambda = SP_PAPER_LAMBDA;
     o->deployed_tau = SP_PAPER_TAU;
+    o->code_lambda = REPORT_CODE_LAMBDA;
     o->tie_margin = 0.05;
     o->plots = 1;
     o->gnuplot = "gnuplot";
