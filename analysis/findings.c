@@ -165,10 +165,11 @@ static double lambda_of(const Report *R, const char *protocol) {
  * E[N] = avg - 1 gives the smaller one. The review's 0.86 is 1 - 1/(12.10 - r) at r = 5 only. */
 enum { BOUND_R_LO = 2, BOUND_R_HI = 8, BOUND_R_REVIEW = 5 };
 
-static double review_bound(double en, double r) {
+double findings_review_bound(double en, double r) {
     double slack = en - r + 1;
     return slack > 1 ? 1 - 1 / slack : NAN;
 }
+#define review_bound findings_review_bound
 
 /* "below" / "meets" / "not separable from" of an eta_FP interval against a bound. */
 static const char *against(Est fp, double bound) {
@@ -193,21 +194,22 @@ static void bound_table(Findings *F, FindRow *w, double lambda, double tau) {
 }
 
 /* Row 2's verdict: the bound at the label model's mean r under both readings of avg tokens. */
-static void bound_verdict(FindRow *w, Est fp, double r, double tau_star) {
+void findings_bound_verdict(char *buf, size_t cap, double v, double lo_ci, double hi_ci, double r, double tau_star) {
     const double avg = SP_PAPER_AVG_TOKENS;
+    Est fp = {v, lo_ci, hi_ci};
     double hi = review_bound(avg, r), lo = review_bound(avg - 1, r);
     if (isnan(tau_star)) {
-        snprintf(w->verdict, sizeof w->verdict, "no verdict: avg tokens never %.2f on this tau grid, so the review's "
-                 "bound has no E[N] here", avg);
+        snprintf(buf, cap, "no verdict: avg tokens never %.2f on this tau grid, so the review's bound has no E[N] here",
+                 avg);
     } else if (isnan(r) || isnan(fp.v)) {
-        snprintf(w->verdict, sizeof w->verdict, "no verdict: %s", isnan(r) ? "no label-model estimate of r" : "no eta_FP");
+        snprintf(buf, cap, "no verdict: %s", isnan(r) ? "no label-model estimate of r" : "no eta_FP");
     } else if (isnan(lo)) {
-        snprintf(w->verdict, sizeof w->verdict, "no verdict: at r = %.2f (mean of the label model) E[N] = avg - 1 = %.2f "
-                 "is <= r, so the bound constrains nothing under that reading", r, avg - 1);
+        snprintf(buf, cap, "no verdict: at r = %.2f (mean of the label model) E[N] = avg - 1 = %.2f is <= r, so the "
+                 "bound constrains nothing under that reading", r, avg - 1);
     } else {
-        snprintf(w->verdict, sizeof w->verdict, "at r = %.2f (mean of the label model): bound %.3f (E[N] = avg tokens) / "
-                 "%.3f (E[N] = avg - 1); measured eta_FP %s the first, %s the second%s", r, hi, lo, against(fp, hi),
-                 against(fp, lo), fp.hi < lo ? " (avg tokens is not Thm 3.3's E[N] with i.i.d. errors at this r)" : "");
+        snprintf(buf, cap, "at r = %.2f (mean of the label model): bound %.3f (E[N] = avg tokens) / %.3f (E[N] = avg - "
+                 "1); measured eta_FP %s the first, %s the second%s", r, hi, lo, against(fp, hi), against(fp, lo),
+                 fp.hi < lo ? ": outside, avg tokens is not Thm 3.3's E[N] with i.i.d. errors at this r" : "");
     }
 }
 
@@ -300,7 +302,7 @@ static void avg_tokens_rows(Findings *F, const char *protocol, const char *datas
     else cat(w->measured, sizeof w->measured, ", d_TV: no dtv file for this verifier and tau");
     double r = mean_r(at);
     if (!isnan(r)) cat(w->measured, sizeof w->measured, "; mean r %.2f", r);
-    bound_verdict(w, fp, r, tau_star);
+    findings_bound_verdict(w->verdict, sizeof w->verdict, fp.v, fp.lo, fp.hi, r, tau_star);
     add_run(w, at);
     tsv(F, w, lambda, NAN, "tau_star", tau_star, NAN, NAN, w->runs);
     tsv(F, w, lambda, at->ri->tau, "avg_tokens_paper", at->ri->avg_tokens_paper, NAN, NAN, w->runs);

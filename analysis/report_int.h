@@ -92,6 +92,13 @@ int write_tsvs(Report *R, SpErr *err);
 /* findings.c: FINDINGS.md, FINDINGS.tsv (before write_index, which shows the same table) */
 int write_findings(Report *R, SpErr *err);
 void sec_findings(FILE *f, const Report *R);
+/* The review's bound from Thm 3.3 (findings.c): eta_FP >= 1 - 1/(en - r + 1); NaN where en <= r
+ * (no constraint). */
+double findings_review_bound(double en, double r);
+/* Row 2's verdict on a measured eta_FP v [lo, hi] at the label model's mean r, under both readings
+ * of avg tokens (E[N] = 11.10 and 10.10); "no verdict: ..." where tau_star, r or v is NaN or the
+ * bound constrains nothing. */
+void findings_bound_verdict(char *buf, size_t cap, double v, double lo, double hi, double r, double tau_star);
 /* tables.c */
 int write_tables(Report *R, SpErr *err);
 /* plots.c: data files and scripts; then gnuplot renders them (when R->o->plots) */

@@ -5,7 +5,9 @@
  *  - Thm 3.3 with a label chain: the paper's model is the chain with t01 = 0 and a geometric r;
  *    a Monte Carlo simulation of the i.i.d. verifier on Markov labels agrees within 5 standard
  *    errors, and a simulation with Markov-correlated decisions does not (the negative control);
- *  - Thm 3.4's per-block stopping time; blocks cut from a hand-made token log (verseq.h).
+ *  - Thm 3.4's per-block stopping time; blocks cut from a hand-made token log (verseq.h);
+ *  - the review's bound (findings.c): 0.86 only at r = 5 with E[N] = 11.10, both readings of avg
+ *    tokens, and row 2's verdict "outside" and "no verdict" cases.
  * Prints "analysis_units: N passed, M failed". usage: test_analysis */
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report_int.h"
 #include "rouge.h"
 #include "stats.h"
 #include "theory.h"
@@ -217,11 +220,39 @@ static void test_verseq_rounds(void) {
     if (rc == 0) verseq_free(&v);
 }
 
+/* The review's bound: eta_FP >= 1 - 1/(E[N] - r + 1) from Thm 3.3 with eta_TP <= 1. */
+static void test_review_bound(void) {
+    check_close(findings_review_bound(11.10, 5), 1 - 1 / 7.10, 1e-12, 0, "bound at r = 5, E[N] = 11.10 (the review's 0.86)");
+    check(fabs(findings_review_bound(11.10, 2) - 0.86) > 0.03 && fabs(findings_review_bound(11.10, 8) - 0.86) > 0.05,
+          "0.86 holds at r = 5 only: r = 2 gives %.3f, r = 8 %.3f", findings_review_bound(11.10, 2),
+          findings_review_bound(11.10, 8));
+    check_close(findings_review_bound(10.10, 5), 1 - 1 / 6.10, 1e-12, 0, "bound at r = 5, E[N] = avg - 1 = 10.10");
+    check(isnan(findings_review_bound(10.10, 10.5)), "no constraint where E[N] <= r");
+    /* Thm 3.3 itself at eta_TP -> 1 attains the bound: E[N] = (r - 1) + 1/(1 - eta_FP) */
+    double et = 1 - 1e-9, ef = 0.8, r = 4;
+    double en = (et - pow(et, r)) / (1 - et) + pow(et, r) / (1 - ef);
+    check_close(findings_review_bound(en, r), ef, 1e-6, 0, "the bound is tight at eta_TP = 1 (Thm 3.3)");
+    char v[512];
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, 5.0, 0.4);
+    check(strstr(v, "below the first, below the second: outside") != NULL, "eta_FP 0.30 at r = 5 is outside: %s", v);
+    findings_bound_verdict(v, sizeof v, 0.95, 0.93, 0.97, 5.0, 0.4);
+    check(strstr(v, "meets the first, meets the second") && !strstr(v, "outside"), "eta_FP 0.95 meets both: %s", v);
+    findings_bound_verdict(v, sizeof v, 0.85, 0.84, 0.86, 5.0, 0.4);
+    check(strstr(v, "not separable from the first, meets the second") != NULL, "eta_FP 0.85 between the readings: %s", v);
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, 5.0, NAN);
+    check(!strncmp(v, "no verdict:", 11), "avg tokens never 11.10: no verdict (%s)", v);
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, NAN, 0.4);
+    check(!strncmp(v, "no verdict:", 11), "no r: no verdict (%s)", v);
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, 10.5, 0.4);
+    check(!strncmp(v, "no verdict:", 11), "r >= E[N]: no verdict (%s)", v);
+}
+
 int main(void) {
     test_rouge();
     test_stats_units();
     test_chain();
     test_verseq();
     test_verseq_rounds();
+    test_review_bound();
     return check_summary("analysis_units");
 }
