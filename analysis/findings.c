@@ -504,6 +504,84 @@ static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
     tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_ar", s_ar, NAN, NAN, w->runs);
 }
 
+/* ------------------------------------------------------------------ (7) beta_SD = 1 - d_TV(p, q) */
+
+void sd_identity_of(const TokenRows *t, SdIdentity *out) {
+    memset(out, 0, sizeof *out);
+    double sum_d = 0, sum_e = 0;
+    /* per prompt: the sum of d_i = accepted_i - min(1, p_i/q_i) and the count (rows are in prompt order) */
+    double *dj = malloc((size_t)(t->n ? t->n : 1) * sizeof *dj), *nj = malloc((size_t)(t->n ? t->n : 1) * sizeof *nj);
+    if (!dj || !nj) {
+        free(dj), free(nj);
+        return;
+    }
+    int np = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        int kind = t->kind[i];
+        double q = t->q[i], p = t->p[i];
+        if ((kind != EV_SD_ACCEPT && kind != EV_SD_RESAMPLE) || t->draft_token[i] < 0 || !(q > 0) || isnan(p)) continue;
+        if (np == 0 || t->prompt_index[i] != t->prompt_index[i - 1]) dj[np] = nj[np] = 0, np++;
+        double e = fmin(1, p / q), d = (kind == EV_SD_ACCEPT) - e;
+        out->n++, out->accepted += kind == EV_SD_ACCEPT, sum_e += e, sum_d += d;
+        dj[np - 1] += d, nj[np - 1] += 1;
+    }
+    if (out->n) {
+        double N = (double)out->n, mean = sum_d / N, v = 0;
+        for (int j = 0; j < np; j++) v += (dj[j] - nj[j] * mean) * (dj[j] - nj[j] * mean);
+        out->beta = (double)out->accepted / N, out->expect = sum_e / N, out->diff = mean;
+        out->se_diff = np > 1 ? sqrt(v * np / (np - 1.0)) / N : NAN;
+        out->n_prompts = np;
+    }
+    free(dj), free(nj);
+}
+
+void findings_sd_verdict(char *buf, size_t cap, double temperature, int64_t n, double diff, double se) {
+    if (n == 0) snprintf(buf, cap, "no verdict: no checked SD draft in the token log");
+    else if (!(temperature > 0))
+        snprintf(buf, cap, "no verdict: greedy SD accepts iff the two argmaxes agree, so its acceptance is not 1 - "
+                 "d_TV(p, q) of any sampling law; the review's reading does not apply to this protocol");
+    else if (isnan(se)) snprintf(buf, cap, "no verdict: one prompt, no clustered SE");
+    else if (fabs(diff) <= FIND_Z95 * se)
+        snprintf(buf, cap, "beta_SD = 1 - d_TV(p, q) holds on SD's visited prefixes (difference %+.4f within +- %.4f), "
+                 "so 1 - beta_SD reads the mean d_TV(p, q) over them", diff, FIND_Z95 * se);
+    else snprintf(buf, cap, "outside: beta_SD - mean min(1, p/q) = %+.4f, beyond +- %.4f: the identity fails here "
+                  "(the drafts are not sampled from the logged q)", diff, FIND_Z95 * se);
+}
+
+/* The dtv file of the dataset with the most prefixes (d_TV(p, q) does not depend on the verifier). */
+static const DtvFile *dtv_of_data(const Report *R, const RunAn *a) {
+    const DtvFile *best = NULL;
+    for (int f = 0; f < R->n_dtv; f++)
+        if (!strcmp(R->dtv[f].data_sha256, a->ri->dataset_sha256) && (!best || R->dtv[f].n > best->n)) best = &R->dtv[f];
+    return best;
+}
+
+static void sd_identity_row(Findings *F, const char *protocol, const char *dataset) {
+    const Report *R = F->R;
+    const RunAn *sd = find_run(R, DM_SD, protocol, dataset, NAN, NAN);
+    if (!sd) return;
+    FindRow *w = add_row(F, "7", "the review's d_TV(p, q) ~ 0.45 from beta_SD = 1 - d_TV(p, q)", protocol, dataset);
+    if (!w) return;
+    const SdIdentity *s = &sd->sdid;
+    Est diff = normal_ci(s->diff, s->se_diff);
+    cat(w->measured, sizeof w->measured, "sd at temperature %g: beta_SD (accepted / checked drafts) %.3f (%lld of %lld, "
+        "%d prompts); mean min(1, p/q) over the same drafts %.3f (= 1 - d_TV(p, q) averaged over the prefixes SD "
+        "visited, in expectation); difference %+.4f [%+.4f, %+.4f] (SE clustered by prompt); 1 - beta_SD = %.3f",
+        sd->ri->temperature, s->beta, (long long)s->accepted, (long long)s->n, s->n_prompts, s->expect, diff.v, diff.lo,
+        diff.hi, 1 - s->beta);
+    const DtvFile *d = dtv_of_data(R, sd);
+    if (d)
+        cat(w->measured, sizeof w->measured, "; exact d_TV(p, q) at temperature 1 on dtv's %d prefixes (prompt + up "
+            "to k target tokens, not SD's path): %.3f, 1 - d_TV %.3f", d->n, d->dtv_pq, 1 - d->dtv_pq);
+    else cat(w->measured, sizeof w->measured, "; no dtv file for this dataset");
+    findings_sd_verdict(w->verdict, sizeof w->verdict, sd->ri->temperature, s->n, s->diff, s->se_diff);
+    add_run(w, sd);
+    tsv(F, w, NAN, NAN, "beta_sd", s->n ? s->beta : NAN, NAN, NAN, w->runs);
+    tsv(F, w, NAN, NAN, "mean_min_1_p_over_q", s->n ? s->expect : NAN, NAN, NAN, w->runs);
+    tsv(F, w, NAN, NAN, "beta_sd_minus_mean_min_1_p_over_q", s->n ? diff.v : NAN, diff.lo, diff.hi, w->runs);
+    tsv(F, w, NAN, NAN, "dtv_pq_dtv_prefixes", d ? d->dtv_pq : NAN, NAN, NAN, w->runs);
+}
+
 /* ------------------------------------------------------------------ writing */
 
 /* (1) or (3) for every sprinter run of the cell at the deployed tau. */
@@ -534,11 +612,11 @@ static void avg_tokens_cell(Findings *F, const char *protocol, const char *datas
     for (int k = 0; k < nl; k++) avg_tokens_rows(F, protocol, dataset, lambdas[k]);
 }
 
-/* Rows 1-6, each over the cells protocol x dataset. */
+/* Rows 1-7, each over the cells protocol x dataset. */
 static void collect(Findings *F) {
     const char *ds[16];
     int nd = datasets(F->R, ds, 16);
-    for (int row = 1; row <= 6; row++)
+    for (int row = 1; row <= 7; row++)
         for (int p = 0; p < N_PROTOCOLS; p++)
             for (int d = 0; d < nd; d++) {
                 const char *pr = kProtocols[p];
@@ -548,7 +626,8 @@ static void collect(Findings *F) {
                 case 3: deployed_cell(F, pr, ds[d], 3); break;
                 case 4: quality_rows(F, pr, ds[d]); break;
                 case 5: flops_rows(F, pr, ds[d]); break;
-                default: speed_rows(F, pr, ds[d]); break;
+                case 6: speed_rows(F, pr, ds[d]); break;
+                default: sd_identity_row(F, pr, ds[d]); break;
                 }
             }
 }
@@ -599,6 +678,11 @@ static const char kDefinitions[] =
     "- rows 4-6 use each protocol's own lambda: 1 for paper-code (the authors' labels are q <= 1 p; their verifier's "
     "file name says ratio 1.5, the paper's text 1.2), the paper's deployed 1.2 for sound (analyze --code-lambda, "
     "--deployed-lambda).\n"
+    "- row 7: beta_SD = accepted / checked drafts of the sd run (token log kinds sd_accept, sd_resample); at a "
+    "prefix, a draft x ~ q is accepted with probability min(1, p(x)/q(x)), whose mean over x ~ q is 1 - d_TV(p, q); "
+    "so beta_SD - mean min(1, p/q) over the same drafts has mean 0 where the identity holds (interval: SE clustered "
+    "by prompt). The exact d_TV(p, q) of the dtv files is on their own prefixes (prompt + target tokens), not "
+    "SD's path. Under greedy decoding (paper-code) SD accepts iff the argmaxes agree: no verdict.\n"
     "- speed (row 6): ms per token = sum prompts.t_total / sum prompts.tokens, one run each (the audit's own time is "
     "kept apart in t_audit).\n\n";
 

@@ -128,6 +128,7 @@ static int analyze_log(const Report *R, RunAn *a, SpErr *err) {
                      a->ri->hash);
     if (rc == 0 && keep_tokens(a, &t)) rc = sp_fail(err, "out of memory");
     if (rc == 0 && a->is_ver) rc = analyze_verifier(R, a, &t, path, err);
+    if (rc == 0 && method_name_eq(a->ri->method, DM_SD)) sd_identity_of(&t, &a->sdid);
     tokrows_free(&t);
     return rc;
 }

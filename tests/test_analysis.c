@@ -7,7 +7,9 @@
  *    errors, and a simulation with Markov-correlated decisions does not (the negative control);
  *  - Thm 3.4's per-block stopping time; blocks cut from a hand-made token log (verseq.h);
  *  - the review's bound (findings.c): 0.86 only at r = 5 with E[N] = 11.10, both readings of avg
- *    tokens, and row 2's verdict "outside" and "no verdict" cases.
+ *    tokens, and row 2's verdict "outside" and "no verdict" cases;
+ *  - row 7: beta_SD against mean min(1, p/q) from a hand-made sd token log, "holds", "outside" (every
+ *    draft accepted where min(1, p/q) = 0.5) and "no verdict" (greedy; no checked draft).
  * Prints "analysis_units: N passed, M failed". usage: test_analysis */
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -247,6 +249,41 @@ static void test_review_bound(void) {
     check(!strncmp(v, "no verdict:", 11), "r >= E[N]: no verdict (%s)", v);
 }
 
+/* 4 prompts x 4 checked drafts with min(1, p/q) = 0.5; `acc` accepted per prompt (kind 3, else 4). */
+static SdIdentity sd_log(const int *acc) {
+    enum { N = 16 };
+    int32_t pi[N], pos[N], tok[N] = {0};
+    float q[N], p[N];
+    int8_t kind[N];
+    for (int i = 0; i < N; i++)
+        pi[i] = i / 4, pos[i] = i % 4, q[i] = 0.5f, p[i] = 0.25f, kind[i] = (int8_t)(i % 4 < acc[i / 4] ? 3 : 4);
+    TokenRows t = {.n = N, .prompt_index = pi, .pos = pos, .token = tok, .draft_token = tok, .q = q, .p = p,
+                   .kind = kind, .version = TOKENLOG_VERSION};
+    SdIdentity s;
+    sd_identity_of(&t, &s);
+    return s;
+}
+
+static void test_sd_identity(void) {
+    const int half[4] = {2, 1, 3, 2}, all[4] = {4, 4, 4, 4};
+    SdIdentity s = sd_log(half);
+    check(s.n == 16 && s.accepted == 8 && s.n_prompts == 4 && near(s.beta, 0.5) && near(s.expect, 0.5) && near(s.diff, 0),
+          "sd identity: beta %.3f, mean min(1, p/q) %.3f over %lld drafts in %d prompts", s.beta, s.expect,
+          (long long)s.n, s.n_prompts);
+    check(s.se_diff > 0 && !isnan(s.se_diff), "sd identity: clustered SE %.4f", s.se_diff);
+    char v[512];
+    findings_sd_verdict(v, sizeof v, 1.0, s.n, s.diff, s.se_diff);
+    check(strstr(v, "holds") != NULL, "row 7 holds where acceptance = mean min(1, p/q): %s", v);
+    SdIdentity u = sd_log(all);
+    findings_sd_verdict(v, sizeof v, 1.0, u.n, u.diff, 0.01);
+    check(near(u.diff, 0.5) && !strncmp(v, "outside", 7), "row 7 outside where every draft is accepted at "
+          "min(1, p/q) = 0.5: %s", v);
+    findings_sd_verdict(v, sizeof v, 0.0, s.n, s.diff, s.se_diff);
+    check(!strncmp(v, "no verdict:", 11), "row 7, greedy: %s", v);
+    findings_sd_verdict(v, sizeof v, 1.0, 0, NAN, NAN);
+    check(!strncmp(v, "no verdict:", 11), "row 7, no checked draft: %s", v);
+}
+
 int main(void) {
     test_rouge();
     test_stats_units();
@@ -254,5 +291,6 @@ int main(void) {
     test_verseq();
     test_verseq_rounds();
     test_review_bound();
+    test_sd_identity();
     return check_summary("analysis_units");
 }

@@ -13,6 +13,8 @@ sweeps both, merges, scores, runs `sprinter dtv` and analyses. Checks:
      avg tokens and tau* of row 2 (linear interpolation at 11.10), the sample sizes of row 3 (normal
      quantiles from Python's statistics.NormalDist), the paired log-likelihood differences of row 4
      (outputs table) and the FLOPs of row 5 (prompts table);
+     and, from the token logs with h5py, row 7's beta_SD; row 2's review bound for r = 2..8 under both
+     readings of avg tokens; rows 5-6 at each protocol's own lambda (paper-code 1, sound 1.2);
   4. rerunning scripts/paper.sh resumes: no run is swept again and FINDINGS.tsv is byte-identical.
 usage: test_paper.py --sprinter BIN --source SRCDIR --work DIR
 """
@@ -113,9 +115,20 @@ def check_protocols(t, db):
     t.check(sound == [(1.0,)], "sound sprinter runs sample at temperature 1: %s" % sound)
 
 
+def beta_sd(db, h, rep):
+    """Accepted share of an sd run's checked drafts, from its token log (h5py, not the C reader)."""
+    import h5py
+    import numpy as np
+    log = db.execute("SELECT token_log FROM runs WHERE run_hash = ?", (h,)).fetchone()[0]
+    with h5py.File(os.path.join(os.path.dirname(rep), log), "r") as f:
+        kind, q, p, dt = f["kind"][:], f["q"][:], f["p"][:], f["draft_token"][:]
+    m = ((kind == 3) | (kind == 4)) & (dt >= 0) & (q > 0) & np.isfinite(p)
+    return float((kind[m] == 3).sum()) / float(m.sum()) if m.sum() else float("nan")
+
+
 def check_rows(t, db, rep):
     md = open(os.path.join(rep, "FINDINGS.md")).read()
-    for k in range(1, 7):
+    for k in range(1, 8):
         t.check(re.search(r"(?m)^\| %d \| " % k, md), "FINDINGS.md has row %d" % k)
     t.check("Definitions" in md, "FINDINGS.md states its definitions")
     index = open(os.path.join(rep, "index.md")).read()
@@ -123,7 +136,7 @@ def check_rows(t, db, rep):
             "index.md has the review's-questions section linking FINDINGS.md")
     rows = read_tsv(os.path.join(rep, "FINDINGS.tsv"))
     iid = {r["run_hash"]: r for r in read_tsv(os.path.join(rep, "iid.tsv"))}
-    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops")}
+    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "bound", "lambda", "beta_sd")}
     nd = statistics.NormalDist()
     for r in rows:
         q, runs = r["quantity"], r["runs"].split()
@@ -171,6 +184,21 @@ def check_rows(t, db, rep):
                                        "FROM prompts WHERE run_hash = ?", (hs[0],)).fetchone()
             want = 20 * ((fd + fv) if "draft_only" in q else (fd + fv + ft)) / n / 1e9
             seen["flops"] += t.check(close(r["value"], want), "row 5 %s: %s vs %.9g" % (q, r["value"], want))
+        elif r["row"] == "2" and re.match(r"review_bound_r\d_en_avg", q):
+            rr = int(q[len("review_bound_r")])
+            en = PAPER_AVG_TOKENS - (1 if q.endswith("_minus_1") else 0)
+            want = 1 - 1 / (en - rr + 1) if en - rr + 1 > 1 else float("nan")
+            seen["bound"] += t.check(close(r["value"], want), "row 2 %s: %s vs %.9g" % (q, r["value"], want))
+        elif r["row"] in ("5", "6") and q in ("gflop_20_with_target_sprinter", "speedup_vs_sd"):
+            h = [x for x in hs if db.execute("SELECT method FROM runs WHERE run_hash = ?", (x,)).fetchone()[0]
+                 == "sprinter"][0]
+            lam = db.execute("SELECT lambda FROM runs WHERE run_hash = ?", (h,)).fetchone()[0]
+            want = 1.0 if r["protocol"] == "paper-code" else 1.2
+            seen["lambda"] += t.check(close(lam, want), "row %s (%s) at the protocol's own lambda: %s vs %s" %
+                                      (r["row"], r["protocol"], lam, want))
+        elif r["row"] == "7" and q == "beta_sd":
+            seen["beta_sd"] += t.check(close(r["value"], beta_sd(db, hs[0], rep)), "row 7 beta_sd of %s: %s" %
+                                       (runs[0], r["value"]))
     for q, n in seen.items():
         t.check(n > 0, "FINDINGS.tsv figures of kind %s recomputed (%d)" % (q, n))
 
