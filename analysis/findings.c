@@ -582,6 +582,74 @@ static void sd_identity_row(Findings *F, const char *protocol, const char *datas
     tsv(F, w, NAN, NAN, "dtv_pq_dtv_prefixes", d ? d->dtv_pq : NAN, NAN, NAN, w->runs);
 }
 
+/* ------------------------------------------------------------------ (8) the authors' evaluation overlap */
+
+/* The held-out twin of a run on the verifier's training prompts: the same protocol, data, verifier,
+ * lambda and tau, evaluated past the training prompts. */
+static const RunAn *held_out_twin(const Report *R, const RunAn *o) {
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (a == o || a->ri->on_verifier_prompts || !method_name_eq(a->ri->method, DM_SPRINTER)) continue;
+        if (!strcmp(protocol_of(a->ri), protocol_of(o->ri)) && !strcmp(a->ri->dataset_sha256, o->ri->dataset_sha256) &&
+            !strcmp(a->ri->verifier_sha256, o->ri->verifier_sha256) && same(a->ri->lambda, o->ri->lambda) &&
+            same(a->ri->tau, o->ri->tau))
+            return a;
+    }
+    return NULL;
+}
+
+static void cat_point(FindRow *w, const char *name, const RunAn *a) {
+    cat(w->measured, sizeof w->measured, "%s (prompts %d..%d): ", name, a->ri->prompt_offset,
+        a->ri->prompt_offset + a->ri->n_prompts - 1);
+    cat_est(w->measured, sizeof w->measured, "eta_FP", eta_of(a, 0));
+    cat(w->measured, sizeof w->measured, ", ");
+    cat_est(w->measured, sizeof w->measured, "eta_TP", eta_of(a, 1));
+    cat(w->measured, sizeof w->measured, ", avg tokens %.2f", a->ri->avg_tokens_paper);
+}
+
+static void overlap_row(Findings *F, const RunAn *o) {
+    const RunAn *h = held_out_twin(F->R, o);
+    char claim[160];
+    snprintf(claim, sizeof claim, "the authors evaluate on the verifier's training prompts (lambda %g, tau %g)",
+             o->ri->lambda, o->ri->tau);
+    FindRow *w = add_row(F, "8", claim, protocol_of(o->ri), o->dataset);
+    if (!w) return;
+    cat_point(w, "on the training prompts", o);
+    add_run(w, o);
+    tsv(F, w, o->ri->lambda, o->ri->tau, "eta_fp_training_prompts", eta_of(o, 0).v, eta_of(o, 0).lo, eta_of(o, 0).hi, o->ri->hash);
+    tsv(F, w, o->ri->lambda, o->ri->tau, "eta_tp_training_prompts", eta_of(o, 1).v, eta_of(o, 1).lo, eta_of(o, 1).hi, o->ri->hash);
+    tsv(F, w, o->ri->lambda, o->ri->tau, "avg_tokens_paper_training_prompts", o->ri->avg_tokens_paper, NAN, NAN, o->ri->hash);
+    if (!h) {
+        snprintf(w->verdict, sizeof w->verdict, "no verdict: no held-out run with the same verifier, lambda and tau");
+        return;
+    }
+    cat(w->measured, sizeof w->measured, "; ");
+    cat_point(w, "held out", h);
+    add_run(w, h);
+    Est fo = eta_of(o, 0), fh = eta_of(h, 0);
+    tsv(F, w, h->ri->lambda, h->ri->tau, "eta_fp_held_out", fh.v, fh.lo, fh.hi, h->ri->hash);
+    tsv(F, w, h->ri->lambda, h->ri->tau, "eta_tp_held_out", eta_of(h, 1).v, eta_of(h, 1).lo, eta_of(h, 1).hi, h->ri->hash);
+    tsv(F, w, h->ri->lambda, h->ri->tau, "avg_tokens_paper_held_out", h->ri->avg_tokens_paper, NAN, NAN, h->ri->hash);
+    /* the difference of the two eta_FP, its SE from the two intervals' half-widths (independent prompts) */
+    double se = sqrt(pow((fo.hi - fo.lo) / (2 * FIND_Z95), 2) + pow((fh.hi - fh.lo) / (2 * FIND_Z95), 2));
+    Est d = normal_ci(fo.v - fh.v, se);
+    tsv(F, w, h->ri->lambda, h->ri->tau, "eta_fp_training_minus_held_out", d.v, d.lo, d.hi, w->runs);
+    if (isnan(d.lo)) snprintf(w->verdict, sizeof w->verdict, "no verdict: eta_FP missing on one side");
+    else
+        snprintf(w->verdict, sizeof w->verdict, "eta_FP on the training prompts %s held out (difference %+.3f [%+.3f, "
+                 "%+.3f])", d.hi < 0 ? "below" : d.lo > 0 ? "above" : "not separable from", d.v, d.lo, d.hi);
+}
+
+static void overlap_cell(Findings *F, const char *protocol, const char *dataset) {
+    const Report *R = F->R;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunAn *a = &R->an[i];
+        if (a->ri->on_verifier_prompts && method_name_eq(a->ri->method, DM_SPRINTER) && in_cell(a, protocol, dataset) &&
+            same(a->ri->tau, R->o->deployed_tau))
+            overlap_row(F, a);
+    }
+}
+
 /* ------------------------------------------------------------------ writing */
 
 /* (1) or (3) for every sprinter run of the cell at the deployed tau. */
@@ -612,11 +680,11 @@ static void avg_tokens_cell(Findings *F, const char *protocol, const char *datas
     for (int k = 0; k < nl; k++) avg_tokens_rows(F, protocol, dataset, lambdas[k]);
 }
 
-/* Rows 1-7, each over the cells protocol x dataset. */
+/* Rows 1-8, each over the cells protocol x dataset. */
 static void collect(Findings *F) {
     const char *ds[16];
     int nd = datasets(F->R, ds, 16);
-    for (int row = 1; row <= 7; row++)
+    for (int row = 1; row <= 8; row++)
         for (int p = 0; p < N_PROTOCOLS; p++)
             for (int d = 0; d < nd; d++) {
                 const char *pr = kProtocols[p];
@@ -627,7 +695,8 @@ static void collect(Findings *F) {
                 case 4: quality_rows(F, pr, ds[d]); break;
                 case 5: flops_rows(F, pr, ds[d]); break;
                 case 6: speed_rows(F, pr, ds[d]); break;
-                default: sd_identity_row(F, pr, ds[d]); break;
+                case 7: sd_identity_row(F, pr, ds[d]); break;
+                default: overlap_cell(F, pr, ds[d]); break;
                 }
             }
 }
@@ -683,6 +752,11 @@ static const char kDefinitions[] =
     "so beta_SD - mean min(1, p/q) over the same drafts has mean 0 where the identity holds (interval: SE clustered "
     "by prompt). The exact d_TV(p, q) of the dtv files is on their own prefixes (prompt + target tokens), not "
     "SD's path. Under greedy decoding (paper-code) SD accepts iff the argmaxes agree: no verdict.\n"
+    "- row 8: sprinter runs evaluated on the verifier's own training prompts ([data] eval_on_verifier_prompts, "
+    "experiments/paper_code_overlap.ini: the authors' code evaluates on the first 100 of the 500 lm1b prompts it "
+    "trains on) against the held-out run with the same verifier, lambda and tau; such runs form their own cell, "
+    "\"DATA (verifier's training prompts)\", in every table. Difference of eta_FP: normal interval from the two "
+    "intervals' half-widths.\n"
     "- speed (row 6): ms per token = sum prompts.t_total / sum prompts.tokens, one run each (the audit's own time is "
     "kept apart in t_audit).\n\n";
 

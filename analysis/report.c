@@ -179,7 +179,9 @@ static int analyze_run(Report *R, RunAn *a, SpErr *err) {
     const RunInfo *ri = a->ri;
     run_params_text(ri, a->setting, sizeof a->setting);
     if (!a->setting[0]) snprintf(a->setting, sizeof a->setting, "-");
-    snprintf(a->dataset, sizeof a->dataset, "%s", base(ri->dataset));
+    /* a run on the verifier's training prompts (the authors' evaluation) is a cell of its own */
+    snprintf(a->dataset, sizeof a->dataset, "%s%s", base(ri->dataset),
+             ri->on_verifier_prompts ? " (verifier's training prompts)" : "");
     a->is_ver = method_name_is(ri->method, MC_SEQUENTIAL);
     a->is_oracle = a->is_ver && !method_name_is(ri->method, MC_NEEDS_VERIFIER); /* oracle-iid, oracle-markov */
     a->auc = a->auc_se = a->win_tie = a->lat_pred_ms = a->d_uni = a->d_bi = a->ppl = NAN;

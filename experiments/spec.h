@@ -13,7 +13,10 @@
  *              prompt_template (none, the default, or vicuna: data/loaders/prompt.h; a Spec-Bench
  *              question's later turns are always generated after its earlier ones, in one
  *              conversation; or chat_template: the target's own, from chat_template.jinja or
- *              tokenizer_config.json)
+ *              tokenizer_config.json), eval_on_verifier_prompts (false, the default: an offset
+ *              that overlaps the verifier's training prompts of the same file is an error; true:
+ *              allowed, as the SPRINTER authors' code evaluates on the first 100 of the 500 prompts
+ *              it trains on: experiments/paper_code_overlap.ini; the canonical text then says so)
  *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit, protocol
  *              (sound, the default, or paper-code: what the SPRINTER authors' code runs, issue 14;
  *              it changes the defaults of the settings it differs in, each of which a spec may
@@ -76,6 +79,7 @@ typedef struct SweepSpec {
     int n_datasets;
     char data_format[32]; /* "" = infer from the file name */
     int n_prompts, prompt_offset;
+    int eval_on_verifier_prompts; /* [data]: 1 allows evaluating on the verifier's training prompts */
     PromptTemplate prompt_template; /* [data] prompt_template */
     int max_new;
     SamplerParams sampling;

@@ -14,7 +14,8 @@ sweeps both, merges, scores, runs `sprinter dtv` and analyses. Checks:
      quantiles from Python's statistics.NormalDist), the paired log-likelihood differences of row 4
      (outputs table) and the FLOPs of row 5 (prompts table);
      and, from the token logs with h5py, row 7's beta_SD; row 2's review bound for r = 2..8 under both
-     readings of avg tokens; rows 5-6 at each protocol's own lambda (paper-code 1, sound 1.2);
+     readings of avg tokens; rows 5-6 at each protocol's own lambda (paper-code 1, sound 1.2); row 8's
+     eta_FP on the verifier's training prompts (paper_code_overlap.ini, offset 0) and held out;
   4. rerunning scripts/paper.sh resumes: no run is swept again and FINDINGS.tsv is byte-identical.
 usage: test_paper.py --sprinter BIN --source SRCDIR --work DIR
 """
@@ -43,12 +44,13 @@ def make_specs(src, work):
         g.writelines(reversed(f.readlines()))
     specs = os.path.join(work, "specs")
     os.makedirs(specs, exist_ok=True)
-    for name in ("paper_code", "paper_sound"):
+    for name in ("paper_code", "paper_sound", "paper_code_overlap"):
         text = open(os.path.join(src, "experiments", name + ".ini")).read()
         text = text.replace("data/models/regime/draft", os.path.join(fix, "draft"))
         text = text.replace("data/models/regime/target", os.path.join(fix, "target"))
         text = text.replace("datasets = data/datasets/encyclopedic.jsonl, data/datasets/sentences.jsonl",
                             "datasets = %s, %s" % (os.path.join(fix, "data.jsonl"), data2))
+        text = text.replace("datasets = data/datasets/encyclopedic.jsonl", "datasets = " + os.path.join(fix, "data.jsonl"))
         text = text.replace("data = data/datasets/encyclopedic.jsonl", "data = " + os.path.join(fix, "data.jsonl"))
         text = re.sub(r"(?m)^n_prompts = 100$", "n_prompts = 10", text)
         text = re.sub(r"(?m)^n_prompts = 500$", "n_prompts = 16", text)
@@ -101,9 +103,12 @@ def llpt(db, h):
 def check_protocols(t, db):
     pc = db.execute("SELECT temperature, bonus, finish_round, max_run FROM runs WHERE method = 'sprinter' AND "
                     "label_rule = 'paper-code'").fetchall()
-    t.check(len(pc) == 2 * 2 * 8 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
-            "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus, temperature 0, bonus 1, finish_round 1, "
-            "max_run 19 (%d runs, first %s)" % (len(pc), pc[:1]))
+    ov = db.execute("SELECT prompt_offset, lambda, tau FROM runs WHERE method = 'sprinter' AND "
+                    "config LIKE '%eval_on_verifier_prompts 1%' ORDER BY lambda").fetchall()
+    t.check(len(pc) == 2 * 2 * 8 + 2 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
+            "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus + 2 on the verifier's training prompts, "
+            "temperature 0, bonus 1, finish_round 1, max_run 19 (%d runs, first %s)" % (len(pc), pc[:1]))
+    t.check(ov == [(0, 1.0, 0.5), (0, 1.2, 0.5)], "the overlap runs: offset 0, lambda 1 and 1.2, tau 0.5: %s" % ov)
     padded = db.execute("SELECT COUNT(*) FROM runs WHERE method = 'sprinter' AND label_rule = 'paper-code' AND "
                         "config LIKE '%verifier_padded_batches 1%'").fetchone()[0]
     t.check(padded == len(pc), "paper-code sprinter runs name the padded-batch verifier training in their "
@@ -128,7 +133,7 @@ def beta_sd(db, h, rep):
 
 def check_rows(t, db, rep):
     md = open(os.path.join(rep, "FINDINGS.md")).read()
-    for k in range(1, 8):
+    for k in range(1, 9):
         t.check(re.search(r"(?m)^\| %d \| " % k, md), "FINDINGS.md has row %d" % k)
     t.check("Definitions" in md, "FINDINGS.md states its definitions")
     index = open(os.path.join(rep, "index.md")).read()
@@ -136,7 +141,7 @@ def check_rows(t, db, rep):
             "index.md has the review's-questions section linking FINDINGS.md")
     rows = read_tsv(os.path.join(rep, "FINDINGS.tsv"))
     iid = {r["run_hash"]: r for r in read_tsv(os.path.join(rep, "iid.tsv"))}
-    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "bound", "lambda", "beta_sd")}
+    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "bound", "lambda", "beta_sd", "overlap")}
     nd = statistics.NormalDist()
     for r in rows:
         q, runs = r["quantity"], r["runs"].split()
@@ -154,7 +159,9 @@ def check_rows(t, db, rep):
             h = hs[0]
             lam, ds = db.execute("SELECT lambda, dataset_sha256 FROM runs WHERE run_hash = ?", (h,)).fetchone()
             cell = db.execute("SELECT run_hash, tau FROM runs WHERE method = 'sprinter' AND status = 'done' AND "
-                              "abs(lambda - ?) < 1e-9 AND dataset_sha256 = ?", (lam, ds)).fetchall()
+                              "abs(lambda - ?) < 1e-9 AND dataset_sha256 = ? AND (instr(config, 'eval_on_verifier_prompts 1') > 0) = "
+                              "(SELECT instr(config, 'eval_on_verifier_prompts 1') > 0 FROM runs WHERE run_hash = ?)",
+                              (lam, ds, h)).fetchall()
             pts = sorted((tau, avg_tokens(db, x)) for x, tau in cell if protocol_of(db, x) == protocol_of(db, h))
             want = float("nan")
             for (t0, y0), (t1, y1) in zip(pts, pts[1:]):
@@ -196,6 +203,11 @@ def check_rows(t, db, rep):
             want = 1.0 if r["protocol"] == "paper-code" else 1.2
             seen["lambda"] += t.check(close(lam, want), "row %s (%s) at the protocol's own lambda: %s vs %s" %
                                       (r["row"], r["protocol"], lam, want))
+        elif r["row"] == "8" and q in ("eta_fp_training_prompts", "eta_fp_held_out"):
+            k, m = db.execute("SELECT SUM(fp), SUM(audited_neg) FROM prompts WHERE run_hash = ?", (hs[0],)).fetchone()
+            off = db.execute("SELECT prompt_offset FROM runs WHERE run_hash = ?", (hs[0],)).fetchone()[0]
+            seen["overlap"] += t.check(close(r["value"], k / m) and (off == 0) == q.endswith("training_prompts"),
+                                       "row 8 %s: %s == %d / %d (offset %d)" % (q, r["value"], k, m, off))
         elif r["row"] == "7" and q == "beta_sd":
             seen["beta_sd"] += t.check(close(r["value"], beta_sd(db, hs[0], rep)), "row 7 beta_sd of %s: %s" %
                                        (runs[0], r["value"]))
