@@ -790,8 +790,10 @@ int write_findings(Report *R, SpErr *err) {
 void sec_findings(FILE *f, const Report *R) {
     fprintf(f, "## The review's questions, answered on this pair\n\n"
                "The public review asks for the deployed (eta_FP, eta_TP) (row 1), what Table 2's avg tokens of %.2f "
-               "implies (row 2), whether the i.i.d. tests have the power to see a violation (row 3), and a draft-only "
-               "control (rows 4-5). Definitions and the machine-readable table: [FINDINGS.md](FINDINGS.md), "
+               "implies under the review's bound for r = 2..8 and both readings of avg tokens (row 2), whether the i.i.d. "
+               "tests have the power to see a violation (row 3), and a draft-only control (rows 4-5, at each "
+               "protocol's own lambda); row 7 checks the identity beta_SD = 1 - d_TV(p, q) the review reads its d_TV "
+               "from, row 8 the authors' evaluation on the verifier's training prompts. Definitions and the machine-readable table: [FINDINGS.md](FINDINGS.md), "
                "[FINDINGS.tsv](FINDINGS.tsv).\n\n",
             SP_PAPER_AVG_TOKENS);
     Findings F = {.R = R, .rows = R->findings, .n = R->n_findings};
