@@ -117,8 +117,27 @@ static int datasets(const Report *R, const char **out, int cap) {
     return n;
 }
 
-static int in_cell(const RunAn *a, const char *protocol, const char *dataset) {
-    return !strcmp(protocol_of(a->ri), protocol) && !strcmp(a->dataset, dataset);
+/* A protocol's main verifier data: the verifier_data_sha256 most of its sprinter runs share (the
+ * first seen on a tie); "" when none has one. Runs with another verifier (Table 4's other direction,
+ * experiments/paper_*_transfer.ini) stay out of the FINDINGS cells. */
+static const char *main_ver_data(const Report *R, const char *protocol) {
+    const char *best = "";
+    int best_n = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunInfo *x = R->an[i].ri;
+        if (!x->verifier_data_sha256[0] || strcmp(protocol_of(x), protocol)) continue;
+        int n = 0;
+        for (int j = 0; j < R->rs.n; j++)
+            n += !strcmp(R->an[j].ri->verifier_data_sha256, x->verifier_data_sha256) &&
+                 !strcmp(protocol_of(R->an[j].ri), protocol);
+        if (n > best_n) best = x->verifier_data_sha256, best_n = n;
+    }
+    return best;
+}
+
+static int in_cell(const Report *R, const RunAn *a, const char *protocol, const char *dataset) {
+    if (strcmp(protocol_of(a->ri), protocol) || strcmp(a->dataset, dataset)) return 0;
+    return !a->ri->verifier_data_sha256[0] || !strcmp(a->ri->verifier_data_sha256, main_ver_data(R, protocol));
 }
 
 /* The first run of method m in the cell (for sprinter: at lambda, tau; NaN = any). */
@@ -126,7 +145,7 @@ static const RunAn *find_run(const Report *R, DecodeMethod m, const char *protoc
                              double tau) {
     for (int i = 0; i < R->rs.n; i++) {
         const RunAn *a = &R->an[i];
-        if (!method_name_eq(a->ri->method, m) || !in_cell(a, protocol, dataset)) continue;
+        if (!method_name_eq(a->ri->method, m) || !in_cell(R, a, protocol, dataset)) continue;
         if (!isnan(lambda) && !same(a->ri->lambda, lambda)) continue;
         if (!isnan(tau) && !same(a->ri->tau, tau)) continue;
         return a;
@@ -258,7 +277,7 @@ static void avg_tokens_rows(Findings *F, const char *protocol, const char *datas
     int n = 0;
     for (int i = 0; i < R->rs.n && n < 64; i++) {
         const RunAn *a = &R->an[i];
-        if (method_name_eq(a->ri->method, DM_SPRINTER) && in_cell(a, protocol, dataset) && same(a->ri->lambda, lambda) &&
+        if (method_name_eq(a->ri->method, DM_SPRINTER) && in_cell(R, a, protocol, dataset) && same(a->ri->lambda, lambda) &&
             !isnan(a->ri->avg_tokens_paper))
             s[n++] = a;
     }
@@ -644,7 +663,7 @@ static void overlap_cell(Findings *F, const char *protocol, const char *dataset)
     const Report *R = F->R;
     for (int i = 0; i < R->rs.n; i++) {
         const RunAn *a = &R->an[i];
-        if (a->ri->on_verifier_prompts && method_name_eq(a->ri->method, DM_SPRINTER) && in_cell(a, protocol, dataset) &&
+        if (a->ri->on_verifier_prompts && method_name_eq(a->ri->method, DM_SPRINTER) && in_cell(R, a, protocol, dataset) &&
             same(a->ri->tau, R->o->deployed_tau))
             overlap_row(F, a);
     }
@@ -657,7 +676,7 @@ static void deployed_cell(Findings *F, const char *protocol, const char *dataset
     const Report *R = F->R;
     for (int i = 0; i < R->rs.n; i++) {
         const RunAn *a = &R->an[i];
-        if (!method_name_eq(a->ri->method, DM_SPRINTER) || !in_cell(a, protocol, dataset) ||
+        if (!method_name_eq(a->ri->method, DM_SPRINTER) || !in_cell(R, a, protocol, dataset) ||
             !same(a->ri->tau, R->o->deployed_tau))
             continue;
         if (which == 1) deployed_row(F, a);
@@ -672,7 +691,7 @@ static void avg_tokens_cell(Findings *F, const char *protocol, const char *datas
     int nl = 0;
     for (int i = 0; i < R->rs.n; i++) {
         const RunAn *a = &R->an[i];
-        if (!method_name_eq(a->ri->method, DM_SPRINTER) || !in_cell(a, protocol, dataset)) continue;
+        if (!method_name_eq(a->ri->method, DM_SPRINTER) || !in_cell(R, a, protocol, dataset)) continue;
         int seen = 0;
         for (int k = 0; k < nl; k++) seen |= same(lambdas[k], a->ri->lambda);
         if (!seen && nl < 8) lambdas[nl++] = a->ri->lambda;
@@ -744,6 +763,8 @@ static const char kDefinitions[] =
     "figure, ties within the report's tie margin.\n"
     "- FLOPs (row 5): 20 x (prompts.flops_draft + flops_verifier) / tokens (draft-only convention) and 20 x (draft + "
     "verifier + target) / tokens, summed over the run's prompts.\n"
+    "- cells: protocol x dataset, with each protocol's main verifier (the training data most of its sprinter runs "
+    "used); runs with another (Table 4's other direction, PAPER_TRANSFER=1) are in tables.md only.\n"
     "- rows 4-6 use each protocol's own lambda: 1 for paper-code (the authors' labels are q <= 1 p; their verifier's "
     "file name says ratio 1.5, the paper's text 1.2), the paper's deployed 1.2 for sound (analyze --code-lambda, "
     "--deployed-lambda).\n"

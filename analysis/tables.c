@@ -17,6 +17,8 @@ typedef struct Row {
     char dataset[256], method[32], setting[256], ver_data[256];
     double lambda, tau;
     int runs, deployed;
+    int in_domain, on_train; /* verifier trained on this data; evaluated on its training prompts */
+    char protocol[16];       /* runs.label_rule, "" when none */
     double sum[Q_N];
     int cnt[Q_N];
 } Row;
@@ -98,6 +100,9 @@ static Row *group(const Report *R, int *n) {
             snprintf(r->setting, sizeof r->setting, "%s", a->setting);
             snprintf(r->ver_data, sizeof r->ver_data, "%s", a->ver_data);
             r->lambda = a->ri->lambda, r->tau = a->ri->tau, r->deployed = is_deployed(R, a);
+            r->in_domain = !strcmp(a->ri->verifier_data_sha256, a->ri->dataset_sha256);
+            r->on_train = a->ri->on_verifier_prompts;
+            snprintf(r->protocol, sizeof r->protocol, "%s", a->ri->label_rule);
         }
         r->runs++;
         fill(R, r, a);
@@ -120,8 +125,8 @@ static void table_rows(FILE *f, const Row *rows, int n, const int *qs, const cha
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
         if (only_ver && !method_name_eq(r->method, DM_SPRINTER)) continue;
-        fprintf(f, "| %s | %s%s%s | %s | %d |", r->dataset, r->deployed ? "**" : "", r->method, r->deployed ? "**" : "",
-                r->setting, r->runs);
+        fprintf(f, "| %s | %s%s%s | %s%s%s%s | %d |", r->dataset, r->deployed ? "**" : "", r->method, r->deployed ? "**" : "",
+                r->setting, r->ver_data[0] ? " (verifier trained on " : "", r->ver_data, r->ver_data[0] ? ")" : "", r->runs);
         for (int k = 0; k < nq; k++) fprintf(f, " %s |", fv(b[k % 24], r, qs[k], fmts[k]));
         fprintf(f, "\n");
     }
@@ -130,21 +135,24 @@ static void table_rows(FILE *f, const Row *rows, int n, const int *qs, const cha
 
 static void table_transfer(FILE *f, const Row *rows, int n) {
     fprintf(f, "## Table 4: cross-dataset transfer\n\nThe verifier trained on one data set, evaluated on another "
-               "(sprinter runs; in-domain rows for comparison).\n\n| Verifier trained on | Evaluated on | transfer | "
+               "(sprinter runs; in-domain rows for comparison; \"in-domain, training prompts\": evaluated on the prompts the "
+               "verifier trained on, as the authors' code does). Both directions need a verifier trained on each data "
+               "set (`make paper`: PAPER_TRANSFER=1).\n\n| Verifier trained on | Evaluated on | transfer | label rule | "
                "lambda | tau | runs | eta_FP | eta_TP | AUC | ROUGE-L | tokens per target call | speed-up vs SD |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     char b[8][48];
     int any = 0;
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
         if (!method_name_eq(r->method, DM_SPRINTER) || !r->ver_data[0]) continue;
         any = 1;
-        fprintf(f, "| %s | %s | %s | %g | %g | %d | %s | %s | %s | %s | %s | %s |\n", r->ver_data, r->dataset,
-                strcmp(r->ver_data, r->dataset) ? "cross" : "in-domain", r->lambda, r->tau, r->runs,
+        fprintf(f, "| %s | %s | %s | %s | %g | %g | %d | %s | %s | %s | %s | %s | %s |\n", r->ver_data, r->dataset,
+                r->on_train ? "in-domain, training prompts" : r->in_domain ? "in-domain" : "cross",
+                r->protocol[0] ? r->protocol : "-", r->lambda, r->tau, r->runs,
                 fv(b[0], r, Q_EFP, "%.3f"), fv(b[1], r, Q_ETP, "%.3f"), fv(b[2], r, Q_AUC, "%.3f"),
                 fv(b[3], r, Q_RL, "%.4f"), fv(b[4], r, Q_TPC, "%.2f"), fv(b[5], r, Q_SSD, "%.2fx"));
     }
-    if (!any) fprintf(f, "| not computed: no sprinter runs | | | | | | | | | | | |\n");
+    if (!any) fprintf(f, "| not computed: no sprinter runs | | | | | | | | | | | | |\n");
     fprintf(f, "\n");
 }
 

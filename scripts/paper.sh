@@ -4,7 +4,7 @@
 # one analysis of both: results/paper/report/index.md (section "The review's questions") and
 # results/paper/report/FINDINGS.md. Every step resumes: a rerun skips finished runs, scored outputs
 # and finished dtv files, and rewrites the merge and the report.
-#   scripts/paper.sh [SPRINTER] [OUT] [JOBS]
+#   [PAPER_TRANSFER=1] scripts/paper.sh [SPRINTER] [OUT] [JOBS]
 set -euo pipefail
 SPRINTER=${1:-build/sprinter}
 OUT=${2:-results/paper}
@@ -16,15 +16,20 @@ stamp() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
 
 # 1. the sweeps, each into its own directory (runs.sqlite, tokens/, verifiers/): the two protocols,
 # and the authors' evaluation overlap (paper_code_overlap.ini: the paper-code verifier on its own
-# training prompts, FINDINGS row 8)
-for spec in paper_code paper_sound paper_code_overlap; do
+# training prompts, FINDINGS row 8); with PAPER_TRANSFER=1 also Table 4's other direction (a verifier
+# trained on sentences.jsonl per protocol: paper_code_transfer.ini, paper_sound_transfer.ini)
+SWEEPS="paper_code paper_sound paper_code_overlap"
+[ "${PAPER_TRANSFER:-0}" = 1 ] && SWEEPS="$SWEEPS paper_code_transfer paper_sound_transfer"
+for spec in $SWEEPS; do
   stamp "sprinter sweep $SPECS/$spec.ini --out $OUT/sweeps/$spec --jobs $JOBS"
   "$SPRINTER" sweep "$SPECS/$spec.ini" --out "$OUT/sweeps/$spec" --jobs "$JOBS" --quiet
 done
 
 # 2. one results directory over both (a run's hash names its protocol settings, so none collide)
 stamp "sprinter merge --out $OUT"
-"$SPRINTER" merge --quiet --out "$OUT" "$OUT/sweeps/paper_code" "$OUT/sweeps/paper_sound" "$OUT/sweeps/paper_code_overlap"
+dirs=()
+for spec in $SWEEPS; do dirs+=("$OUT/sweeps/$spec"); done
+"$SPRINTER" merge --quiet --out "$OUT" "${dirs[@]}"
 
 # 3. target log-likelihood of every output (the quality axis, paired across methods by prompt)
 stamp "sprinter score $OUT --jobs $JOBS"

@@ -16,6 +16,7 @@ sweeps both, merges, scores, runs `sprinter dtv` and analyses. Checks:
      and, from the token logs with h5py, row 7's beta_SD; row 2's review bound for r = 2..8 under both
      readings of avg tokens; rows 5-6 at each protocol's own lambda (paper-code 1, sound 1.2); row 8's
      eta_FP on the verifier's training prompts (paper_code_overlap.ini, offset 0) and held out;
+     Table 4 in both directions (PAPER_TRANSFER=1: a verifier trained on each dataset);
   4. rerunning scripts/paper.sh resumes: no run is swept again and FINDINGS.tsv is byte-identical.
 usage: test_paper.py --sprinter BIN --source SRCDIR --work DIR
 """
@@ -44,7 +45,7 @@ def make_specs(src, work):
         g.writelines(reversed(f.readlines()))
     specs = os.path.join(work, "specs")
     os.makedirs(specs, exist_ok=True)
-    for name in ("paper_code", "paper_sound", "paper_code_overlap"):
+    for name in ("paper_code", "paper_sound", "paper_code_overlap", "paper_code_transfer", "paper_sound_transfer"):
         text = open(os.path.join(src, "experiments", name + ".ini")).read()
         text = text.replace("data/models/regime/draft", os.path.join(fix, "draft"))
         text = text.replace("data/models/regime/target", os.path.join(fix, "target"))
@@ -52,6 +53,7 @@ def make_specs(src, work):
                             "datasets = %s, %s" % (os.path.join(fix, "data.jsonl"), data2))
         text = text.replace("datasets = data/datasets/encyclopedic.jsonl", "datasets = " + os.path.join(fix, "data.jsonl"))
         text = text.replace("data = data/datasets/encyclopedic.jsonl", "data = " + os.path.join(fix, "data.jsonl"))
+        text = text.replace("data = data/datasets/sentences.jsonl", "data = " + data2)
         text = re.sub(r"(?m)^n_prompts = 100$", "n_prompts = 10", text)
         text = re.sub(r"(?m)^n_prompts = 500$", "n_prompts = 16", text)
         text = re.sub(r"(?m)^offset = 500$", "offset = 20", text)
@@ -62,7 +64,7 @@ def make_specs(src, work):
 
 
 def paper(src, specs, out):
-    env = dict(os.environ, PAPER_SPECS=specs, PAPER_DTV_PREFIXES="4")
+    env = dict(os.environ, PAPER_SPECS=specs, PAPER_DTV_PREFIXES="4", PAPER_TRANSFER="1")
     return subprocess.run(["bash", os.path.join(src, "scripts", "paper.sh"), SPRINTER, out, "2"], cwd=src, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
 
@@ -105,8 +107,9 @@ def check_protocols(t, db):
                     "label_rule = 'paper-code'").fetchall()
     ov = db.execute("SELECT prompt_offset, lambda, tau FROM runs WHERE method = 'sprinter' AND "
                     "config LIKE '%eval_on_verifier_prompts 1%' ORDER BY lambda").fetchall()
-    t.check(len(pc) == 2 * 2 * 8 + 2 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
-            "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus + 2 on the verifier's training prompts, "
+    t.check(len(pc) == 2 * 2 * 8 + 2 + 2 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
+            "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus + 2 on the verifier's training prompts + 2 "
+            "with the verifier trained on the second dataset, "
             "temperature 0, bonus 1, finish_round 1, max_run 19 (%d runs, first %s)" % (len(pc), pc[:1]))
     t.check(ov == [(0, 1.0, 0.5), (0, 1.2, 0.5)], "the overlap runs: offset 0, lambda 1 and 1.2, tau 0.5: %s" % ov)
     padded = db.execute("SELECT COUNT(*) FROM runs WHERE method = 'sprinter' AND label_rule = 'paper-code' AND "
@@ -132,6 +135,14 @@ def beta_sd(db, h, rep):
 
 
 def check_rows(t, db, rep):
+    tables = open(os.path.join(rep, "tables.md")).read()
+    for proto_lam in ("| paper-code | 1 | 0.5 |", "| sound | 1.2 | 0.5 |"):
+        t.check(re.search(r"(?m)^\| data2\.jsonl \| data\.jsonl \| cross %s" % re.escape(proto_lam), tables) and
+                re.search(r"(?m)^\| data\.jsonl \| data2\.jsonl \| cross %s" % re.escape(proto_lam), tables),
+                "Table 4 has both directions at label rule, lambda, tau %s" % proto_lam)
+    t.check(re.search(r"(?m)^\| data\.jsonl \| data\.jsonl \(verifier's training prompts\) \| in-domain, training "
+                      r"prompts \| paper-code \| 1 \| 0\.5 \|", tables), "Table 4 files the overlap run as in-domain on the "
+            "training prompts")
     md = open(os.path.join(rep, "FINDINGS.md")).read()
     for k in range(1, 9):
         t.check(re.search(r"(?m)^\| %d \| " % k, md), "FINDINGS.md has row %d" % k)
