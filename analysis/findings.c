@@ -639,7 +639,7 @@ static void overlap_row(Findings *F, const RunAn *o) {
     tsv(F, w, o->ri->lambda, o->ri->tau, "eta_tp_training_prompts", eta_of(o, 1).v, eta_of(o, 1).lo, eta_of(o, 1).hi, o->ri->hash);
     tsv(F, w, o->ri->lambda, o->ri->tau, "avg_tokens_paper_training_prompts", o->ri->avg_tokens_paper, NAN, NAN, o->ri->hash);
     if (!h) {
-        snprintf(w->verdict, sizeof w->verdict, "no verdict: no held-out run with the same verifier, lambda and tau");
+        findings_overlap_verdict(w->verdict, sizeof w->verdict, 0, NAN, NAN, NAN);
         return;
     }
     cat(w->measured, sizeof w->measured, "; ");
@@ -653,10 +653,15 @@ static void overlap_row(Findings *F, const RunAn *o) {
     double se = sqrt(pow((fo.hi - fo.lo) / (2 * FIND_Z95), 2) + pow((fh.hi - fh.lo) / (2 * FIND_Z95), 2));
     Est d = normal_ci(fo.v - fh.v, se);
     tsv(F, w, h->ri->lambda, h->ri->tau, "eta_fp_training_minus_held_out", d.v, d.lo, d.hi, w->runs);
-    if (isnan(d.lo)) snprintf(w->verdict, sizeof w->verdict, "no verdict: eta_FP missing on one side");
+    findings_overlap_verdict(w->verdict, sizeof w->verdict, 1, d.v, d.lo, d.hi);
+}
+
+void findings_overlap_verdict(char *buf, size_t cap, int has_twin, double diff, double lo, double hi) {
+    if (!has_twin) snprintf(buf, cap, "no verdict: no held-out run with the same verifier, lambda and tau");
+    else if (isnan(lo) || isnan(hi)) snprintf(buf, cap, "no verdict: eta_FP missing on one side");
     else
-        snprintf(w->verdict, sizeof w->verdict, "eta_FP on the training prompts %s held out (difference %+.3f [%+.3f, "
-                 "%+.3f])", d.hi < 0 ? "below" : d.lo > 0 ? "above" : "not separable from", d.v, d.lo, d.hi);
+        snprintf(buf, cap, "eta_FP on the training prompts %s held out (difference %+.3f [%+.3f, %+.3f])",
+                 hi < 0 ? "below" : lo > 0 ? "above" : "not separable from", diff, lo, hi);
 }
 
 static void overlap_cell(Findings *F, const char *protocol, const char *dataset) {

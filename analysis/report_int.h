@@ -117,6 +117,9 @@ void sd_identity_of(const TokenRows *t, SdIdentity *out);
 /* Row 7's verdict: beta_SD - mean min(1, p/q) = diff with SE se, over n checked drafts of a run
  * decoded at temperature; "no verdict: ..." where the identity does not apply (greedy) or n = 0. */
 void findings_sd_verdict(char *buf, size_t cap, double temperature, int64_t n, double diff, double se);
+/* Row 8's verdict on eta_FP(training prompts) - eta_FP(held out) = diff [lo, hi]; "no verdict: ..."
+ * without a held-out twin or an interval. */
+void findings_overlap_verdict(char *buf, size_t cap, int has_twin, double diff, double lo, double hi);
 /* tables.c */
 int write_tables(Report *R, SpErr *err);
 /* plots.c: data files and scripts; then gnuplot renders them (when R->o->plots) */

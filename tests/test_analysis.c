@@ -9,7 +9,8 @@
  *  - the review's bound (findings.c): 0.86 only at r = 5 with E[N] = 11.10, both readings of avg
  *    tokens, and row 2's verdict "outside" and "no verdict" cases;
  *  - row 7: beta_SD against mean min(1, p/q) from a hand-made sd token log, "holds", "outside" (every
- *    draft accepted where min(1, p/q) = 0.5) and "no verdict" (greedy; no checked draft).
+ *    draft accepted where min(1, p/q) = 0.5) and "no verdict" (greedy; no checked draft);
+ *  - row 8's verdict: below, not separable, "no verdict" (no held-out twin; no eta_FP).
  * Prints "analysis_units: N passed, M failed". usage: test_analysis */
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -284,6 +285,18 @@ static void test_sd_identity(void) {
     check(!strncmp(v, "no verdict:", 11), "row 7, no checked draft: %s", v);
 }
 
+static void test_overlap_verdict(void) {
+    char v[512];
+    findings_overlap_verdict(v, sizeof v, 1, -0.2, -0.3, -0.1);
+    check(strstr(v, "below held out") != NULL, "row 8, training prompts below: %s", v);
+    findings_overlap_verdict(v, sizeof v, 1, 0.01, -0.1, 0.12);
+    check(strstr(v, "not separable from") != NULL, "row 8, not separable: %s", v);
+    findings_overlap_verdict(v, sizeof v, 0, NAN, NAN, NAN);
+    check(!strncmp(v, "no verdict:", 11), "row 8 without a held-out twin: %s", v);
+    findings_overlap_verdict(v, sizeof v, 1, NAN, NAN, NAN);
+    check(!strncmp(v, "no verdict:", 11), "row 8 without eta_FP: %s", v);
+}
+
 int main(void) {
     test_rouge();
     test_stats_units();
@@ -292,5 +305,6 @@ int main(void) {
     test_verseq_rounds();
     test_review_bound();
     test_sd_identity();
+    test_overlap_verdict();
     return check_summary("analysis_units");
 }
