@@ -27,6 +27,7 @@ void report_opts_default(ReportOpts *o) {
     o->seed = 1;
     o->deployed_lambda = SP_PAPER_LAMBDA;
     o->deployed_tau = SP_PAPER_TAU;
+    o->code_lambda = REPORT_CODE_LAMBDA;
     o->tie_margin = 0.05;
     o->plots = 1;
     o->gnuplot = "gnuplot";
@@ -130,6 +131,7 @@ static int analyze_log(const Report *R, RunAn *a, SpErr *err) {
                      a->ri->hash);
     if (rc == 0 && keep_tokens(a, &t)) rc = sp_fail(err, "out of memory");
     if (rc == 0 && a->is_ver) rc = analyze_verifier(R, a, &t, path, err);
+    if (rc == 0 && method_name_eq(a->ri->method, DM_SD)) sd_identity_of(&t, &a->sdid);
     tokrows_free(&t);
     return rc;
 }
@@ -180,7 +182,9 @@ static int analyze_run(Report *R, RunAn *a, SpErr *err) {
     const RunInfo *ri = a->ri;
     run_params_text(ri, a->setting, sizeof a->setting);
     if (!a->setting[0]) snprintf(a->setting, sizeof a->setting, "-");
-    snprintf(a->dataset, sizeof a->dataset, "%s", base(ri->dataset));
+    /* a run on the verifier's training prompts (the authors' evaluation) is a cell of its own */
+    snprintf(a->dataset, sizeof a->dataset, "%s%s", base(ri->dataset),
+             ri->on_verifier_prompts ? " (verifier's training prompts)" : "");
     a->is_ver = method_name_is(ri->method, MC_SEQUENTIAL);
     a->is_oracle = a->is_ver && !method_name_is(ri->method, MC_NEEDS_VERIFIER); /* oracle-iid, oracle-markov */
     a->auc = a->auc_se = a->win_tie = a->lat_pred_ms = a->d_uni = a->d_bi = a->ppl = NAN;

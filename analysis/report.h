@@ -24,6 +24,9 @@
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
 
+/* The lambda of the authors' label rule (their dataset.py: q <= p). */
+#define REPORT_CODE_LAMBDA 1.0
+
 #include <stdio.h>
 
 #include "error.h"
@@ -42,6 +45,10 @@ typedef struct ReportOpts {
     int bootstrap;                        /* bootstrap replicates over prompts (200) */
     unsigned long seed;                   /* bootstrap seed (1) */
     double deployed_lambda, deployed_tau; /* the paper's deployed setting (SP_PAPER_LAMBDA, SP_PAPER_TAU) */
+    /* the paper-code protocol's own lambda (REPORT_CODE_LAMBDA: the authors' code labels with q <= 1 p,
+     * whatever its verifier's file name says); FINDINGS rows 4-6 use it for paper-code cells and
+     * deployed_lambda for sound ones */
+    double code_lambda;
     double tie_margin;                    /* win-tie: a tie is within this many nats per token (0.05) */
     double shift;                         /* tests only: added to every predicted E[N] / E[T] (0) */
     int plots;                            /* 1: render the plots with gnuplot (required) */

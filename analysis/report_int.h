@@ -11,8 +11,20 @@
 #include "report.h"
 #include "runsdb.h"
 #include "theorycheck.h"
+#include "tokenlog.h"
 
 /* The analysis of one run. */
+/* SD's per-token acceptance beta_SD against 1 - d_TV(p, q) on the prefixes SD visited: over the
+ * checked drafts of an sd token log (kind sd_accept or sd_resample, finite q and p), the accepted
+ * share and the mean of min(1, p/q), whose expectation at a prefix is 1 - d_TV(p, q) when the draft
+ * token is sampled from q (at the decoding law). Their difference has mean 0 under the identity; its
+ * SE is clustered by prompt. n = 0: not computed. */
+typedef struct SdIdentity {
+    int64_t n, accepted;
+    int n_prompts;
+    double beta, expect, diff, se_diff; /* accepted / n, mean min(1, p/q), beta - expect, its SE */
+} SdIdentity;
+
 typedef struct RunAn {
     const RunInfo *ri;
     char setting[256];  /* "lambda=1.2 tau=0.5" or "-" */
@@ -54,6 +66,7 @@ typedef struct RunAn {
     int n_win_tie;
     double d_uni, d_bi;
     int has_drift;
+    SdIdentity sdid; /* sd runs: acceptance against 1 - d_TV(p, q) on the visited prefixes (findings.c) */
 } RunAn;
 
 enum { CK_CI = 0, CK_PVALUE = 1, CK_INFO = 2 };
@@ -94,6 +107,21 @@ int write_tsvs(Report *R, SpErr *err);
 /* findings.c: FINDINGS.md, FINDINGS.tsv (before write_index, which shows the same table) */
 int write_findings(Report *R, SpErr *err);
 void sec_findings(FILE *f, const Report *R);
+/* The review's bound from Thm 3.3 (findings.c): eta_FP >= 1 - 1/(en - r + 1); NaN where en <= r
+ * (no constraint). */
+double findings_review_bound(double en, double r);
+/* Row 2's verdict on a measured eta_FP v [lo, hi] at the label model's mean r, under both readings
+ * of avg tokens (E[N] = 11.10 and 10.10); "no verdict: ..." where tau_star, r or v is NaN or the
+ * bound constrains nothing. */
+void findings_bound_verdict(char *buf, size_t cap, double v, double lo, double hi, double r, double tau_star);
+/* SdIdentity of an sd token log (findings.c); n = 0 when it has no checked draft. */
+void sd_identity_of(const TokenRows *t, SdIdentity *out);
+/* Row 7's verdict: beta_SD - mean min(1, p/q) = diff with SE se, over n checked drafts of a run
+ * decoded at temperature; "no verdict: ..." where the identity does not apply (greedy) or n = 0. */
+void findings_sd_verdict(char *buf, size_t cap, double temperature, int64_t n, double diff, double se);
+/* Row 8's verdict on eta_FP(training prompts) - eta_FP(held out) = diff [lo, hi]; "no verdict: ..."
+ * without a held-out twin or an interval. */
+void findings_overlap_verdict(char *buf, size_t cap, int has_twin, double diff, double lo, double hi);
 /* tables.c */
 int write_tables(Report *R, SpErr *err);
 /* plots.c: data files and scripts; then gnuplot renders them (when R->o->plots) */

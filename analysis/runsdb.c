@@ -56,8 +56,13 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
     col_str(st, RUNS_label_rule, r->label_rule, sizeof r->label_rule);
     col_str(st, RUNS_verifier_sha256, r->verifier_sha256, sizeof r->verifier_sha256);
     col_str(st, RUNS_spec_name, r->spec_name, sizeof r->spec_name);
-    verifier_data_of((const char *)sqlite3_column_text(st, RUNS_config), r->verifier_data_sha256,
-                     sizeof r->verifier_data_sha256);
+    const char *config = (const char *)sqlite3_column_text(st, RUNS_config);
+    verifier_data_of(config, r->verifier_data_sha256, sizeof r->verifier_data_sha256);
+    const char *vn = config ? strstr(config, "\nverifier data_sha256=") : NULL;
+    vn = vn ? strstr(vn, " n_prompts=") : NULL;
+    r->verifier_n_prompts = vn ? atoi(vn + strlen(" n_prompts=")) : 0;
+    r->on_verifier_prompts = r->verifier_data_sha256[0] && !strcmp(r->verifier_data_sha256, r->dataset_sha256) &&
+                             r->prompt_offset < r->verifier_n_prompts;
 }
 
 static int read_run_item(sqlite3_stmt *st, void *item, void *ctx, SpErr *err) {

@@ -35,6 +35,9 @@ typedef struct TimingInfo {
 typedef struct RunInfo {
     char hash[72], method[32], dataset[1024], dataset_sha256[72], data_format[32], token_log[1024];
     char verifier_data_sha256[72]; /* the verifier's training data (from runs.config), "" if none */
+    int verifier_n_prompts;        /* the verifier's training prompts 0..n-1 of that data (runs.config), 0 if none */
+    int on_verifier_prompts;       /* 1: evaluated on some of them (same data, prompt_offset < verifier_n_prompts:
+                                    * [data] eval_on_verifier_prompts, the authors' evaluation) */
     char verifier_sha256[72];      /* runs.verifier_sha256: the verifier file's hash, "" if none */
     char spec_name[64];            /* runs.spec_name: the sweep that ran it */
     char label_rule[16];           /* runs.label_rule: "sound", "paper-code" ("" when NULL: schema < 6, or no labels) */

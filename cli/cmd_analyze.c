@@ -28,6 +28,8 @@ static const char kHelp[] =
     "  --seed S             bootstrap seed (default 1)\n"
     "  --deployed-lambda L  --deployed-tau T   the deployed setting to report (default " SP_STR(SP_PAPER_LAMBDA) ", "
     SP_STR(SP_PAPER_TAU) ")\n"
+    "  --code-lambda L      the paper-code protocol's lambda for FINDINGS rows 4-6 (default 1: the authors'\n"
+    "                       label rule q <= p; --deployed-lambda applies to the sound protocol)\n"
     "  --tie-margin M       win-tie: a tie is within M nats per token (default 0.05)\n"
     "  --gnuplot PROG       the gnuplot program (default gnuplot, from PATH)\n"
     "  --no-plots           write the plot data and scripts but do not run gnuplot\n"
@@ -99,6 +101,7 @@ static int parse(int argc, char **argv, ReportOpts *o, int *quiet) {
         {"deployed-tau", required_argument, 0, 't'},    {"tie-margin", required_argument, 0, 'm'},
         {"gnuplot", required_argument, 0, 'g'},         {"no-plots", no_argument, 0, 'n'},
         {"quiet", no_argument, 0, 'q'},                 {"test-shift", required_argument, 0, 'X'},
+        {"code-lambda", required_argument, 0, 'c'},
         {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
     long l;
     optind = 1;
@@ -108,6 +111,7 @@ static int parse(int argc, char **argv, ReportOpts *o, int *quiet) {
         case 'b': if (arg_long(cmd, "bootstrap", optarg, 2, 100000, &l)) return 2; o->bootstrap = (int)l; break;
         case 's': if (arg_long(cmd, "seed", optarg, 0, 2147483647L, &l)) return 2; o->seed = (unsigned long)l; break;
         case 'l': if (arg_param(cmd, "deployed-lambda", optarg, RP_LAMBDA, &o->deployed_lambda)) return 2; break;
+        case 'c': if (arg_param(cmd, "code-lambda", optarg, RP_LAMBDA, &o->code_lambda)) return 2; break;
         case 't': if (arg_param(cmd, "deployed-tau", optarg, RP_TAU, &o->deployed_tau)) return 2; break;
         case 'm': if (arg_float(cmd, "tie-margin", optarg, 0, 1e6, &o->tie_margin)) return 2; break;
         case 'g': o->gnuplot = optarg; break;

@@ -775,7 +775,10 @@ static double ar_rate_of(const SumRow *rows, int n, const SumRow *r, SumShape sh
 /* --tsv: one line per row, every figure a column (NaN where it does not apply), for scripts. */
 static void summary_tsv(FILE *out, const SumRow *rows, int n, SumShape shape) {
     fprintf(out, "method\tdataset\tparams");
-    for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%s", run_param_info((RunParam)p)->name);
+    /* the oracles' configured eta_fp / eta_tp are named oracle_*, the measured rates eta_fp / eta_tp:
+     * every column name is unique (as examples/readers/summary_pandas.py names them) */
+    for (int p = 0; p < RP_COUNT; p++)
+        fprintf(out, "\t%s%s", p == RP_ETA_FP || p == RP_ETA_TP ? "oracle_" : "", run_param_info((RunParam)p)->name);
     fprintf(out, "\truns\ttokens\tseconds\ttokens_per_s\tspeedup_vs_ar\ttarget_calls\ttokens_per_call\taccept_rate"
                  "\taccept_rate_lo\taccept_rate_hi\tchecked\taccepted\tdrafted\taccepted_per_drafted"
                  "\taccept_rate_from_tpc\teta_fp\teta_tp\tavg_tokens_paper\ttemperature\n");

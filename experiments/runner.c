@@ -884,7 +884,7 @@ static int time_runs(Ctx *c, int *timed, SpErr *err) {
     if (missing < 0) rc = -1;
     if (rc == 0 && missing > 0 && load_inputs(c, err)) rc = -1;
     if (rc == 0 && missing > 0) rc = prepare_verifiers(c, idx, n, err) || prepare_judges(c, idx, n, err) ? -1 : 0;
-    int n_prompts = s->timing_prompts ? s->timing_prompts : s->n_prompts;
+    int n_prompts = s->timing_prompts && s->timing_prompts < s->n_prompts ? s->timing_prompts : s->n_prompts;
     if (rc == 0 && missing > 0 && c->o->progress)
         fprintf(stderr, "sweep: timing %d runs x %d reps alone, their first %d prompts (%d to do)\n", n, s->timing_reps,
                 n_prompts, missing);

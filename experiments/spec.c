@@ -207,6 +207,8 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     } else if (IS("data", "prompt_template")) {
         if (prompt_template_parse(v, &s->prompt_template))
             return fail(P, sec, key, "\"%s\" is not none, vicuna or chat_template", v);
+    } else if (IS("data", "eval_on_verifier_prompts")) {
+        if (parse_bool(v, &s->eval_on_verifier_prompts)) return fail(P, sec, key, "\"%s\" is not true or false", v);
     } else if (IS("data", "offset")) {
         if (parse_int(v, 0, 1 << 30, &s->prompt_offset)) return fail(P, sec, key, "\"%s\" is not an integer >= 0", v);
     } else if (IS("decode", "max_new_tokens")) {
@@ -327,9 +329,6 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     if (!s->draft_dir[0] && !only_ar) return sp_fail(err, "%s: [models] draft: missing", f);
     if (s->n_datasets == 0) return sp_fail(err, "%s: [data] datasets: missing", f);
     if (s->n_prompts == 0) return sp_fail(err, "%s: [data] n_prompts: missing", f);
-    if (s->timing_prompts > s->n_prompts)
-        return sp_fail(err, "%s: [timing] prompts: %d is more than [data] n_prompts = %d", f, s->timing_prompts,
-                       s->n_prompts);
     if (s->max_new == 0) return sp_fail(err, "%s: [decode] max_new_tokens: missing", f);
     if (spec_needs_verifier(s) && !s->has_verifier)
         return sp_fail(err, "%s: [verifier]: missing, but sprinter/specdecpp need a trained verifier (judge: its judge head)", f);
@@ -506,10 +505,10 @@ int spec_resolve(SweepSpec *s, SpErr *err) {
     if (!s->has_verifier) return 0;
     if (hash_data(f, "[verifier] data", s->ver_data, s->ver_data_sha256, err)) return -1;
     /* the verifier trains on the first ver_n_prompts prompts: they must not be evaluated on */
-    for (int i = 0; i < s->n_datasets && spec_needs_verifier(s); i++)
+    for (int i = 0; i < s->n_datasets && spec_needs_verifier(s) && !s->eval_on_verifier_prompts; i++)
         if (!strcmp(s->data_sha256[i], s->ver_data_sha256) && s->prompt_offset < s->ver_n_prompts)
-            return sp_fail(err, "%s: [data] offset: %d overlaps the verifier's training prompts 0..%d of %s (need >= %d)",
-                           f, s->prompt_offset, s->ver_n_prompts - 1, s->datasets[i], s->ver_n_prompts);
+            return sp_fail(err, "%s: [data] offset: %d overlaps the verifier's training prompts 0..%d of %s (need >= %d, "
+                           "or eval_on_verifier_prompts = true)", f, s->prompt_offset, s->ver_n_prompts - 1, s->datasets[i], s->ver_n_prompts);
     return 0;
 }
 
@@ -533,6 +532,7 @@ static int make_canon(const SweepSpec *s, RunConfig *r, SpErr *err) {
     if (method_is(c->method, MC_USES_TARGET)) canon_add(b, cap, &k, "target_sha256 %s\n", s->target_sha256);
     canon_add(b, cap, &k, "dataset_sha256 %s\ndata_format %s\nprompt_offset %d\nn_prompts %d\n", s->data_sha256[r->dataset],
               s->data_format[0] ? s->data_format : "auto", s->prompt_offset, s->n_prompts);
+    if (s->eval_on_verifier_prompts) canon_add(b, cap, &k, "eval_on_verifier_prompts 1\n");
     canon_add(b, cap, &k, "max_new %d\ntemperature %.9g\ntop_k %d\ntop_p %.9g\nstop_at_eos %d\naudit %d\nseed %llu\n",
               c->max_new, (double)c->sampling.temperature, c->sampling.top_k, (double)c->sampling.top_p,
               c->stop_at_eos, c->audit, (unsigned long long)r->seed);

@@ -17,7 +17,10 @@
  *              prompt_template (none, the default, or vicuna: data/loaders/prompt.h; a Spec-Bench
  *              question's later turns are always generated after its earlier ones, in one
  *              conversation; or chat_template: the target's own, from chat_template.jinja or
- *              tokenizer_config.json)
+ *              tokenizer_config.json), eval_on_verifier_prompts (false, the default: an offset
+ *              that overlaps the verifier's training prompts of the same file is an error; true:
+ *              allowed, as the SPRINTER authors' code evaluates on the first 100 of the 500 prompts
+ *              it trains on: experiments/paper_code_overlap.ini; the canonical text then says so)
  *   [decode]   max_new_tokens (required), temperature, top_k, top_p, stop_at_eos, audit, protocol
  *              (sound, the default, or paper-code: what the SPRINTER authors' code runs, issue 14;
  *              it changes the defaults of the settings it differs in, each of which a spec may
@@ -83,6 +86,7 @@ typedef struct SweepSpec {
     char data_format[32]; /* "" = infer from the file name */
     int n_prompts, prompt_offset; /* in prompt rows (turns); for Spec-Bench data spec_resolve() sets them from: */
     int n_questions, question_offset; /* [data] n_prompts and offset as given in Spec-Bench data (questions; 0 else) */
+    int eval_on_verifier_prompts; /* [data]: 1 allows evaluating on the verifier's training prompts */
     PromptTemplate prompt_template; /* [data] prompt_template */
     int max_new;
     SamplerParams sampling;
@@ -104,8 +108,8 @@ typedef struct SweepSpec {
                                   * (TrainSpec.padded_batches; recipe paper-code, feature prefix) */
     Protocol protocol;       /* [decode] protocol: which defaults the settings above started from */
     Protocol label_rule;        /* [decode] label_rule: the audit's and the verifier data's labels (rules.h) */
-    /* [timing]: after its runs, the sweep decodes every done run's first timing_prompts prompts (0: all
-     * n_prompts) again timing_reps times, alone, in rotated order (runs.sqlite table timings): the
+    /* [timing]: after its runs, the sweep decodes every done run's first timing_prompts prompts (0, or
+     * more than n_prompts: all n_prompts) again timing_reps times, alone, in rotated order (runs.sqlite table timings): the
      * speed figures. Not part of any run's configuration or hash. */
     int timing_reps, timing_prompts;
     /* filled by spec_resolve() */

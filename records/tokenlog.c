@@ -1,6 +1,7 @@
 /* tokenlog.c - per-token HDF5 logs: layout, writer and reader (see tokenlog.h). */
 #include "tokenlog.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -17,7 +18,11 @@ static const H5ColSpec kCols[TOKENLOG_N_COLS] = {
 
 const H5ColSpec *tokenlog_columns(void) { return kCols; }
 
-int tokenlog_n_cols(int version) { return version == 1 ? TOKENLOG_COL_capped : TOKENLOG_N_COLS; }
+int tokenlog_n_cols(int version) {
+    return version == 1 ? TOKENLOG_COL_capped : version == 2 ? TOKENLOG_COL_q_raw : TOKENLOG_N_COLS;
+}
+
+static int known_version(double v) { return v == 1 || v == 2 || v == TOKENLOG_VERSION; }
 
 int64_t tokenlog_run_id(const char *run_hash) {
     char h[16];
@@ -102,6 +107,16 @@ static void **column_dst(TokenRows *t, int c) {
     }
 }
 
+/* Versions 1 and 2 stored no q_raw, p_raw: NaN. */
+static int missing_raw(TokenRows *t, SpErr *err, const char *path) {
+    size_t n = (size_t)(t->n ? t->n : 1);
+    t->q_raw = malloc(n * sizeof *t->q_raw), t->p_raw = malloc(n * sizeof *t->p_raw);
+    if (!t->q_raw || !t->p_raw) return sp_fail(err, "%s: out of memory", path);
+    for (int64_t i = 0; i < t->n; i++) t->q_raw[i] = t->p_raw[i] = NAN;
+    t->raw_missing = 1;
+    return 0;
+}
+
 /* Version 1 stored no capped column: a target-called token the verifier had accepted was capped
  * (the only way the target decides an accepted token in a sequential method); 0 for other methods. */
 static int derive_capped(TokenRows *t, SpErr *err, const char *path) {
@@ -126,7 +141,7 @@ int tokrows_read(const char *path, TokenRows *t, SpErr *err) {
         return sp_fail(err, "%s: attribute format is \"%s\", not %s", path, fmt, TOKENLOG_FORMAT);
     }
     if (fmt[0]) (void)h5_read_attr_f64(f, path, "version", &version, NULL);
-    if (version != 1 && version != TOKENLOG_VERSION) {
+    if (!known_version(version)) {
         H5Fclose(f);
         return sp_fail(err, "%s: attribute version is %g, this sprinter reads token logs of version 1 to %d", path,
                        version, TOKENLOG_VERSION);
@@ -149,6 +164,7 @@ int tokrows_read(const char *path, TokenRows *t, SpErr *err) {
     }
     H5Fclose(f);
     if (rc == 0 && t->version == 1) rc = derive_capped(t, err, path);
+    if (rc == 0 && t->version < 3) rc = missing_raw(t, err, path);
     if (rc) tokrows_free(t);
     return rc;
 }
@@ -170,7 +186,7 @@ int tokenlog_row_count(const char *path, int64_t *rows, SpErr *err) {
     double version = 0;
     int rc = 0;
     if (h5_read_attr_str(f, path, "format", fmt, sizeof fmt, NULL) || strcmp(fmt, TOKENLOG_FORMAT) ||
-        h5_read_attr_f64(f, path, "version", &version, NULL) || (version != 1 && version != TOKENLOG_VERSION))
+        h5_read_attr_f64(f, path, "version", &version, NULL) || !known_version(version))
         rc = sp_fail(err, "%s: not a %s file of version 1 to %d", path, TOKENLOG_FORMAT, TOKENLOG_VERSION);
     for (int c = TOKENLOG_COL_PROMPT_INDEX; rc == 0 && c < tokenlog_n_cols((int)version); c++) {
         hid_t d = H5Dopen2(f, kCols[c].name, H5P_DEFAULT);

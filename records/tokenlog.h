@@ -13,9 +13,12 @@
  * Root attributes: format "sprinter-tokens", version (TOKENLOG_VERSION), run_hash, method, config
  * (the run's canonical configuration text, what run_hash hashes), spec_name, spec_sha256,
  * n_prompts, kinds (the EventKind legend).
- * Versions: 1 = run_id ... kind; 2 = + capped. The reader takes both: for a version-1 log of a
+ * Versions: 1 = run_id ... kind; 2 = + capped; 3 = + q_raw, p_raw (under the paper-code label rule
+ * the plain temperature-1 softmax figures the label is computed from: label = [q_raw <= lambda p_raw]
+ * in double, lambda = runs.lambda; NaN otherwise). The reader takes all three: for a version-1 log of a
  * sequential method (engine/decode/methods.h MC_SEQUENTIAL) capped is derived as the writer of version 1
- * implied it (a target-called token the verifier had accepted), and TokenRows.capped_derived says so.
+ * implied it (a target-called token the verifier had accepted), and TokenRows.capped_derived says so;
+ * before version 3, q_raw and p_raw read as NaN (TokenRows.raw_missing).
  * Not thread-safe (HDF5 serial build); one TokenLog per process at a time.
  */
 #ifndef SP_TOKENLOG_H
@@ -28,7 +31,7 @@
 #include "h5util.h"
 
 #define TOKENLOG_FORMAT "sprinter-tokens"
-#define TOKENLOG_VERSION 2
+#define TOKENLOG_VERSION 3
 
 /* X(field of TokenEvent, C type, column type, units, description), in file order. */
 #define TOKENLOG_EVENT_COLUMNS(X)                                                                             \
@@ -43,7 +46,12 @@
     X(target_called, int8_t, H5C_I8, NULL, "1 if the target ran to decide this token")                       \
     X(kind, int8_t, H5C_I8, NULL, EV_KIND_LEGEND)                                                             \
     X(capped, int8_t, H5C_I8, NULL,                                                                           \
-      "version 2: 1 if the max_run cap made the target decide this token whatever the verifier said")
+      "version 2: 1 if the max_run cap made the target decide this token whatever the verifier said")        \
+    X(q_raw, float, H5C_F32, "probability",                                                                   \
+      "version 3: paper-code label rule: draft softmax probability of draft_token at temperature 1, NaN otherwise") \
+    X(p_raw, float, H5C_F32, "probability",                                                                   \
+      "version 3: paper-code label rule: target softmax probability of draft_token at temperature 1 (label = "  \
+      "[q_raw <= lambda p_raw]), NaN otherwise")
 
 enum {
     TOKENLOG_COL_RUN_ID = 0,
@@ -56,7 +64,7 @@ enum {
 
 /* Names, types, units and descriptions of the columns, in file order ([TOKENLOG_N_COLS]). */
 const H5ColSpec *tokenlog_columns(void);
-/* The columns a log of `version` has (12 for version 1, TOKENLOG_N_COLS for 2). */
+/* The columns a log of `version` has (12 for version 1, 13 for 2, TOKENLOG_N_COLS for 3). */
 int tokenlog_n_cols(int version);
 
 /* ---- writing ---- */
@@ -95,6 +103,7 @@ typedef struct TokenRows {
 #undef TOKENLOG_FIELD
     int version;        /* the file's format version */
     int capped_derived; /* capped was not stored (version 1) and was derived; see above */
+    int raw_missing;    /* q_raw, p_raw were not stored (version < 3) and read as NaN */
     char run_hash[80], method[32];
 } TokenRows;
 

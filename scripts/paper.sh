@@ -4,7 +4,7 @@
 # one analysis of both: results/paper/report/index.md (section "The review's questions") and
 # results/paper/report/FINDINGS.md. Every step resumes: a rerun skips finished runs, scored outputs
 # and finished dtv files, and rewrites the merge and the report.
-#   scripts/paper.sh [SPRINTER] [OUT] [JOBS]
+#   [PAPER_TRANSFER=1] scripts/paper.sh [SPRINTER] [OUT] [JOBS]
 set -euo pipefail
 SPRINTER=${1:-build/sprinter}
 OUT=${2:-results/paper}
@@ -14,29 +14,37 @@ SPECS=${PAPER_SPECS:-experiments}      # the folder of paper_code.ini and paper_
 t0=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
 
-# 1. the two sweeps, each into its own directory (runs.sqlite, tokens/, verifiers/)
-for spec in paper_code paper_sound; do
+# 1. the sweeps, each into its own directory (runs.sqlite, tokens/, verifiers/): the two protocols,
+# and the authors' evaluation overlap (paper_code_overlap.ini: the paper-code verifier on its own
+# training prompts, FINDINGS row 8); with PAPER_TRANSFER=1 also Table 4's other direction (a verifier
+# trained on sentences.jsonl per protocol: paper_code_transfer.ini, paper_sound_transfer.ini)
+SWEEPS="paper_code paper_sound paper_code_overlap"
+[ "${PAPER_TRANSFER:-0}" = 1 ] && SWEEPS="$SWEEPS paper_code_transfer paper_sound_transfer"
+for spec in $SWEEPS; do
   stamp "sprinter sweep $SPECS/$spec.ini --out $OUT/sweeps/$spec --jobs $JOBS"
   "$SPRINTER" sweep "$SPECS/$spec.ini" --out "$OUT/sweeps/$spec" --jobs "$JOBS" --quiet
 done
 
 # 2. one results directory over both (a run's hash names its protocol settings, so none collide)
 stamp "sprinter merge --out $OUT"
-"$SPRINTER" merge --quiet --out "$OUT" "$OUT/sweeps/paper_code" "$OUT/sweeps/paper_sound"
+dirs=()
+for spec in $SWEEPS; do dirs+=("$OUT/sweeps/$spec"); done
+"$SPRINTER" merge --quiet --out "$OUT" "${dirs[@]}"
 
 # 3. target log-likelihood of every output (the quality axis, paired across methods by prompt)
 stamp "sprinter score $OUT --jobs $JOBS"
 "$SPRINTER" score "$OUT" --jobs "$JOBS" --quiet
 
 # 4. exact d_TV(p, p_SPRINTER) and d_TV(q, p_SPRINTER) at temperature 1 (Theorem 3.1's setting) for
-# every verifier, lambda, tau and dataset the sprinter runs used, on the runs' own (held-out) prompts:
+# every verifier, lambda, tau and dataset the sprinter runs used, on the runs' own (held-out) prompts
+# (the overlap runs of paper_code_overlap.ini have none of their own):
 # one `sprinter dtv` file each in OUT/dtv/, matched to the runs by verifier and data sha256, lambda, tau
 stamp "sprinter dtv: one file per (verifier, lambda, tau, dataset), $PREFIXES prefixes each, $JOBS at a time"
 mkdir -p "$OUT/dtv"
 sqlite3 -separator ' ' "file:$OUT/runs.sqlite?mode=ro" \
   "SELECT DISTINCT draft_dir, target_dir, verifier_path, substr(verifier_sha256, 1, 12), lambda, tau, dataset,
           substr(dataset_sha256, 1, 8), prompt_offset FROM runs
-   WHERE method = 'sprinter' AND status = 'done' ORDER BY verifier_path, lambda, tau, dataset" |
+   WHERE method = 'sprinter' AND status = 'done' AND instr(config, 'eval_on_verifier_prompts 1') = 0 ORDER BY verifier_path, lambda, tau, dataset" |
 while read -r draft target ver sha lambda tau data dsha offset; do
   out="$OUT/dtv/$sha-$dsha-l$lambda-t$tau.h5"
   [ -e "$out" ] && continue

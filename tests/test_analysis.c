@@ -10,6 +10,11 @@
  *  - false accepts per block (the overshoot): the closed form eta_TP^r eta_FP / (1 - eta_FP), the
  *    chain's and the mixture's terms agree with it and with a simulation of the i.i.d. verifier,
  *    and a simulation with Markov-correlated decisions misses the prediction (the negative control).
+ *  - the review's bound (findings.c): 0.86 only at r = 5 with E[N] = 11.10, both readings of avg
+ *    tokens, and row 2's verdict "outside" and "no verdict" cases;
+ *  - row 7: beta_SD against mean min(1, p/q) from a hand-made sd token log, "holds", "outside" (every
+ *    draft accepted where min(1, p/q) = 0.5) and "no verdict" (greedy; no checked draft);
+ *  - row 8's verdict: below, not separable, "no verdict" (no held-out twin; no eta_FP).
  * Prints "analysis_units: N passed, M failed". usage: test_analysis */
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -17,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report_int.h"
 #include "rouge.h"
 #include "stats.h"
 #include "theory.h"
@@ -298,6 +304,80 @@ static void test_verseq_rounds(void) {
     if (rc == 0) verseq_free(&v);
 }
 
+/* The review's bound: eta_FP >= 1 - 1/(E[N] - r + 1) from Thm 3.3 with eta_TP <= 1. */
+static void test_review_bound(void) {
+    check_close(findings_review_bound(11.10, 5), 1 - 1 / 7.10, 1e-12, 0, "bound at r = 5, E[N] = 11.10 (the review's 0.86)");
+    check(fabs(findings_review_bound(11.10, 2) - 0.86) > 0.03 && fabs(findings_review_bound(11.10, 8) - 0.86) > 0.05,
+          "0.86 holds at r = 5 only: r = 2 gives %.3f, r = 8 %.3f", findings_review_bound(11.10, 2),
+          findings_review_bound(11.10, 8));
+    check_close(findings_review_bound(10.10, 5), 1 - 1 / 6.10, 1e-12, 0, "bound at r = 5, E[N] = avg - 1 = 10.10");
+    check(isnan(findings_review_bound(10.10, 10.5)), "no constraint where E[N] <= r");
+    /* Thm 3.3 itself at eta_TP -> 1 attains the bound: E[N] = (r - 1) + 1/(1 - eta_FP) */
+    double et = 1 - 1e-9, ef = 0.8, r = 4;
+    double en = (et - pow(et, r)) / (1 - et) + pow(et, r) / (1 - ef);
+    check_close(findings_review_bound(en, r), ef, 1e-6, 0, "the bound is tight at eta_TP = 1 (Thm 3.3)");
+    char v[512];
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, 5.0, 0.4);
+    check(strstr(v, "below the first, below the second: outside") != NULL, "eta_FP 0.30 at r = 5 is outside: %s", v);
+    findings_bound_verdict(v, sizeof v, 0.95, 0.93, 0.97, 5.0, 0.4);
+    check(strstr(v, "meets the first, meets the second") && !strstr(v, "outside"), "eta_FP 0.95 meets both: %s", v);
+    findings_bound_verdict(v, sizeof v, 0.85, 0.84, 0.86, 5.0, 0.4);
+    check(strstr(v, "not separable from the first, meets the second") != NULL, "eta_FP 0.85 between the readings: %s", v);
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, 5.0, NAN);
+    check(!strncmp(v, "no verdict:", 11), "avg tokens never 11.10: no verdict (%s)", v);
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, NAN, 0.4);
+    check(!strncmp(v, "no verdict:", 11), "no r: no verdict (%s)", v);
+    findings_bound_verdict(v, sizeof v, 0.30, 0.25, 0.35, 10.5, 0.4);
+    check(!strncmp(v, "no verdict:", 11), "r >= E[N]: no verdict (%s)", v);
+}
+
+/* 4 prompts x 4 checked drafts with min(1, p/q) = 0.5; `acc` accepted per prompt (kind 3, else 4). */
+static SdIdentity sd_log(const int *acc) {
+    enum { N = 16 };
+    int32_t pi[N], pos[N], tok[N] = {0};
+    float q[N], p[N];
+    int8_t kind[N];
+    for (int i = 0; i < N; i++)
+        pi[i] = i / 4, pos[i] = i % 4, q[i] = 0.5f, p[i] = 0.25f, kind[i] = (int8_t)(i % 4 < acc[i / 4] ? 3 : 4);
+    TokenRows t = {.n = N, .prompt_index = pi, .pos = pos, .token = tok, .draft_token = tok, .q = q, .p = p,
+                   .kind = kind, .version = TOKENLOG_VERSION};
+    SdIdentity s;
+    sd_identity_of(&t, &s);
+    return s;
+}
+
+static void test_sd_identity(void) {
+    const int half[4] = {2, 1, 3, 2}, all[4] = {4, 4, 4, 4};
+    SdIdentity s = sd_log(half);
+    check(s.n == 16 && s.accepted == 8 && s.n_prompts == 4 && near(s.beta, 0.5) && near(s.expect, 0.5) && near(s.diff, 0),
+          "sd identity: beta %.3f, mean min(1, p/q) %.3f over %lld drafts in %d prompts", s.beta, s.expect,
+          (long long)s.n, s.n_prompts);
+    check(s.se_diff > 0 && !isnan(s.se_diff), "sd identity: clustered SE %.4f", s.se_diff);
+    char v[512];
+    findings_sd_verdict(v, sizeof v, 1.0, s.n, s.diff, s.se_diff);
+    check(strstr(v, "holds") != NULL, "row 7 holds where acceptance = mean min(1, p/q): %s", v);
+    SdIdentity u = sd_log(all);
+    findings_sd_verdict(v, sizeof v, 1.0, u.n, u.diff, 0.01);
+    check(near(u.diff, 0.5) && !strncmp(v, "outside", 7), "row 7 outside where every draft is accepted at "
+          "min(1, p/q) = 0.5: %s", v);
+    findings_sd_verdict(v, sizeof v, 0.0, s.n, s.diff, s.se_diff);
+    check(!strncmp(v, "no verdict:", 11), "row 7, greedy: %s", v);
+    findings_sd_verdict(v, sizeof v, 1.0, 0, NAN, NAN);
+    check(!strncmp(v, "no verdict:", 11), "row 7, no checked draft: %s", v);
+}
+
+static void test_overlap_verdict(void) {
+    char v[512];
+    findings_overlap_verdict(v, sizeof v, 1, -0.2, -0.3, -0.1);
+    check(strstr(v, "below held out") != NULL, "row 8, training prompts below: %s", v);
+    findings_overlap_verdict(v, sizeof v, 1, 0.01, -0.1, 0.12);
+    check(strstr(v, "not separable from") != NULL, "row 8, not separable: %s", v);
+    findings_overlap_verdict(v, sizeof v, 0, NAN, NAN, NAN);
+    check(!strncmp(v, "no verdict:", 11), "row 8 without a held-out twin: %s", v);
+    findings_overlap_verdict(v, sizeof v, 1, NAN, NAN, NAN);
+    check(!strncmp(v, "no verdict:", 11), "row 8 without eta_FP: %s", v);
+}
+
 int main(void) {
     test_rouge();
     test_stats_units();
@@ -306,5 +386,8 @@ int main(void) {
     test_latency();
     test_verseq();
     test_verseq_rounds();
+    test_review_bound();
+    test_sd_identity();
+    test_overlap_verdict();
     return check_summary("analysis_units");
 }

@@ -13,6 +13,10 @@ sweeps both, merges, scores, runs `sprinter dtv` and analyses. Checks:
      avg tokens and tau* of row 2 (linear interpolation at 11.10), the sample sizes of row 3 (normal
      quantiles from Python's statistics.NormalDist), the paired log-likelihood differences of row 4
      (outputs table) and the FLOPs of row 5 (prompts table);
+     and, from the token logs with h5py, row 7's beta_SD; row 2's review bound for r = 2..8 under both
+     readings of avg tokens; rows 5-6 at each protocol's own lambda (paper-code 1, sound 1.2); row 8's
+     eta_FP on the verifier's training prompts (paper_code_overlap.ini, offset 0) and held out;
+     Table 4 in both directions (PAPER_TRANSFER=1: a verifier trained on each dataset);
   4. rerunning scripts/paper.sh resumes: no run is swept again and FINDINGS.tsv is byte-identical.
 usage: test_paper.py --sprinter BIN --source SRCDIR --work DIR
 """
@@ -41,13 +45,15 @@ def make_specs(src, work):
         g.writelines(reversed(f.readlines()))
     specs = os.path.join(work, "specs")
     os.makedirs(specs, exist_ok=True)
-    for name in ("paper_code", "paper_sound"):
+    for name in ("paper_code", "paper_sound", "paper_code_overlap", "paper_code_transfer", "paper_sound_transfer"):
         text = open(os.path.join(src, "experiments", name + ".ini")).read()
         text = text.replace("data/models/regime/draft", os.path.join(fix, "draft"))
         text = text.replace("data/models/regime/target", os.path.join(fix, "target"))
         text = text.replace("datasets = data/datasets/encyclopedic.jsonl, data/datasets/sentences.jsonl",
                             "datasets = %s, %s" % (os.path.join(fix, "data.jsonl"), data2))
+        text = text.replace("datasets = data/datasets/encyclopedic.jsonl", "datasets = " + os.path.join(fix, "data.jsonl"))
         text = text.replace("data = data/datasets/encyclopedic.jsonl", "data = " + os.path.join(fix, "data.jsonl"))
+        text = text.replace("data = data/datasets/sentences.jsonl", "data = " + data2)
         text = re.sub(r"(?m)^n_prompts = 100$", "n_prompts = 10", text)
         text = re.sub(r"(?m)^n_prompts = 500$", "n_prompts = 16", text)
         text = re.sub(r"(?m)^offset = 500$", "offset = 20", text)
@@ -58,7 +64,7 @@ def make_specs(src, work):
 
 
 def paper(src, specs, out):
-    env = dict(os.environ, PAPER_SPECS=specs, PAPER_DTV_PREFIXES="4")
+    env = dict(os.environ, PAPER_SPECS=specs, PAPER_DTV_PREFIXES="4", PAPER_TRANSFER="1")
     return subprocess.run(["bash", os.path.join(src, "scripts", "paper.sh"), SPRINTER, out, "2"], cwd=src, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
 
@@ -99,9 +105,13 @@ def llpt(db, h):
 def check_protocols(t, db):
     pc = db.execute("SELECT temperature, bonus, finish_round, max_run FROM runs WHERE method = 'sprinter' AND "
                     "label_rule = 'paper-code'").fetchall()
-    t.check(len(pc) == 2 * 2 * 8 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
-            "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus, temperature 0, bonus 1, finish_round 1, "
-            "max_run 19 (%d runs, first %s)" % (len(pc), pc[:1]))
+    ov = db.execute("SELECT prompt_offset, lambda, tau FROM runs WHERE method = 'sprinter' AND "
+                    "config LIKE '%eval_on_verifier_prompts 1%' ORDER BY lambda").fetchall()
+    t.check(len(pc) == 2 * 2 * 8 + 2 + 2 and all(r == (0.0, 1.0, 1.0, 19.0) for r in pc),
+            "paper-code sprinter runs: 2 datasets x 2 lambdas x 8 taus + 2 on the verifier's training prompts + 2 "
+            "with the verifier trained on the second dataset, "
+            "temperature 0, bonus 1, finish_round 1, max_run 19 (%d runs, first %s)" % (len(pc), pc[:1]))
+    t.check(ov == [(0, 1.0, 0.5), (0, 1.2, 0.5)], "the overlap runs: offset 0, lambda 1 and 1.2, tau 0.5: %s" % ov)
     padded = db.execute("SELECT COUNT(*) FROM runs WHERE method = 'sprinter' AND label_rule = 'paper-code' AND "
                         "config LIKE '%verifier_padded_batches 1%'").fetchone()[0]
     t.check(padded == len(pc), "paper-code sprinter runs name the padded-batch verifier training in their "
@@ -113,9 +123,28 @@ def check_protocols(t, db):
     t.check(sound == [(1.0,)], "sound sprinter runs sample at temperature 1: %s" % sound)
 
 
+def beta_sd(db, h, rep):
+    """Accepted share of an sd run's checked drafts, from its token log (h5py, not the C reader)."""
+    import h5py
+    import numpy as np
+    log = db.execute("SELECT token_log FROM runs WHERE run_hash = ?", (h,)).fetchone()[0]
+    with h5py.File(os.path.join(os.path.dirname(rep), log), "r") as f:
+        kind, q, p, dt = f["kind"][:], f["q"][:], f["p"][:], f["draft_token"][:]
+    m = ((kind == 3) | (kind == 4)) & (dt >= 0) & (q > 0) & np.isfinite(p)
+    return float((kind[m] == 3).sum()) / float(m.sum()) if m.sum() else float("nan")
+
+
 def check_rows(t, db, rep):
+    tables = open(os.path.join(rep, "tables.md")).read()
+    for proto_lam in ("| paper-code | 1 | 0.5 |", "| sound | 1.2 | 0.5 |"):
+        t.check(re.search(r"(?m)^\| data2\.jsonl \| data\.jsonl \| cross %s" % re.escape(proto_lam), tables) and
+                re.search(r"(?m)^\| data\.jsonl \| data2\.jsonl \| cross %s" % re.escape(proto_lam), tables),
+                "Table 4 has both directions at label rule, lambda, tau %s" % proto_lam)
+    t.check(re.search(r"(?m)^\| data\.jsonl \| data\.jsonl \(verifier's training prompts\) \| in-domain, training "
+                      r"prompts \| paper-code \| 1 \| 0\.5 \|", tables), "Table 4 files the overlap run as in-domain on the "
+            "training prompts")
     md = open(os.path.join(rep, "FINDINGS.md")).read()
-    for k in range(1, 7):
+    for k in range(1, 9):
         t.check(re.search(r"(?m)^\| %d \| " % k, md), "FINDINGS.md has row %d" % k)
     t.check("Definitions" in md, "FINDINGS.md states its definitions")
     index = open(os.path.join(rep, "index.md")).read()
@@ -123,7 +152,7 @@ def check_rows(t, db, rep):
             "index.md has the review's-questions section linking FINDINGS.md")
     rows = read_tsv(os.path.join(rep, "FINDINGS.tsv"))
     iid = {r["run_hash"]: r for r in read_tsv(os.path.join(rep, "iid.tsv"))}
-    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "speed")}
+    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "speed", "bound", "lambda", "beta_sd", "overlap")}
     nd = statistics.NormalDist()
     for r in rows:
         q, runs = r["quantity"], r["runs"].split()
@@ -141,7 +170,9 @@ def check_rows(t, db, rep):
             h = hs[0]
             lam, ds = db.execute("SELECT lambda, dataset_sha256 FROM runs WHERE run_hash = ?", (h,)).fetchone()
             cell = db.execute("SELECT run_hash, tau FROM runs WHERE method = 'sprinter' AND status = 'done' AND "
-                              "abs(lambda - ?) < 1e-9 AND dataset_sha256 = ?", (lam, ds)).fetchall()
+                              "abs(lambda - ?) < 1e-9 AND dataset_sha256 = ? AND (instr(config, 'eval_on_verifier_prompts 1') > 0) = "
+                              "(SELECT instr(config, 'eval_on_verifier_prompts 1') > 0 FROM runs WHERE run_hash = ?)",
+                              (lam, ds, h)).fetchall()
             pts = sorted((tau, avg_tokens(db, x)) for x, tau in cell if protocol_of(db, x) == protocol_of(db, h))
             want = float("nan")
             for (t0, y0), (t1, y1) in zip(pts, pts[1:]):
@@ -167,6 +198,11 @@ def check_rows(t, db, rep):
             seen["llpt"] += t.check(close(r["value"], sum(d) / len(d)), "row 4 %s: %s vs %.6f over %d prompts" %
                                     (q, r["value"], sum(d) / len(d), len(d)))
         elif r["row"] == "6" and q.endswith("_timed_alone"):
+            if q == "speedup_vs_sd_timed_alone":  # row 6 at the protocol's own lambda
+                lam = db.execute("SELECT lambda FROM runs WHERE run_hash = ?", (hs[2],)).fetchone()[0]
+                want_lam = 1.0 if r["protocol"].startswith("paper-code") else 1.2
+                seen["lambda"] += t.check(close(lam, want_lam), "row 6 (%s) at the protocol's own lambda: %s vs %s" %
+                                          (r["protocol"], lam, want_lam))
             # the runs are ar, sd, sprinter: the ratio of ms per token within each repetition, median/min/max
             slow = hs[0] if q.startswith("speedup_vs_ar") else hs[1]
             ms = lambda h: dict(db.execute("SELECT rep, 1000.0 * t_total / tokens FROM timings WHERE run_hash = ? "
@@ -184,6 +220,26 @@ def check_rows(t, db, rep):
                                        "FROM prompts WHERE run_hash = ?", (hs[0],)).fetchone()
             want = 20 * ((fd + fv) if "draft_only" in q else (fd + fv + ft)) / n / 1e9
             seen["flops"] += t.check(close(r["value"], want), "row 5 %s: %s vs %.9g" % (q, r["value"], want))
+        elif r["row"] == "2" and re.match(r"review_bound_r\d_en_avg", q):
+            rr = int(q[len("review_bound_r")])
+            en = PAPER_AVG_TOKENS - (1 if q.endswith("_minus_1") else 0)
+            want = 1 - 1 / (en - rr + 1) if en - rr + 1 > 1 else float("nan")
+            seen["bound"] += t.check(close(r["value"], want), "row 2 %s: %s vs %.9g" % (q, r["value"], want))
+        elif r["row"] in ("5", "6") and q in ("gflop_20_with_target_sprinter", "speedup_vs_sd"):
+            h = [x for x in hs if db.execute("SELECT method FROM runs WHERE run_hash = ?", (x,)).fetchone()[0]
+                 == "sprinter"][0]
+            lam = db.execute("SELECT lambda FROM runs WHERE run_hash = ?", (h,)).fetchone()[0]
+            want = 1.0 if r["protocol"].startswith("paper-code") else 1.2
+            seen["lambda"] += t.check(close(lam, want), "row %s (%s) at the protocol's own lambda: %s vs %s" %
+                                      (r["row"], r["protocol"], lam, want))
+        elif r["row"] == "8" and q in ("eta_fp_training_prompts", "eta_fp_held_out"):
+            k, m = db.execute("SELECT SUM(fp), SUM(audited_neg) FROM prompts WHERE run_hash = ?", (hs[0],)).fetchone()
+            off = db.execute("SELECT prompt_offset FROM runs WHERE run_hash = ?", (hs[0],)).fetchone()[0]
+            seen["overlap"] += t.check(close(r["value"], k / m) and (off == 0) == q.endswith("training_prompts"),
+                                       "row 8 %s: %s == %d / %d (offset %d)" % (q, r["value"], k, m, off))
+        elif r["row"] == "7" and q == "beta_sd":
+            seen["beta_sd"] += t.check(close(r["value"], beta_sd(db, hs[0], rep)), "row 7 beta_sd of %s: %s" %
+                                       (runs[0], r["value"]))
     for q, n in seen.items():
         t.check(n > 0, "FINDINGS.tsv figures of kind %s recomputed (%d)" % (q, n))
 

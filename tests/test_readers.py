@@ -58,15 +58,19 @@ def main():
     ph, prows = tsv(pan.stdout) if pan.returncode == 0 else ([], [])
     params = ["lambda", "tau", "gamma", "max_run", "alpha", "p_min", "eta_fp", "eta_tp", "oracle_stay", "bonus",
               "finish_round"]
-    # the summary's parameter columns come first (as named in engine/decode/params_table.h), its measured eta_* last
+    # the summary's parameter columns come first (as named in engine/decode/params_table.h; the oracles'
+    # eta_fp / eta_tp as oracle_eta_fp / oracle_eta_tp), its measured eta_fp / eta_tp last
+    names = [("oracle_" + k if k in ("eta_fp", "eta_tp") else k) for k in params]
+    t.check(len(set(sh)) == len(sh), "summary --tsv column names are unique: %s" %
+            sorted({n for n in sh if sh.count(n) > 1}))
+
     def key_s(r):
-        d = dict(zip(sh[:3 + len(params)], r[:3 + len(params)]))
+        d = dict(zip(sh, r))
         return (d["method"], d["dataset"]) + tuple(round(num(d[k]), 9) if not math.isnan(num(d[k])) else None
-                                                   for k in params)
+                                                   for k in names)
 
     def key_p(r):
         d = dict(zip(ph, r))
-        names = [("oracle_" + k if k in ("eta_fp", "eta_tp") else k) for k in params]
         return (d["method"], d["dataset"]) + tuple(round(num(d[k]), 9) if k in d and not math.isnan(num(d[k]))
                                                    else None for k in names)
     figures = ["tokens", "tokens_per_s", "tokens_per_call", "accept_rate", "eta_fp", "eta_tp"]
@@ -78,7 +82,7 @@ def main():
     bad = []
     for k in set(s_by) & set(p_by):
         s_row, p_row = s_by[k], dict(zip(ph, p_by[k]))
-        s_col = {n: s_row[len(sh) - 1 - sh[::-1].index(n)] for n in figures}  # last column of that name
+        s_col = {n: s_row[sh.index(n)] for n in figures}
         for n in figures:
             if not same(num(s_col[n]), num(p_row[n])):
                 bad.append("%s %s: summary %s, pandas %s" % (k[0], n, s_col[n], p_row[n]))

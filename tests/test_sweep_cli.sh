@@ -51,6 +51,11 @@ check_bad no_config "s|^draft = .*|draft = $W|" "[models] draft: $W has no confi
 check_bad few_prompts 's/^n_prompts = 2/n_prompts = 30/' "[data] n_prompts: "
 check_bad overlap 's/^offset = 20/offset = 5/' "[data] offset: 5 overlaps the verifier's training prompts"
 check_bad no_dataset "s|^datasets = .*|datasets = $W/nope.jsonl|" "[data] datasets"
+check_bad overlap_bool 's/^offset = 20/offset = 5\neval_on_verifier_prompts = maybe/' "[data] eval_on_verifier_prompts"
+# the authors' evaluation on the verifier's training prompts, when the spec asks for it
+sed -e 's/^offset = 20/offset = 5\neval_on_verifier_prompts = true/' "$GOOD" > "$W/overlap_ok.ini"
+d=$("$S" sweep "$W/overlap_ok.ini" --out "$W/overlap_ok" --dry-run 2>&1 | tail -1)
+expect "eval_on_verifier_prompts = true allows the overlap ($d)" '[[ $d =~ ^[0-9]+\ runs ]]'
 touch "$W/a-file"
 sed -e 's/^name = good/name = unwritable/' "$GOOD" > "$W/unwritable.ini"
 err=$("$S" sweep "$W/unwritable.ini" --out "$W/a-file/results" --quiet 2>&1 >/dev/null); rc=$?
@@ -160,6 +165,10 @@ ship() {
 }
 d=$(ship default)
 expect "experiments/default.ini expands ($d)" '[[ $d =~ ^[0-9]+\ runs ]]'
+for spec in paper_code paper_sound paper_code_overlap paper_code_transfer paper_sound_transfer; do
+  d=$(ship $spec)
+  expect "experiments/$spec.ini expands ($d)" '[[ $d =~ ^[0-9]+\ runs ]]'
+done
 p=$(ship paper)
 expect "experiments/paper.ini expands ($p)" '[[ $p =~ ^[0-9]+\ runs ]]'
 expect "paper grid: 4 lambdas x 5 taus x 2 caps of sprinter present" \

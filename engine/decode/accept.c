@@ -10,6 +10,7 @@ TokenEvent blank_event(void) {
     TokenEvent event = {0};
     event.draft_token = -1;
     event.q = event.p = event.score = NAN;
+    event.q_raw = event.p_raw = NAN;
     event.decision = -1;
     event.label = -1;
     return event;
@@ -24,6 +25,12 @@ int8_t rule_label(const RunState *state, int32_t x, const float *q, const float 
                   const float *p_raw) {
     return state->cfg->label_rule == PROTOCOL_PAPER_CODE ? true_label(state, q_raw[x], p_raw[x])
                                                       : true_label(state, q[x], p[x]);
+}
+
+void set_rule_label(const RunState *state, TokenEvent *event, int32_t x, const float *q, const float *p,
+                    const float *q_raw, const float *p_raw) {
+    event->label = rule_label(state, x, q, p, q_raw, p_raw);
+    if (state->cfg->label_rule == PROTOCOL_PAPER_CODE) event->q_raw = q_raw[x], event->p_raw = p_raw[x];
 }
 
 /* Copies the drafted token's states (token and prefix feature) into row n_events of the output, or

@@ -119,6 +119,10 @@ int8_t true_label(const RunState *state, float q, float p);
  * from their raw (T = 1) counterparts q_raw, p_raw. */
 int8_t rule_label(const RunState *state, int32_t x, const float *q, const float *p, const float *q_raw,
                   const float *p_raw);
+/* event->label = rule_label(...), and under the paper-code rule event->q_raw / p_raw = q_raw[x] /
+ * p_raw[x], the figures the label came from (the token log keeps them: records/tokenlog.h). */
+void set_rule_label(const RunState *state, TokenEvent *event, int32_t x, const float *q, const float *p,
+                    const float *q_raw, const float *p_raw);
 /* Appends the token and its event (and the draft hidden state when captured); sets done at max_new
  * (unless finish_round) or at eos. A no-op once done. */
 void emit(RunState *state, int32_t token, TokenEvent event, const float *hidden);

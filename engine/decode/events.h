@@ -41,6 +41,9 @@ typedef struct TokenEvent {
     int8_t kind;          /* EventKind */
     int8_t capped;        /* 1: a cap on consecutive verifier accepts (max_run) made the target decide
                            * this token whatever the verifier said; 0 otherwise */
+    float q_raw, p_raw;   /* under the paper-code label rule: q and p of draft_token from the plain
+                           * softmax at temperature 1, the figures label was computed from
+                           * (label = [q_raw <= lambda p_raw]); NaN otherwise */
 } TokenEvent;
 
 #endif

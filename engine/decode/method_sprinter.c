@@ -90,7 +90,7 @@ static int target_decides(RunState *state, TokenEvent *event, int32_t x, const f
         if (decode_probs(state, logits + (size_t)i * V, decoder->target_probs + (size_t)i * V)) return -1;
     if (raw_probs(state, logits, decoder->target_raw)) return -1;
     event->p = decoder->target_probs[x];
-    event->label = rule_label(state, x, draft_probs, decoder->target_probs, draft_raw, decoder->target_raw);
+    set_rule_label(state, event, x, draft_probs, decoder->target_probs, draft_raw, decoder->target_raw);
     event->target_called = 1;
     /* collect under the authors' label rule: the context goes on with x when its label is 1, else
      * with the target's greedy token (dataset.py); otherwise the SD test decides */
@@ -162,7 +162,7 @@ static int sequential_step(RunState *state) {
     if (cfg->audit || is_oracle) {
         if (audit_p(state, n)) return -1;
         event.p = decoder->audit_probs[x];
-        event.label = rule_label(state, x, draft_probs, decoder->audit_probs, draft_raw, decoder->audit_raw);
+        set_rule_label(state, &event, x, draft_probs, decoder->audit_probs, draft_raw, decoder->audit_raw);
     }
     int capped = cfg->max_run > 0 && seq->accept_streak >= cfg->max_run;
     event.decision = decider(state)(state, seq, &event, &event.score);
