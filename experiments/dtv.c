@@ -113,7 +113,9 @@ void dtv_method_exact(DecodeMethod m, const DecodeConfig *params, const float *p
         fsd_next_token_law(p, q, V, params->fsd_divergence, params->fsd_threshold, law);
         int outright = fsd_accepts_outright(p, q, V, params->fsd_divergence, params->fsd_threshold);
         e->n_accepted = outright ? V : 0;
-        for (int v = 0; v < V; v++) kept += outright ? (double)q[v] : (q[v] > 0 ? q[v] * fmin(1.0, (double)p[v] / q[v]) : 0);
+        if (outright) kept = 1.0; /* every draft kept (not sum q, whose float rounding may pass 1) */
+        else
+            for (int v = 0; v < V; v++) kept += q[v] > 0 ? q[v] * fmin(1.0, (double)p[v] / q[v]) : 0;
         break;
     }
     case DM_OPTIMAL_LOSSY: {

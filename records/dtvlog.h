@@ -51,6 +51,11 @@ enum { DTVLOG_REAL_COLUMNS(DTVLOG_ENUM) DTV_N_REAL };
 
 /* Names, types, units and descriptions in file order: int column i at i, real column j at DTV_N_INT + j. */
 const H5ColSpec *dtvlog_columns(void);
+/* The params attribute a version-1 file (sprinter only, no such attribute) stands for: the label
+ * (records/params.h run_params_format) of sprinter's parameters (params_table.h method_params) at
+ * their defaults, lambda and tau the file's: "lambda=1 tau=0.5 max_run=0", what a version-2 file of
+ * the same run writes. */
+void dtvlog_v1_params(double lambda, double tau, char *buf, int cap);
 /* The name of real column j (DTV_dtv_pq, ...). */
 const char *dtvlog_real_name(int j);
 
