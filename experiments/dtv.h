@@ -34,9 +34,20 @@
  * events of an audited token log (q, p, decision columns) estimates the d_TV averaged over the
  * prefixes the decoder visited.
  *
+ * Other methods (DtvSpec.method typical, fsd, optimal-lossy, judge): P_S is the method's exact
+ * first-token law (dtv_method_exact) with DtvSpec.params' parameters (judge: j(v) the judge head's
+ * decision for every candidate, judge_candidate_decisions); no verifier; dtv_p_ps / dtv_q_ps / accept_mass
+ * are the method's, the SPRINTER columns (q_unacc .. oracle_dtv_l1, emp_dtv_unbiased*) NaN; the M draws
+ * are the method's decoder_run (max_new 1, params' gamma), checked against the law by chi-square.
+ *
  * Output: an HDF5 file (written to OUT.tmp, renamed when complete) with one row per prefix (columns
- * in dtv.c and results/README.md) and root attributes holding every setting, content hashes and the
- * aggregates. p and q of every prefix are kept in memory for the oracle pass (2 N V floats).
+ * in records/dtvlog.h and results/README.md) and root attributes: format, version (DTVLOG_VERSION 2),
+ * method, params (dtv_params_label: the sweep label of the method's parameters), draft, draft_sha256,
+ * target, target_sha256, verifier, verifier_sha256 ("" unless sprinter), judge, judge_sha256 (""
+ * unless judge with a head), data, data_sha256, data_format, seed, oracle_rates (measured, given;
+ * none unless sprinter), created_at, definitions; n_prefixes, offset, max_continue, top_k, samples,
+ * bootstrap, vocab_size; tau, lambda, verifier_lambda (NaN where they do not apply), temperature,
+ * top_p, the global rates and the means of DtvSummary (written in dtv.c write_attrs). p and q of every prefix are kept in memory for the oracle pass (2 N V floats).
  * Not thread-safe (HDF5 serial build). */
 #ifndef SP_DTV_H
 #define SP_DTV_H
