@@ -53,13 +53,23 @@ int dtv_file_read(const char *path, DtvFile *d, SpErr *err) {
         /* settings the report shows; a missing one reads as "" / NaN */
         (void)h5_read_attr_str(f, path, "verifier_sha256", d->verifier_sha256, sizeof d->verifier_sha256, NULL);
         (void)h5_read_attr_str(f, path, "data_sha256", d->data_sha256, sizeof d->data_sha256, NULL);
+        double version = NAN;
         const struct {
             const char *name;
             double *v;
         } attrs[] = {{"tau", &d->tau}, {"lambda", &d->lambda}, {"eta_fp_global", &d->eta_fp_global},
-                     {"oracle_eta_fp", &d->oracle_eta_fp}};
+                     {"oracle_eta_fp", &d->oracle_eta_fp}, {"temperature", &d->temperature}, {"version", &version}};
         for (size_t k = 0; k < sizeof attrs / sizeof *attrs; k++)
             if (h5_read_attr_f64(f, path, attrs[k].name, attrs[k].v, NULL)) *attrs[k].v = NAN;
+        d->version = isnan(version) ? 1 : (int)version;
+        if (d->version < 2) { /* sprinter only, before the attributes method and params */
+            snprintf(d->method, sizeof d->method, "sprinter");
+            dtvlog_v1_params(d->lambda, d->tau, d->params, sizeof d->params);
+        } else if (h5_read_attr_str(f, path, "method", d->method, sizeof d->method, err) ||
+                   h5_read_attr_str(f, path, "params", d->params, sizeof d->params, err)) {
+            H5Fclose(f);
+            return -1;
+        }
         int n[6];
         double *pq = column(f, path, DTV_dtv_pq, &n[0], err), *ps = pq ? column(f, path, DTV_dtv_p_ps, &n[1], err) : NULL;
         double *pg = ps ? column(f, path, DTV_pred_global, &n[2], err) : NULL;

@@ -1,5 +1,7 @@
 #include "args.h"
 
+#include "decoding.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
@@ -135,4 +137,32 @@ int arg_bad_option(const char *cmd, char **argv) {
     else
         fprintf(stderr, "sprinter %s: %s: unknown option (see sprinter %s --help)\n", cmd, arg, cmd);
     return 2;
+}
+
+/* --fsd-divergence: kl, js, tv or the code 0, 1, 2 (params_table.h fsd_divergence). */
+static int arg_fsd_divergence(const char *cmd, const char *s, int *out) {
+    static const char *const names[] = {"kl", "js", "tv"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+    double pv;
+    if (arg_param(cmd, "fsd-divergence", s, RP_FSD_DIVERGENCE, &pv)) return -1;
+    *out = (int)pv;
+    return 0;
+}
+
+int arg_method_param(const char *cmd, int ch, const char *optarg, struct DecodeConfig *c, const char **judge) {
+    switch (ch) {
+    case ARG_TYPICAL_EPS: return arg_param(cmd, "typical-eps", optarg, RP_TYPICAL_EPS, &c->typical_eps) ? -1 : 1;
+    case ARG_TYPICAL_ALPHA: return arg_param(cmd, "typical-alpha", optarg, RP_TYPICAL_ALPHA, &c->typical_alpha) ? -1 : 1;
+    case ARG_FSD_DIVERGENCE: return arg_fsd_divergence(cmd, optarg, &c->fsd_divergence) ? -1 : 1;
+    case ARG_FSD_THRESHOLD: return arg_param(cmd, "fsd-threshold", optarg, RP_FSD_THRESHOLD, &c->fsd_threshold) ? -1 : 1;
+    case ARG_LOSSY_KL: return arg_param(cmd, "lossy-kl", optarg, RP_LOSSY_KL, &c->lossy_kl) ? -1 : 1;
+    case ARG_JUDGE: *judge = optarg; return 1;
+    case ARG_TAU_JUDGE: return arg_param(cmd, "tau-judge", optarg, RP_TAU_JUDGE, &c->tau_judge) ? -1 : 1;
+    case ARG_JUDGE_RHO: return arg_param(cmd, "judge-rho", optarg, RP_JUDGE_RHO, &c->judge_rho) ? -1 : 1;
+    default: return 0;
+    }
 }

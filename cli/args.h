@@ -32,6 +32,43 @@ enum { ARG_TEMPERATURE = 0x100, ARG_TOP_K, ARG_TOP_P };
  * none of them, -1 when optarg is bad (printed: "sprinter CMD: --top-p: ..."). */
 int arg_sampling(const char *cmd, int ch, const char *optarg, SamplerParams *sp);
 
+/* The options of the lossy peer methods' parameters (engine/decode/params_table.h rows), one parser
+ * for every command that runs or analyses them (decode, dtv): --typical-eps E, --typical-alpha A,
+ * --fsd-divergence kl|js|tv (or its code 0, 1, 2), --fsd-threshold T, --lossy-kl D, --tau-judge T,
+ * --judge-rho R (into the DecodeConfig fields of the same names, each checked against its row's
+ * range) and --judge FILE (the judge head's path, into *judge). Use like ARG_SAMPLING_OPTIONS: put
+ * ARG_METHOD_PARAM_OPTIONS in the option list and call arg_method_param in the default branch. */
+enum {
+    ARG_TYPICAL_EPS = 0x120,
+    ARG_TYPICAL_ALPHA,
+    ARG_FSD_DIVERGENCE,
+    ARG_FSD_THRESHOLD,
+    ARG_LOSSY_KL,
+    ARG_JUDGE,
+    ARG_TAU_JUDGE,
+    ARG_JUDGE_RHO
+};
+#define ARG_METHOD_PARAM_OPTIONS                                                                                 \
+    {"typical-eps", required_argument, 0, ARG_TYPICAL_EPS}, {"typical-alpha", required_argument, 0, ARG_TYPICAL_ALPHA}, \
+        {"fsd-divergence", required_argument, 0, ARG_FSD_DIVERGENCE},                                            \
+        {"fsd-threshold", required_argument, 0, ARG_FSD_THRESHOLD}, {"lossy-kl", required_argument, 0, ARG_LOSSY_KL}, \
+        {"judge", required_argument, 0, ARG_JUDGE}, {"tau-judge", required_argument, 0, ARG_TAU_JUDGE},           \
+        {"judge-rho", required_argument, 0, ARG_JUDGE_RHO}
+struct DecodeConfig;
+/* 1 when ch was one of them and optarg parsed into c (or *judge), 0 when it is none of them, -1 when
+ * optarg is bad (printed: "sprinter CMD: --lossy-kl: ..."). */
+int arg_method_param(const char *cmd, int ch, const char *optarg, struct DecodeConfig *c, const char **judge);
+/* The help lines of those options (for a command's --help). */
+#define ARG_METHOD_PARAM_HELP                                                                                    \
+    "  --judge FILE       judge head .safetensors (judge; `sprinter collect --judge` + train-verifier)\n"       \
+    "  --tau-judge T      judge: keep an SD-rejected draft iff the judge's score >= T (default 0.5; > 1: sd)\n" \
+    "  --judge-rho R      judge: its label p(x) >= R max p, for the events (default 0.5)\n"                    \
+    "  --typical-eps E --typical-alpha A   typical: accept a draft x iff p(x) > min(E, A exp(-H(p)))\n"       \
+    "                     (defaults 0.09, 0.3, Medusa's)\n"                                                    \
+    "  --fsd-divergence D  fsd: kl (KL(p||q)), js (Jensen-Shannon) or tv, or its code 0, 1, 2 (default js)\n" \
+    "  --fsd-threshold T  fsd: accept a draft outright where D(p, q) <= T, else SD's test (default 0.1; 0 = sd)\n" \
+    "  --lossy-kl D       optimal-lossy: the bound on KL(r || p) of each position's law r (default 0.1; 0 = sd)\n"
+
 /* getopt_long returned '?' (opterr is 0: getopt prints nothing): prints one line naming the argument,
  * "sprinter CMD: --foo: unknown option (see sprinter CMD --help)" or "... --max-new: needs a value",
  * and returns 2 (usage error). */

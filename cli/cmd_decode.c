@@ -22,9 +22,6 @@ static const char kDecodeHelp[] =
     "  --method LIST      comma-separated: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid,\n"
     "                     oracle-markov,typical,fsd,optimal-lossy,judge (default sd)\n"
     "  --verifier FILE    verifier .safetensors (sprinter, specdecpp)\n"
-    "  --judge FILE       judge head .safetensors (judge; `sprinter collect --judge` + train-verifier)\n"
-    "  --tau-judge T      judge: keep an SD-rejected draft iff the judge's score >= T (default 0.5; > 1: sd)\n"
-    "  --judge-rho R      judge: its label p(x) >= R max p, for the events (default 0.5)\n"
     "  --max-new N        tokens to generate (default 20)\n"
     "  --gamma G          draft block length for sd, pmin, specdecpp, typical, fsd, optimal-lossy (default " SP_STR(SP_DEFAULT_GAMMA) ", at most " SP_STR(SP_GAMMA_MAX) ")\n"
     "  --tau T            verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
@@ -33,11 +30,7 @@ static const char kDecodeHelp[] =
     "  --eta-fp F --eta-tp T   oracle-iid rates (defaults 0, 1)\n"
     "  --alpha A          bild: fall back to the target when the draft's top prob < A (default 0.5)\n"
     "  --p-min P          pmin: stop drafting when the draft's top prob < P (default 0.5)\n"
-    "  --typical-eps E --typical-alpha A   typical: accept a draft x iff p(x) > min(E, A exp(-H(p)))\n"
-    "                     (defaults 0.09, 0.3, Medusa's)\n"
-    "  --fsd-divergence D  fsd: kl (KL(p||q)), js (Jensen-Shannon) or tv, or its code 0, 1, 2 (default js)\n"
-    "  --fsd-threshold T  fsd: accept a draft outright where D(p, q) <= T, else SD's test (default 0.1; 0 = sd)\n"
-    "  --lossy-kl D       optimal-lossy: the bound on KL(r || p) of each position's law r (default 0.1; 0 = sd)\n"
+    ARG_METHOD_PARAM_HELP
     "  --temperature T --top-k K --top-p P --seed S   sampling (defaults 1, 0, 1, 0)\n"
     "  --audit            also compute p(x) for every verifier decision (eta_FP, eta_TP)\n"
     "  --stop-at-eos      stop at the end-of-sequence token\n"
@@ -56,24 +49,6 @@ typedef struct Opts {
     int json;
 } Opts;
 
-/* long-only options (codes past every character) */
-enum { OPT_TYPICAL_EPS = 1000, OPT_TYPICAL_ALPHA, OPT_FSD_DIVERGENCE, OPT_FSD_THRESHOLD, OPT_LOSSY_KL, OPT_JUDGE, OPT_TAU_JUDGE,
-       OPT_JUDGE_RHO };
-
-/* --fsd-divergence: kl, js, tv or the code 0, 1, 2 (params_table.h fsd_divergence). */
-static int arg_fsd_divergence(const char *cmd, const char *s, int *out) {
-    static const char *const names[] = {"kl", "js", "tv"};
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, names[i])) {
-            *out = i;
-            return 0;
-        }
-    double pv;
-    if (arg_param(cmd, "fsd-divergence", s, RP_FSD_DIVERGENCE, &pv)) return -1;
-    *out = (int)pv;
-    return 0;
-}
-
 static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
     const char *cmd = "decode";
     static const struct option opts[] = {
@@ -85,15 +60,11 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         {"lambda", required_argument, 0, 'l'},    {"eta-fp", required_argument, 0, 'F'},
         {"eta-tp", required_argument, 0, 'P'},    {"alpha", required_argument, 0, 'a'},
         {"p-min", required_argument, 0, 'M'},     ARG_SAMPLING_OPTIONS,
-        {"typical-eps", required_argument, 0, OPT_TYPICAL_EPS}, {"typical-alpha", required_argument, 0, OPT_TYPICAL_ALPHA},
-        {"fsd-divergence", required_argument, 0, OPT_FSD_DIVERGENCE},
-        {"fsd-threshold", required_argument, 0, OPT_FSD_THRESHOLD}, {"lossy-kl", required_argument, 0, OPT_LOSSY_KL},
+        ARG_METHOD_PARAM_OPTIONS,
         {"seed", required_argument, 0, 's'},      {"audit", no_argument, 0, 'A'},
         {"stop-at-eos", no_argument, 0, 'E'},     {"threads", required_argument, 0, 'j'},
         {"text", no_argument, 0, 'x'},            {"json", no_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
-        {"judge", required_argument, 0, OPT_JUDGE}, {"tau-judge", required_argument, 0, OPT_TAU_JUDGE},
-        {"judge-rho", required_argument, 0, OPT_JUDGE_RHO},
         {0, 0, 0, 0}};
     double pv;
     long l;
@@ -103,9 +74,6 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'd': o->draft = optarg; break;
         case 't': o->target = optarg; break;
         case 'v': o->verifier = optarg; break;
-        case OPT_JUDGE: o->judge = optarg; break;
-        case OPT_TAU_JUDGE: if (arg_param(cmd, "tau-judge", optarg, RP_TAU_JUDGE, &c->tau_judge)) return 2; break;
-        case OPT_JUDGE_RHO: if (arg_param(cmd, "judge-rho", optarg, RP_JUDGE_RHO, &c->judge_rho)) return 2; break;
         case 'p': o->prompt = optarg; break;
         case 'i': o->prompt_ids = optarg; break;
         case 'm': o->methods = optarg; break;
@@ -118,15 +86,6 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'P': if (arg_param(cmd, "eta-tp", optarg, RP_ETA_TP, &c->eta_tp)) return 2; break;
         case 'a': if (arg_param(cmd, "alpha", optarg, RP_ALPHA, &c->alpha)) return 2; break;
         case 'M': if (arg_param(cmd, "p-min", optarg, RP_P_MIN, &c->p_min)) return 2; break;
-        case OPT_TYPICAL_EPS: if (arg_param(cmd, "typical-eps", optarg, RP_TYPICAL_EPS, &c->typical_eps)) return 2; break;
-        case OPT_TYPICAL_ALPHA:
-            if (arg_param(cmd, "typical-alpha", optarg, RP_TYPICAL_ALPHA, &c->typical_alpha)) return 2;
-            break;
-        case OPT_FSD_DIVERGENCE: if (arg_fsd_divergence(cmd, optarg, &c->fsd_divergence)) return 2; break;
-        case OPT_FSD_THRESHOLD:
-            if (arg_param(cmd, "fsd-threshold", optarg, RP_FSD_THRESHOLD, &c->fsd_threshold)) return 2;
-            break;
-        case OPT_LOSSY_KL: if (arg_param(cmd, "lossy-kl", optarg, RP_LOSSY_KL, &c->lossy_kl)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &o->seed)) return 2; break;
         case 'A': c->audit = 1; break;
         case 'E': c->stop_at_eos = 1; break;
@@ -134,12 +93,12 @@ static int parse(int argc, char **argv, Opts *o, DecodeConfig *c) {
         case 'x': o->print_text = 1; break;
         case 'J': o->json = 1; break;
         case 'h': fputs(kDecodeHelp, stdout); return 1;
-        default:
-            switch (arg_sampling(cmd, ch, optarg, &c->sampling)) {
-            case 1: break;
-            case 0: return arg_bad_option(cmd, argv);
-            default: return 2;
-            }
+        default: {
+            int r = arg_sampling(cmd, ch, optarg, &c->sampling);
+            if (r == 0) r = arg_method_param(cmd, ch, optarg, c, &o->judge);
+            if (r == 0) return arg_bad_option(cmd, argv);
+            if (r < 0) return 2;
+        }
         }
     }
     if ((!o->draft && !o->target) || (!o->prompt == !o->prompt_ids)) {

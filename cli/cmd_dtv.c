@@ -1,5 +1,6 @@
 /* cmd_dtv.c - `sprinter dtv`: exact per-prefix d_TV(p, p_SPRINTER) against Theorem 3.1's
- * prediction, the oracle verifier, and a sampling estimate (experiments/dtv.h). */
+ * prediction, the oracle verifier, and a sampling estimate (experiments/dtv.h); with --method, the
+ * same exact and sampled d_TV of a lossy peer method (typical, fsd, optimal-lossy, judge). */
 #include <cblas.h>
 #include <getopt.h>
 #include <math.h>
@@ -15,6 +16,8 @@
 static const char kDtvHelp[] =
     "usage: sprinter dtv --draft DIR --target DIR --verifier FILE --data FILE --n-prefixes N --out FILE.h5\n"
     "                    [options]\n"
+    "       sprinter dtv --method typical|fsd|optimal-lossy|judge --draft DIR --target DIR --data FILE\n"
+    "                    --n-prefixes N --out FILE.h5 [--judge FILE] [method options] [options]\n"
     "At N prefixes (dataset prompts continued by 0..K tokens sampled from the target) computes the EXACT\n"
     "law of SPRINTER's next token from p, q and the verifier's decision on every vocabulary token, and\n"
     "records per prefix d_TV(p, q), d_TV(p, p_SPRINTER), d_TV(q, p_SPRINTER), eta_FP / eta_TP at the\n"
@@ -22,11 +25,19 @@ static const char kDtvHelp[] =
     "oracle verifier's exact d_TV (at lambda and at lambda = 1), and with --samples M a sampling\n"
     "estimate from M runs of the real decoder (naive, bootstrap bias-corrected, noise floor, chi-square\n"
     "against the exact law). One HDF5 row per prefix; see experiments/dtv.h and results/README.md.\n"
+    "With --method M (not sprinter) the same for M's exact first-token law p_M: d_TV(p, p_M), d_TV(q, p_M),\n"
+    "the probability that the drafted token is kept, and the sampled checks (chi-square of M's decoder\n"
+    "draws against p_M); the SPRINTER columns are NaN. The file's attributes method and params name the\n"
+    "method and its parameters as a sweep run of it is labelled.\n"
+    "  --method M         sprinter (default), typical, fsd, optimal-lossy, judge\n"
+    "  --gamma G          block methods: the draft block of the decoder draws and the params label (default\n"
+    "                     " SP_STR(SP_DEFAULT_GAMMA) "; the first token's law does not depend on it)\n"
+    ARG_METHOD_PARAM_HELP
     "  --format F         dataset format: jsonl, specbench, lm1b, wikisum (default: inferred)\n"
     "  --offset I         first prompt index (default 0; keep clear of the verifier's training prompts)\n"
     "  --max-continue K   continue each prompt by Uniform{0..K} target tokens (default 8)\n"
-    "  --tau T            verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
-    "  --lambda L         acceptable iff q/p <= L (default: the verifier's lambda)\n"
+    "  --tau T            sprinter: verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
+    "  --lambda L         sprinter: acceptable iff q/p <= L (default: the verifier's lambda)\n"
     "  --temperature T --top-k K --top-p P   sampling, applied to p and q (defaults 1, 0, 1)\n"
     "  --seed S           prefix i draws from prompt_seed(S, i) (default 0)\n"
     "  --samples M        decoder draws of the first token per prefix (default 0: exact part only). Each\n"
@@ -34,7 +45,7 @@ static const char kDtvHelp[] =
     "                     the expensive part; the unbiased estimate needs only a few hundred draws, the\n"
     "                     histogram (naive) one is useless unless M >> vocab size\n"
     "  --bootstrap B      resamples for the bias correction (default 200)\n"
-    "  --oracle-eta-fp F --oracle-eta-tp T   oracle rates (default: the verifier's measured rates)\n"
+    "  --oracle-eta-fp F --oracle-eta-tp T   sprinter: oracle rates (default: the verifier's measured rates)\n"
     "  --threads N        OpenBLAS threads (default 1)\n"
     "  --quiet            no per-prefix lines on stderr\n";
 
@@ -51,7 +62,9 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         {"oracle-eta-fp", required_argument, 0, 'F'}, {"oracle-eta-tp", required_argument, 0, 'P'},
         {"threads", required_argument, 0, 'j'},      {"quiet", no_argument, 0, 'q'},
         {"out", required_argument, 0, 'o'},          {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"method", required_argument, 0, 'm'},       {"gamma", required_argument, 0, 'g'},
+        ARG_METHOD_PARAM_OPTIONS,                    {0, 0, 0, 0}};
+    double pv;
     long l;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -75,23 +88,58 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 'q': s->progress = 0; break;
         case 'o': *out = optarg; break;
         case 'h': fputs(kDtvHelp, stdout); return 1;
-        default:
-            switch (arg_sampling(cmd, c, optarg, &s->sampling)) {
-            case 1: break;
-            case 0: return arg_bad_option(cmd, argv);
-            default: return 2;
+        case 'm':
+            if (decode_method_parse(optarg, &s->method) ||
+                !(s->method == DM_SPRINTER || s->method == DM_TYPICAL || s->method == DM_FSD ||
+                  s->method == DM_OPTIMAL_LOSSY || s->method == DM_JUDGE)) {
+                fprintf(stderr, "sprinter dtv: --method: \"%s\" is not one of sprinter, typical, fsd, optimal-lossy, judge\n",
+                        optarg);
+                return 2;
             }
+            break;
+        case 'g': if (arg_param(cmd, "gamma", optarg, RP_GAMMA, &pv)) return 2; s->params.gamma = (int)pv; break;
+        default: {
+            int r = arg_sampling(cmd, c, optarg, &s->sampling);
+            if (r == 0) r = arg_method_param(cmd, c, optarg, &s->params, &s->judge_path);
+            if (r == 0) return arg_bad_option(cmd, argv);
+            if (r < 0) return 2;
+        }
         }
     }
     if (optind != argc) {
         fprintf(stderr, "sprinter dtv: unexpected argument \"%s\" (see sprinter dtv --help)\n", argv[optind]);
         return 2;
     }
-    if (!s->draft_dir || !s->target_dir || !s->verifier_path || !s->data_path || !*out) {
-        fprintf(stderr, "sprinter dtv: need --draft, --target, --verifier, --data, --n-prefixes and --out\n");
+    int sprinter = s->method == DM_SPRINTER;
+    if (!s->draft_dir || !s->target_dir || (sprinter && !s->verifier_path) || !s->data_path || !*out) {
+        fprintf(stderr, "sprinter dtv: need --draft, --target, %s--data, --n-prefixes and --out\n",
+                sprinter ? "--verifier, " : "");
+        return 2;
+    }
+    if (s->method == DM_JUDGE && !s->judge_path && s->params.tau_judge <= 1) {
+        fprintf(stderr, "sprinter dtv: --method judge needs --judge FILE (unless --tau-judge > 1)\n");
+        return 2;
+    }
+    if (!sprinter && s->verifier_path) {
+        fprintf(stderr, "sprinter dtv: --verifier is for --method sprinter only\n");
         return 2;
     }
     return 0;
+}
+
+static void print_method_summary(const DtvSpec *s, const DtvSummary *m, const char *out) {
+    const char *name = decode_method_name(s->method);
+    printf("dtv: %s, %d prefixes, vocab %d -> %s\n", name, m->n, m->V, out);
+    printf("  mean d_TV(p, q)                          %.5f\n", m->mean_dtv_pq);
+    printf("  mean P(drafted token kept)               %.5f\n", m->mean_accept_mass);
+    printf("  mean d_TV(p, p_method), exact            %.5f\n", m->mean_dtv_p_ps);
+    if (!isnan(m->mean_emp_naive)) {
+        printf("  sampled (mean, mean |error| against the exact value):\n");
+        printf("    naive d_TV(p, histogram)    %.5f  %.5f  (noise floor %.5f)\n", m->mean_emp_naive,
+               m->mean_abs_err_naive, m->mean_noise_floor);
+        printf("    bootstrap bias-corrected    %.5f  %.5f\n", m->mean_emp_bc, m->mean_abs_err_bc);
+        printf("  first tokens vs the exact law: min chi-square p-value %.4f over %d prefixes\n", m->min_chisq_p, m->n);
+    }
 }
 
 static void print_summary(const DtvSummary *m, const char *out) {
@@ -142,6 +190,7 @@ int cmd_dtv(int argc, char **argv) {
         fprintf(stderr, "sprinter dtv: %s\n", err.msg);
         return 1;
     }
-    print_summary(&m, out);
+    if (s.method == DM_SPRINTER) print_summary(&m, out);
+    else print_method_summary(&s, &m, out);
     return 0;
 }

@@ -17,6 +17,7 @@
 #include "h5util.h"
 #include "hashutil.h"
 #include "jsonutil.h"
+#include "params.h"
 #include "setup.h"
 #include "spec.h"
 #include "tokenizer.h"
@@ -30,6 +31,8 @@ void dtv_spec_default(DtvSpec *s) {
     s->sampling = (SamplerParams){1.0f, 0, 1.0f};
     s->bootstrap = 200;
     s->oracle_eta_fp = s->oracle_eta_tp = -1;
+    s->method = DM_SPRINTER;
+    decode_config_default(&s->params);
 }
 
 /* ------------------------------------------------------------------ building blocks */
@@ -91,6 +94,64 @@ void dtv_exact(const float *p, const float *q, const double *a, int V, double la
     e->eta_excess = ratio_or_nan(excess, e->dtv_pq);
 }
 
+void dtv_method_exact(DecodeMethod m, const DecodeConfig *params, const float *p, const float *q, const double *j, int V,
+                      double *work, float *rf, double *law, DtvExact *e) {
+    memset(e, 0, sizeof *e);
+    e->q_unacc = e->fp_mass = e->tp_mass = e->eta_fp = e->eta_tp = e->eta_excess = NAN;
+    e->n_accepted = -1;
+    double kept = 0;
+    switch (m) {
+    case DM_TYPICAL: {
+        typical_next_token_law(p, q, V, params->typical_eps, params->typical_alpha, law);
+        double thr = typical_threshold(p, V, params->typical_eps, params->typical_alpha);
+        e->n_accepted = 0;
+        for (int v = 0; v < V; v++)
+            if (typical_accepts(p[v], thr)) kept += q[v], e->n_accepted++;
+        break;
+    }
+    case DM_FSD: {
+        fsd_next_token_law(p, q, V, params->fsd_divergence, params->fsd_threshold, law);
+        int outright = fsd_accepts_outright(p, q, V, params->fsd_divergence, params->fsd_threshold);
+        e->n_accepted = outright ? V : 0;
+        if (outright) kept = 1.0; /* every draft kept (not sum q, whose float rounding may pass 1) */
+        else
+            for (int v = 0; v < V; v++) kept += q[v] > 0 ? q[v] * fmin(1.0, (double)p[v] / q[v]) : 0;
+        break;
+    }
+    case DM_OPTIMAL_LOSSY: {
+        /* the row the decoder runs SD against (p itself at lossy_kl 0), and SD's law against it */
+        const float *r = optimal_lossy_row(p, q, V, params->lossy_kl, work, law, rf);
+        sd_next_token_law(r, q, V, law);
+        for (int v = 0; v < V; v++) kept += fmin((double)q[v], (double)r[v]);
+        break;
+    }
+    default: /* DM_JUDGE */
+        judge_next_token_law(p, q, j, V, law);
+        e->n_accepted = 0;
+        for (int v = 0; v < V; v++) {
+            double mv = q[v] > 0 ? fmin(1.0, (double)p[v] / q[v]) : 1.0;
+            kept += q[v] * (mv + (1 - mv) * j[v]);
+            e->n_accepted += j[v] > 0;
+        }
+        break;
+    }
+    e->accept_mass = kept;
+    for (int v = 0; v < V; v++) {
+        e->dtv_pq += fabs((double)p[v] - q[v]);
+        e->dtv_p_ps += fabs((double)p[v] - law[v]);
+        e->dtv_q_ps += fabs((double)q[v] - law[v]);
+    }
+    e->dtv_pq /= 2, e->dtv_p_ps /= 2, e->dtv_q_ps /= 2;
+}
+
+void dtv_params_label(DecodeMethod m, const DecodeConfig *params, double tau, double lambda, char *buf, int cap) {
+    double values[RP_COUNT];
+    unsigned applies = method_params(m);
+    for (int k = 0; k < RP_COUNT; k++) values[k] = (applies & (1u << k)) ? run_param_value(params, (RunParam)k) : NAN;
+    if (m == DM_SPRINTER) values[RP_TAU] = tau, values[RP_LAMBDA] = lambda;
+    run_params_format(values, buf, cap);
+}
+
 double dtv_chisq_pvalue(const long *counts, const double *law, int V, long n) {
     double stat = 0, exp_acc = 0;
     long obs_acc = 0;
@@ -124,19 +185,36 @@ static const char kDefinitions[] =
     "(sprinter, max_new 1, audit off), bootstrap with B multinomial resamples; emp_dtv_unbiased uses the identity "
     "dtv_p_ps = E_{x~q}[a(x) max(0, 1 - p(x)/q(x))] on the drafted tokens x and the decoder's decisions";
 
+/* the definitions attribute of the other methods (sprinter's is above, unchanged since version 1) */
+static const char kDefinitionsMethod[] =
+    "p, q: target / draft next-token law at the prefix (sampling settings applied); p_method: the exact law of the "
+    "method's first token at the prefix with the parameters of attribute params (typical_next_token_law, "
+    "fsd_next_token_law, optimal_lossy_next_token_law, judge_next_token_law with j(v) the judge head's decision "
+    "for every candidate v, judge_candidate_decisions); dtv_p_ps = d_TV(p, p_method), dtv_q_ps = d_TV(q, p_method); "
+    "accept_mass = P(the drafted token is kept without replacement): typical sum q [p > threshold], fsd 1 if "
+    "D(p, q) <= fsd_threshold else sum q min(1, p/q), optimal-lossy sum min(q, r), judge sum q [m + (1 - m) j] "
+    "with m = min(1, p/q); the SPRINTER columns (q_unacc, fp/tp mass, eta_*, pred_*, oracle_*, "
+    "emp_dtv_unbiased*) are NaN; emp_*: M draws of the first token with decoder_run (the method, max_new 1, "
+    "audit off), emp_accept the share whose drafted token was kept; bootstrap with B multinomial resamples";
+
 /* ------------------------------------------------------------------ state */
 
 typedef struct Ctx {
     const DtvSpec *s;
     RunModels m; /* draft, target, the target's tokenizer (engine/decode/setup.h) */
-    Verifier ver;
-    int have_ver;
+    Verifier ver, judge;
+    int have_ver, have_judge;
+    int sprinter;        /* the method is sprinter (the verifier, Thm 3.1 columns, the oracle) */
     Dataset ds;
     Session *sd, *st;
     Decoder *dec;
     int V, cap, max_prompt;
     double lambda;
     char sha_draft[SP_SHA256_HEX], sha_target[SP_SHA256_HEX], sha_ver[SP_SHA256_HEX], sha_data[SP_SHA256_HEX];
+    char sha_judge[SP_SHA256_HEX];
+    char params_label[512]; /* dtv_params_label */
+    double *jd, *lwork;     /* other methods: [V] the judge's decisions, OPTIMAL_LOSSY_WORK(V) scratch */
+    float *rf;              /* [V] optimal-lossy's row */
     float *P, *Q;        /* [N, V] p and q of every prefix (the oracle pass) */
     double *a, *law;     /* [V] */
     double *hat;         /* [V] empirical law */
@@ -153,6 +231,8 @@ static void ctx_free(Ctx *c) {
     session_free(c->sd);
     session_free(c->st);
     if (c->have_ver) verifier_free(&c->ver);
+    if (c->have_judge) verifier_free(&c->judge);
+    free(c->jd), free(c->lwork), free(c->rf);
     dataset_free(&c->ds);
     run_models_close(&c->m);
     free(c->P), free(c->Q), free(c->a), free(c->law), free(c->hat), free(c->cnt), free(c->counts);
@@ -161,9 +241,25 @@ static void ctx_free(Ctx *c) {
     for (int k = 0; k < DTV_N_REAL; k++) free(c->dcol[k]);
 }
 
+/* The methods dtv computes the exact law of. */
+static int dtv_method_supported(DecodeMethod m) {
+    return m == DM_SPRINTER || m == DM_TYPICAL || m == DM_FSD || m == DM_OPTIMAL_LOSSY || m == DM_JUDGE;
+}
+
 static int check_spec(const DtvSpec *s, SpErr *err) {
-    if (!s->draft_dir || !s->target_dir || !s->verifier_path || !s->data_path)
-        return sp_fail(err, "dtv needs a draft, a target, a verifier and a dataset");
+    if (!dtv_method_supported(s->method))
+        return sp_fail(err, "dtv: method %s has no exact law here (sprinter, typical, fsd, optimal-lossy, judge)",
+                       method_valid(s->method) ? decode_method_name(s->method) : "?");
+    if (!s->draft_dir || !s->target_dir || !s->data_path) return sp_fail(err, "dtv needs a draft, a target and a dataset");
+    if (s->method == DM_SPRINTER && !s->verifier_path) return sp_fail(err, "dtv of sprinter needs a verifier");
+    if (s->method == DM_JUDGE && !s->judge_path && s->params.tau_judge <= 1)
+        return sp_fail(err, "dtv of judge needs a judge head, unless tau_judge > 1");
+    if (s->fault_draw && !method_valid(s->fault_draw_method)) return sp_fail(err, "fault_draw_method is not a method");
+    unsigned applies = method_params(s->method);
+    for (int k = 0; k < RP_COUNT; k++)
+        if (s->method != DM_SPRINTER && (applies & (1u << k)) &&
+            run_param_check((RunParam)k, run_param_value(&s->params, (RunParam)k), err))
+            return -1;
     if (s->n_prefixes < 1) return sp_fail(err, "n_prefixes = %d must be >= 1", s->n_prefixes);
     if (s->offset < 0 || s->max_continue < 0) return sp_fail(err, "offset and max_continue must be >= 0");
     if (run_param_check(RP_TAU, s->tau, err)) return -1;
@@ -172,16 +268,27 @@ static int check_spec(const DtvSpec *s, SpErr *err) {
     return sampler_params_check(&s->sampling, err);
 }
 
-/* The decode sample_at runs from a prefix: SPRINTER's first token (max_new 1, gamma 1, audit off). */
+/* The decode sample_at runs from a prefix: the method's first token (max_new 1, audit off). sprinter:
+ * gamma 1, tau and lambda dtv's; the block methods: the params (gamma included: the first token's law
+ * does not depend on it, so the draws check the decoder as a sweep runs it). */
 static void first_token_config(const Ctx *c, DecodeConfig *cfg) {
     const DtvSpec *s = c->s;
-    decode_config_default(cfg);
-    cfg->method = DM_SPRINTER;
+    if (c->sprinter) {
+        decode_config_default(cfg);
+    } else {
+        *cfg = s->params;
+        cfg->label_rule = PROTOCOL_SOUND;
+        cfg->stop_at_eos = cfg->capture_hidden = cfg->capture_target_hidden = 0;
+        cfg->fault_broken_residual = cfg->fault_nan_logits = 0;
+    }
+    cfg->method = s->method;
     cfg->sampling = s->sampling;
     cfg->max_new = 1;
-    cfg->gamma = 1;
-    cfg->tau = s->tau;
-    cfg->lambda = c->lambda;
+    if (c->sprinter) {
+        cfg->gamma = 1;
+        cfg->tau = s->tau;
+        cfg->lambda = c->lambda;
+    }
     cfg->audit = 0;
 }
 
@@ -190,14 +297,28 @@ static int load_models(Ctx *c, SpErr *err) {
     RunSetup rs = {s->draft_dir, s->target_dir, 1, NULL}; /* the target's tokenizer */
     if (run_models_open(&c->m, &rs, err)) return -1;
     const ModelConfig *cd = model_config(c->m.draft);
-    if (verifier_load(s->verifier_path, &c->ver, err)) return -1;
-    c->have_ver = 1;
-    if (c->ver.d != cd->d_model)
-        return sp_fail(err, "%s: weight has d = %d, the draft %s has hidden size %d", s->verifier_path, c->ver.d,
-                       s->draft_dir, cd->d_model);
+    if (c->sprinter) {
+        if (verifier_load(s->verifier_path, &c->ver, err)) return -1;
+        c->have_ver = 1;
+        if (c->ver.d != cd->d_model)
+            return sp_fail(err, "%s: weight has d = %d, the draft %s has hidden size %d", s->verifier_path, c->ver.d,
+                           s->draft_dir, cd->d_model);
+    }
+    if (s->method == DM_JUDGE && s->judge_path) {
+        if (verifier_load(s->judge_path, &c->judge, err)) return -1;
+        c->have_judge = 1;
+        const ModelConfig *ct = model_config(c->m.target);
+        if (c->judge.source != VS_TARGET)
+            return sp_fail(err, "%s: the judge head must score the target's state (its source is %s)", s->judge_path,
+                           verifier_source_name(c->judge.source));
+        if (c->judge.d != ct->d_model)
+            return sp_fail(err, "%s: weight has d = %d, the target %s has hidden size %d", s->judge_path, c->judge.d,
+                           s->target_dir, ct->d_model);
+    }
     c->V = c->m.vocab_size;
     c->cap = c->m.max_pos;
-    c->lambda = s->lambda > 0 ? s->lambda : c->ver.lambda;
+    /* lambda: the label threshold of sprinter's columns; no other method uses it */
+    c->lambda = c->sprinter ? (s->lambda > 0 ? s->lambda : c->ver.lambda) : (s->lambda > 0 ? s->lambda : NAN);
     /* a prefix is the prompt and up to max_continue target tokens; sample_at decodes from it (the
      * context rule with max_new 1, gamma 1: cap - max_continue - 3) */
     DecodeConfig first;
@@ -221,6 +342,12 @@ static int alloc_buffers(Ctx *c, SpErr *err) {
     c->prefix = malloc((size_t)c->cap * sizeof *c->prefix);
     c->h_prefix = malloc((size_t)model_config(c->m.draft)->d_model * sizeof *c->h_prefix);
     int ok = c->h_prefix && c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix;
+    if (!c->sprinter) {
+        c->jd = calloc(V, sizeof *c->jd);
+        c->lwork = malloc(OPTIMAL_LOSSY_WORK(V) * sizeof *c->lwork);
+        c->rf = malloc(V * sizeof *c->rf);
+        ok &= c->jd && c->lwork && c->rf;
+    }
     for (int k = 0; k < DTV_N_INT; k++) ok &= (c->icol[k] = calloc(N, sizeof **c->icol)) != NULL;
     for (int k = 0; k < DTV_N_REAL; k++) ok &= (c->dcol[k] = malloc(N * sizeof **c->dcol)) != NULL;
     for (int k = 0; ok && k < DTV_N_REAL; k++)
@@ -230,16 +357,22 @@ static int alloc_buffers(Ctx *c, SpErr *err) {
 
 static int open_inputs(Ctx *c, SpErr *err) {
     const DtvSpec *s = c->s;
+    c->sprinter = s->method == DM_SPRINTER;
     if (check_spec(s, err) || load_models(c, err)) return -1;
     if (dataset_load(s->data_path, s->data_format, s->offset + s->n_prefixes, &c->ds, err)) return -1;
     if (c->ds.n <= s->offset)
         return sp_fail(err, "%s: has %d prompts, offset %d needs more", s->data_path, c->ds.n, s->offset);
     if (sha256_model_dir(s->draft_dir, c->sha_draft, err) || sha256_model_dir(s->target_dir, c->sha_target, err) ||
-        sha256_file(s->verifier_path, c->sha_ver, err) || sha256_file(s->data_path, c->sha_data, err))
+        (c->have_ver && sha256_file(s->verifier_path, c->sha_ver, err)) ||
+        (c->have_judge && sha256_file(s->judge_path, c->sha_judge, err)) || sha256_file(s->data_path, c->sha_data, err))
         return -1;
+    dtv_params_label(s->method, &s->params, s->tau, c->lambda, c->params_label, sizeof c->params_label);
     if (!(c->sd = session_new(c->m.draft, c->cap, c->cap, err)) || !(c->st = session_new(c->m.target, c->cap, c->cap, err)))
         return -1;
-    if (s->samples > 0 && !(c->dec = decoder_new(c->m.draft, c->m.target, &c->ver, c->cap, err))) return -1;
+    if (s->samples > 0) {
+        if (!(c->dec = decoder_new(c->m.draft, c->m.target, c->have_ver ? &c->ver : NULL, c->cap, err))) return -1;
+        if (c->have_judge && decoder_set_judge(c->dec, &c->judge, err)) return sp_err_prefix(err, "%s", s->judge_path);
+    }
     return alloc_buffers(c, err);
 }
 
@@ -288,6 +421,22 @@ static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
 /* p, q, a(v) for every v, the exact law and its quantities. */
 static int exact_at(Ctx *c, int i, int n, SpErr *err) {
     float *p = c->P + (size_t)i * c->V, *q = c->Q + (size_t)i * c->V;
+    if (!c->sprinter) { /* the method's law; the judge's decision for every candidate first */
+        const DtvSpec *s = c->s;
+        if (dtv_next_probs(c->st, &s->sampling, c->prefix, n, c->V, p, NULL, 0, c->work, err) ||
+            dtv_next_probs(c->sd, &s->sampling, c->prefix, n, c->V, q, NULL, 0, c->work, err))
+            return -1;
+        if (s->method == DM_JUDGE && c->have_judge &&
+            judge_candidate_decisions(c->m.target, &c->judge, s->params.tau_judge, c->prefix, n, c->jd, NULL, err))
+            return sp_err_prefix(err, "prefix %d", i);
+        DtvExact e;
+        dtv_method_exact(s->method, &s->params, p, q, c->jd, c->V, c->lwork, c->rf, c->law, &e);
+        double **d = c->dcol;
+        d[DTV_dtv_pq][i] = e.dtv_pq, d[DTV_dtv_p_ps][i] = e.dtv_p_ps, d[DTV_dtv_q_ps][i] = e.dtv_q_ps;
+        d[DTV_accept_mass][i] = e.accept_mass;
+        c->icol[DTV_n_accepted][i] = e.n_accepted;
+        return 0;
+    }
     if (dtv_next_probs(c->st, &c->s->sampling, c->prefix, n, c->V, p, NULL, 0, c->work, err) ||
         dtv_next_probs(c->sd, &c->s->sampling, c->prefix, n, c->V, q, c->h_prefix, c->ver.d, c->work, err) ||
         dtv_verifier_decisions(c->sd, &c->ver, c->h_prefix, c->s->tau, c->V, c->a, NULL, err))
@@ -319,6 +468,7 @@ static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
     const float *p = c->P + (size_t)i * V;
     DecodeConfig cfg;
     first_token_config(c, &cfg);
+    if (s->fault_draw) cfg.method = s->fault_draw_method; /* tests: the negative control */
     const float *q = c->Q + (size_t)i * V;
     memset(c->counts, 0, (size_t)V * sizeof *c->counts);
     long acc = 0;
@@ -328,16 +478,20 @@ static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
         if (decoder_run(c->dec, &cfg, c->prefix, n, rng, &out, err)) return sp_err_prefix(err, "prefix %d", i);
         const TokenEvent *e = &out.events[0];
         c->counts[out.tokens[0]]++;
-        acc += e->kind == EV_VERIFIER_ACCEPT;
-        if (e->decision == 1 && e->draft_token >= 0) {
+        /* sprinter: the verifier's accepts; the others: the drafted token kept (accept_mass) */
+        acc += c->sprinter ? e->kind == EV_VERIFIER_ACCEPT
+                           : e->kind == EV_SD_ACCEPT || e->kind == EV_LOSSY_ACCEPT || e->kind == EV_VERIFIER_ACCEPT;
+        if (c->sprinter && e->decision == 1 && e->draft_token >= 0) {
             double u = fmax(0.0, 1.0 - (double)p[e->draft_token] / (double)q[e->draft_token]);
             u_sum += u, u_sq += u * u;
         }
         decode_output_free(&out);
     }
     double u_mean = u_sum / M;
-    c->dcol[DTV_emp_dtv_unbiased][i] = u_mean;
-    c->dcol[DTV_emp_dtv_unbiased_se][i] = M > 1 ? sqrt(fmax(0.0, (u_sq - M * u_mean * u_mean) / (M - 1)) / M) : NAN;
+    if (c->sprinter) { /* the identity behind it is SPRINTER's */
+        c->dcol[DTV_emp_dtv_unbiased][i] = u_mean;
+        c->dcol[DTV_emp_dtv_unbiased_se][i] = M > 1 ? sqrt(fmax(0.0, (u_sq - M * u_mean * u_mean) / (M - 1)) / M) : NAN;
+    }
     for (int v = 0; v < V; v++) c->hat[v] = (double)c->counts[v] / M, c->cnt[v] = (unsigned int)c->counts[v];
     double naive = tv_counts_u(p, c->cnt, V, M), boot = 0, floor = 0;
     double *pd = c->a; /* p as double for the multinomial (a is free again after exact_at) */
@@ -374,6 +528,11 @@ static void global_pass(Ctx *c, DtvSummary *sum) {
     const DtvSpec *s = c->s;
     int N = s->n_prefixes, V = c->V;
     double **d = c->dcol, fp = 0, un = 0, tp = 0, ac = 0;
+    if (!c->sprinter) { /* no verifier, no Thm 3.1: the oracle columns stay NaN */
+        sum->eta_fp_global = sum->eta_tp_global = sum->oracle_eta_fp = sum->oracle_eta_tp = NAN;
+        sum->max_oracle_l1_err = NAN;
+        return;
+    }
     for (int i = 0; i < N; i++) fp += d[DTV_fp_mass][i], un += d[DTV_q_unacc][i], tp += d[DTV_tp_mass][i], ac += 1 - d[DTV_q_unacc][i];
     sum->eta_fp_global = ratio_or_nan(fp, un);
     sum->eta_tp_global = ratio_or_nan(tp, ac);
@@ -450,19 +609,25 @@ static int write_attrs(Ctx *c, H5Table *t, const DtvSummary *m, SpErr *err) {
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->seed);
     now_iso(now, sizeof now);
     const char *str[][2] = {{"format", DTVLOG_FORMAT},
+                            {"method", decode_method_name(s->method)},
+                            {"params", c->params_label},
                             {"draft", s->draft_dir},
                             {"draft_sha256", c->sha_draft},
                             {"target", s->target_dir},
                             {"target_sha256", c->sha_target},
-                            {"verifier", s->verifier_path},
-                            {"verifier_sha256", c->sha_ver},
+                            {"verifier", c->have_ver ? s->verifier_path : ""},
+                            {"verifier_sha256", c->have_ver ? c->sha_ver : ""},
+                            {"judge", c->have_judge ? s->judge_path : ""},
+                            {"judge_sha256", c->have_judge ? c->sha_judge : ""},
                             {"data", s->data_path},
                             {"data_sha256", c->sha_data},
                             {"data_format", s->data_format ? s->data_format : "auto"},
                             {"seed", seed},
-                            {"oracle_rates", s->oracle_eta_fp >= 0 || s->oracle_eta_tp >= 0 ? "given" : "measured"},
+                            {"oracle_rates", !c->sprinter                                    ? "none"
+                                             : s->oracle_eta_fp >= 0 || s->oracle_eta_tp >= 0 ? "given"
+                                                                                              : "measured"},
                             {"created_at", now},
-                            {"definitions", kDefinitions}};
+                            {"definitions", c->sprinter ? kDefinitions : kDefinitionsMethod}};
     for (size_t k = 0; k < sizeof str / sizeof *str; k++)
         if (h5t_attr_str(t, str[k][0], str[k][1], err)) return -1;
     const struct {
@@ -476,9 +641,9 @@ static int write_attrs(Ctx *c, H5Table *t, const DtvSummary *m, SpErr *err) {
     const struct {
         const char *name;
         double v;
-    } dbl[] = {{"tau", s->tau},
+    } dbl[] = {{"tau", c->sprinter ? s->tau : NAN},
                {"lambda", c->lambda},
-               {"verifier_lambda", c->ver.lambda},
+               {"verifier_lambda", c->have_ver ? c->ver.lambda : NAN},
                {"temperature", s->sampling.temperature},
                {"top_p", s->sampling.top_p},
                {"eta_fp_global", m->eta_fp_global},
@@ -540,7 +705,15 @@ static int one_prefix(Ctx *c, int i, SpErr *err) {
                  ? -1
                  : 0;
     gsl_rng_free(rng);
-    if (rc == 0 && c->s->progress) {
+    if (rc == 0 && c->s->progress && !c->sprinter) {
+        double **d = c->dcol;
+        fprintf(stderr, "dtv: prefix %d/%d (%d tokens): d_TV(p,q) %.4f  d_TV(p,p_%s) %.4f  d_TV(q,p_%s) %.4f  kept %.3f%s",
+                i + 1, c->s->n_prefixes, n, d[DTV_dtv_pq][i], decode_method_name(c->s->method), d[DTV_dtv_p_ps][i],
+                decode_method_name(c->s->method), d[DTV_dtv_q_ps][i], d[DTV_accept_mass][i], c->s->samples > 0 ? "" : "\n");
+        if (c->s->samples > 0)
+            fprintf(stderr, "  sampled: naive %.4f, bc %.4f, kept %.3f, chi2 p %.3f\n", d[DTV_emp_dtv_naive][i],
+                    d[DTV_emp_dtv_bc][i], d[DTV_emp_accept][i], d[DTV_emp_chisq_p][i]);
+    } else if (rc == 0 && c->s->progress) {
         double **d = c->dcol;
         fprintf(stderr, "dtv: prefix %d/%d (%d tokens): d_TV(p,q) %.4f  d_TV(p,p_S) %.4f  eta_FP %.3f  eta_TP %.3f  "
                         "pred_local %.4f%s",

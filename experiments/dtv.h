@@ -34,22 +34,39 @@
  * events of an audited token log (q, p, decision columns) estimates the d_TV averaged over the
  * prefixes the decoder visited.
  *
+ * Other methods (DtvSpec.method typical, fsd, optimal-lossy, judge): P_S is the method's exact
+ * first-token law (dtv_method_exact) with DtvSpec.params' parameters (judge: j(v) the judge head's
+ * decision for every candidate, judge_candidate_decisions); no verifier; dtv_p_ps / dtv_q_ps / accept_mass
+ * are the method's, the SPRINTER columns (q_unacc .. oracle_dtv_l1, emp_dtv_unbiased*) NaN; the M draws
+ * are the method's decoder_run (max_new 1, params' gamma), checked against the law by chi-square.
+ *
  * Output: an HDF5 file (written to OUT.tmp, renamed when complete) with one row per prefix (columns
- * in dtv.c and results/README.md) and root attributes holding every setting, content hashes and the
- * aggregates. p and q of every prefix are kept in memory for the oracle pass (2 N V floats).
+ * in records/dtvlog.h and results/README.md) and root attributes: format, version (DTVLOG_VERSION 2),
+ * method, params (dtv_params_label: the sweep label of the method's parameters), draft, draft_sha256,
+ * target, target_sha256, verifier, verifier_sha256 ("" unless sprinter), judge, judge_sha256 (""
+ * unless judge with a head), data, data_sha256, data_format, seed, oracle_rates (measured, given;
+ * none unless sprinter), created_at, definitions; n_prefixes, offset, max_continue, top_k, samples,
+ * bootstrap, vocab_size; tau, lambda, verifier_lambda (NaN where they do not apply), temperature,
+ * top_p, the global rates and the means of DtvSummary (written in dtv.c write_attrs). p and q of every prefix are kept in memory for the oracle pass (2 N V floats).
  * Not thread-safe (HDF5 serial build). */
 #ifndef SP_DTV_H
 #define SP_DTV_H
 
 #include <stdint.h>
 
+#include "decoding.h"
 #include "error.h"
 #include "model.h"
 #include "sampling.h"
 #include "verifier.h"
 
 typedef struct DtvSpec {
-    const char *draft_dir, *target_dir, *verifier_path;
+    DecodeMethod method;                 /* sprinter (default), typical, fsd, optimal-lossy or judge */
+    DecodeConfig params;                 /* the method's grid parameters (typical_eps, fsd_divergence,
+                                          * fsd_threshold, lossy_kl, tau_judge, judge_rho, gamma; defaults
+                                          * decode_config_default's). sprinter reads tau and lambda below */
+    const char *draft_dir, *target_dir, *verifier_path; /* verifier: sprinter only */
+    const char *judge_path;              /* judge head (judge; may be NULL when params.tau_judge > 1) */
     const char *data_path, *data_format; /* format NULL = infer */
     int n_prefixes;                      /* N; prompts offset, offset+1, ... (cycling through the file) */
     int offset;                          /* first prompt index */
@@ -62,10 +79,14 @@ typedef struct DtvSpec {
     int bootstrap;                       /* B resamples for the bias correction */
     double oracle_eta_fp, oracle_eta_tp; /* < 0: the verifier's measured global rates */
     int progress;                        /* one line per prefix on stderr */
+    int fault_draw;                      /* tests only (negative control): the M draws use method
+                                          * fault_draw_method (same params) while the exact law stays the
+                                          * spec's method's */
+    DecodeMethod fault_draw_method;
 } DtvSpec;
 
-/* N 100, offset 0, max_continue 8, tau 0.5, lambda from the verifier, T = 1, seed 0, M 0, B 200,
- * oracle rates measured. */
+/* method sprinter, params decode_config_default's, N 100, offset 0, max_continue 8, tau 0.5, lambda
+ * from the verifier, T = 1, seed 0, M 0, B 200, oracle rates measured. */
 void dtv_spec_default(DtvSpec *s);
 
 typedef struct DtvSummary {
@@ -111,6 +132,24 @@ typedef struct DtvExact {
 
 /* law[V] = sprinter_next_token_law(p, q, a) and the quantities above. */
 void dtv_exact(const float *p, const float *q, const double *a, int V, double lambda, double *law, DtvExact *e);
+
+/* The first-token law of a method other than sprinter (typical, fsd, optimal-lossy, judge) at a
+ * prefix with target law p and draft law q, with params' parameters: law[V] = typical_next_token_law,
+ * fsd_next_token_law, optimal_lossy_next_token_law or judge_next_token_law (j[V]: the judge's decision
+ * for every candidate, judge_candidate_decisions; NULL for the others), and in e: dtv_pq, dtv_p_ps =
+ * d_TV(p, law), dtv_q_ps = d_TV(q, law), accept_mass = P(the drafted token is kept without replacement)
+ * (typical: sum q [p > threshold]; fsd: 1 when D(p, q) <= threshold, else sum q min(1, p/q);
+ * optimal-lossy: sum min(q, r), r optimal_lossy_row; judge: sum q [m + (1 - m) j], m = min(1, p/q)),
+ * n_accepted = tokens the method's rule keeps outright if drafted (typical: p(v) > threshold; fsd: V
+ * when D(p, q) <= threshold, else 0; judge: j(v) = 1; optimal-lossy: -1, no such rule); the
+ * SPRINTER-specific fields NaN. work: OPTIMAL_LOSSY_WORK(V) doubles, rf: V floats (optimal-lossy). */
+void dtv_method_exact(DecodeMethod m, const DecodeConfig *params, const float *p, const float *q, const double *j, int V,
+                      double *work, float *rf, double *law, DtvExact *e);
+
+/* The `params` attribute of a dtv file: run_params_format of the method's applicable parameters
+ * (method_params), NaN for the others, i.e. the label a sweep run of the method with these values gets;
+ * for sprinter tau and lambda are the given ones (dtv's own, not params'). buf of cap bytes. */
+void dtv_params_label(DecodeMethod m, const DecodeConfig *params, double tau, double lambda, char *buf, int cap);
 
 /* Chi-square goodness-of-fit p-value of counts[V] (n draws) against law[V]; adjacent bins (in
  * token order) are merged until each expects >= 5. 0 when a count falls where the law has no mass. */

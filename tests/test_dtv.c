@@ -19,7 +19,19 @@
  *     still exact at lambda 1, but at lambda 2 the oracle's d_TV exceeds eta_FP d_TV(p, q) (by how
  *     much is printed; required: > 1e-3 at some prefix, never below it); same seed -> same file.
  *  5. CLI: --help, missing options (exit 2), a verifier of the wrong width (exit 1, one line), a
- *     small run that writes the file.
+ *     small run that writes the file; --method: typical without a verifier writes a file, judge
+ *     without --judge, sd, typical with --verifier and a bad --fsd-divergence exit 2.
+ *  6. The other methods (dtv --method; a random judge head on the target's state, tau_judge 0.5):
+ *     for typical, fsd (TV, threshold between the prefixes' d_TV(p, q), so some prefixes accept
+ *     outright), optimal-lossy and judge, dtv_run with M draws per prefix: the law is not trivial
+ *     (mean d_TV(p, law) > 0.01), every prefix's chi-square p-value > 0.001 / N and Fisher's
+ *     combination of them > 0.001 (the decoder implements the law), the kept share within 4.5 SE of
+ *     accept_mass, the SPRINTER columns NaN, attributes method and params the sweep label; negative
+ *     controls (draws of another method against the law: fsd vs typical, typical vs fsd,
+ *     optimal-lossy and judge vs sd) give Fisher p < 0.001; lossless limits (typical eps 1 alpha
+ *     1e9, fsd threshold 0, lossy_kl 0, tau_judge 1.5 without a head): d_TV(p, law) < 1e-6 where
+ *     d_TV(p, q) is large. dtvread: method and params of a version-2 file, and of the sprinter file
+ *     turned into a version-1 file (attributes removed): "sprinter" and the version-2 file's params.
  * With the fixed seeds the outcome is deterministic; on fresh seeds the statistical checks would
  * fail with probability < 1% together (0.001 per chi-square check, 0.001 for each Bonferroni family,
  * ~1e-5 per z check). Prints "dtv: N passed, M failed".
@@ -36,6 +48,7 @@
 #include "dataset.h"
 #include "decoding.h"
 #include "dtv.h"
+#include "dtvread.h"
 #include "h5util.h"
 #include "jsonutil.h"
 #include "presets.h"
@@ -47,7 +60,7 @@
 enum { V = 269, N_DRAWS = 12000 };
 
 typedef struct Fix {
-    char work[1024], draft[1024], target[1024], data[1024], ver_path[1024];
+    char work[1024], draft[1024], target[1024], data[1024], ver_path[1024], judge_path[1024];
     Model *dm, *tm;
     Verifier ver;
     double tau; /* the q-weighted median verifier score at prompt 20: accept mass ~ 1/2 there */
@@ -335,6 +348,17 @@ static int read_cols(const char *path, Cols *c, char *fmt, size_t cap, SpErr *er
     return rc;
 }
 
+/* The attributes method and params of a dtv file ("" where missing). */
+static void read_attr2(const char *path, char *meth, size_t cm, char *params, size_t cp) {
+    SpErr err = {{0}};
+    meth[0] = params[0] = '\0';
+    hid_t h = h5_open_read(path, &err);
+    if (h < 0) return;
+    (void)h5_read_attr_str(h, path, "method", meth, cm, NULL);
+    (void)h5_read_attr_str(h, path, "params", params, cp, NULL);
+    H5Fclose(h);
+}
+
 static void fill_spec(Fix *f, DtvSpec *s) {
     dtv_spec_default(s);
     s->draft_dir = f->draft;
@@ -365,6 +389,13 @@ static void test_run_lambda1(Fix *f) {
     }
     check(c.rows == N_PREF && !strcmp(fmt, "sprinter-dtv") && access(tmp, F_OK) != 0,
           "dtv file: %lld rows, format %s, no .tmp left", (long long)c.rows, fmt);
+    {
+        char meth[32] = "", params[512] = "", want[512];
+        read_attr2(out, meth, sizeof meth, params, sizeof params);
+        snprintf(want, sizeof want, "lambda=1 tau=%g max_run=0", f->tau);
+        check(!strcmp(meth, "sprinter") && !strcmp(params, want), "sprinter file: method \"%s\", params \"%s\" (want \"%s\")",
+              meth, params, want);
+    }
     double *pq = col(&c, "dtv_pq"), *ps = col(&c, "dtv_p_ps"), *ex = col(&c, "eta_excess"), *or1 = col(&c, "oracle_dtv_l1");
     double *orl = col(&c, "oracle_dtv"), *chi = col(&c, "emp_chisq_p"), *unb = col(&c, "emp_dtv_unbiased");
     double *se = col(&c, "emp_dtv_unbiased_se"), *acc = col(&c, "accept_mass"), *eacc = col(&c, "emp_accept");
@@ -495,6 +526,238 @@ static void test_cli(Fix *f, const char *sprinter) {
              sprinter, f->draft, f->target, f->ver_path, f->data, out, ef);
     rc = run_cmd(cmd, e, sizeof e, ef);
     check(rc == 0 && access(out, R_OK) == 0, "sprinter dtv writes %s (exit %d %s)", out, rc, e);
+    char outm[1100];
+    snprintf(outm, sizeof outm, "%s/res/cli-typical.h5", f->work);
+    snprintf(cmd, sizeof cmd,
+             "'%s' dtv --method typical --typical-eps 0.2 --draft '%s' --target '%s' --data '%s' --offset 20 --n-prefixes 1 "
+             "--samples 50 --quiet --out '%s' >/dev/null 2>'%s'",
+             sprinter, f->draft, f->target, f->data, outm, ef);
+    rc = run_cmd(cmd, e, sizeof e, ef);
+    char meth[32], params[512];
+    read_attr2(outm, meth, sizeof meth, params, sizeof params);
+    check(rc == 0 && !strcmp(meth, "typical") && !strcmp(params, "gamma=5 typical_eps=0.2 typical_alpha=0.3"),
+          "sprinter dtv --method typical --typical-eps 0.2 (no verifier) writes method \"%s\", params \"%s\" (exit %d %s)",
+          meth, params, rc, e);
+    static const char *const bad[][2] = {
+        {"--method judge", "judge without --judge"},
+        {"--method sd", "a method without an exact law here"},
+        {"--method fsd --fsd-divergence hellinger", "a bad --fsd-divergence"},
+        {"--method typical --verifier VER", "--verifier with typical"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char opts[1200];
+        snprintf(opts, sizeof opts, "%s", bad[k][0]);
+        char *vp = strstr(opts, "VER");
+        if (vp) snprintf(vp, sizeof opts - (size_t)(vp - opts), "'%s'", f->ver_path);
+        snprintf(cmd, sizeof cmd, "'%s' dtv %s --draft '%s' --target '%s' --data '%s' --n-prefixes 1 --out '%s' 2>'%s'",
+                 sprinter, opts, f->draft, f->target, f->data, outm, ef);
+        rc = run_cmd(cmd, e, sizeof e, ef);
+        check(rc == 2 && lines(e) == 1, "%s: exit 2, one line (%d: %s)", bad[k][1], rc, e);
+    }
+}
+
+/* ------------------------------------------------------------------ 6: the other methods */
+
+/* A random judge head on the target's final state (d 48): w uniform with variance 1/d, b 0, so scores spread
+ * around 1/2 and tau_judge 0.5 keeps about half the candidates. */
+static int make_judge(Fix *f) {
+    SpErr err = {{0}};
+    snprintf(f->judge_path, sizeof f->judge_path, "%s/judge.safetensors", f->work);
+    enum { D = 48 };
+    static float w[D];
+    gsl_rng *rng = sampler_rng_new(77);
+    for (int i = 0; i < D; i++) w[i] = (float)((gsl_rng_uniform(rng) - 0.5) * sqrt(12.0 / D)); /* variance 1/d */
+    gsl_rng_free(rng);
+    Verifier v = {D, w, 0.0f, 1.0, VF_TOKEN, VS_TARGET};
+    if (verifier_save(f->judge_path, &v, NULL, &err)) {
+        fprintf(stderr, "judge head: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fisher's combination of n p-values: P(chi2(2n) >= -2 sum log p). */
+static double fisher(const double *pv, int n) {
+    double x = 0;
+    for (int i = 0; i < n; i++) x += -2 * log(fmax(pv[i], 1e-300));
+    return gsl_cdf_chisq_Q(x, 2 * n);
+}
+
+typedef struct MethodCase {
+    DecodeMethod m;
+    DecodeConfig params;
+    const char *judge;
+} MethodCase;
+
+static int method_run(Fix *f, const MethodCase *mc, int n, int samples, int fault, DecodeMethod fm, const char *name, Cols *c,
+                      DtvSummary *sum, char *meth, char *params) {
+    DtvSpec s;
+    fill_spec(f, &s);
+    s.method = mc->m;
+    s.params = mc->params;
+    s.judge_path = mc->judge;
+    s.verifier_path = NULL;
+    s.n_prefixes = n;
+    s.samples = samples;
+    s.bootstrap = 20;
+    s.fault_draw = fault;
+    s.fault_draw_method = fm;
+    char out[1100], fmt[64];
+    snprintf(out, sizeof out, "%s/res/m-%s.h5", f->work, name);
+    SpErr err = {{0}};
+    if (dtv_run(&s, out, sum, &err) || read_cols(out, c, fmt, sizeof fmt, &err)) {
+        check(0, "dtv_run %s: %s", name, err.msg);
+        return -1;
+    }
+    read_attr2(out, meth, 32, params, 512);
+    return 0;
+}
+
+enum { N_M = 6, M_DRAWS = 1500 };
+
+static void test_methods(Fix *f) {
+    if (!check(make_judge(f) == 0, "random judge head written")) return;
+    DecodeConfig dflt;
+    decode_config_default(&dflt);
+    MethodCase cases[4] = {{DM_TYPICAL, dflt, NULL}, {DM_FSD, dflt, NULL}, {DM_OPTIMAL_LOSSY, dflt, NULL}, {DM_JUDGE, dflt, f->judge_path}};
+    const char *names[4] = {"typical", "fsd", "optimal-lossy", "judge"};
+    Cols c;
+    DtvSummary sum;
+    char meth[32], params[512];
+    double thr = 0;
+    for (int k = 0; k < 4; k++) {
+        MethodCase *mc = &cases[k];
+        if (mc->m == DM_FSD) { /* TV, threshold between the prefixes' d_TV(p, q): some accept outright, some not */
+            mc->params.fsd_divergence = FSD_TV;
+            mc->params.fsd_threshold = thr;
+        }
+        if (method_run(f, mc, N_M, M_DRAWS, 0, DM_SD, names[k], &c, &sum, meth, params)) continue;
+        double *pq = col(&c, "dtv_pq"), *ps = col(&c, "dtv_p_ps"), *chi = col(&c, "emp_chisq_p"), *acc = col(&c, "accept_mass");
+        double *eacc = col(&c, "emp_accept");
+        if (mc->m == DM_TYPICAL) { /* the fsd threshold for the next case: the median of d_TV(p, q) */
+            double sorted[N_M];
+            memcpy(sorted, pq, sizeof sorted);
+            for (int i = 0; i < N_M; i++)
+                for (int j = i + 1; j < N_M; j++)
+                    if (sorted[j] < sorted[i]) { double t = sorted[i]; sorted[i] = sorted[j]; sorted[j] = t; }
+            thr = 0.5 * (sorted[N_M / 2 - 1] + sorted[N_M / 2]);
+        }
+        double mean_ps = 0, min_chi = 1, max_za = 0;
+        int nan_ok = 1;
+        static const char *const sprinter_only[] = {"eta_fp", "eta_excess", "pred_local", "pred_global", "oracle_dtv",
+                                                    "oracle_pred", "oracle_dtv_l1", "emp_dtv_unbiased", "emp_dtv_unbiased_se"};
+        for (int i = 0; i < N_M; i++) {
+            mean_ps += ps[i] / N_M;
+            min_chi = fmin(min_chi, chi[i]);
+            double sa = sqrt(fmax(0.0, acc[i] * (1 - acc[i])) / M_DRAWS);
+            /* sa ~ 0 (accept_mass 0 or 1, e.g. fsd accepting outright): the draws must agree to rounding */
+            max_za = fmax(max_za, sa > 1e-9 ? fabs(eacc[i] - acc[i]) / sa : fabs(eacc[i] - acc[i]) > 1e-9 ? INFINITY : 0);
+            for (size_t j = 0; j < sizeof sprinter_only / sizeof *sprinter_only; j++) nan_ok &= isnan(col(&c, sprinter_only[j])[i]);
+        }
+        char want[512];
+        dtv_params_label(mc->m, &mc->params, NAN, NAN, want, sizeof want);
+        check(!strcmp(meth, names[k]) && !strcmp(params, want) && strstr(params, "gamma=5"),
+              "%s: attributes method \"%s\", params \"%s\"", names[k], meth, params);
+        double fp = fisher(chi, N_M);
+        check(mean_ps > 0.01, "%s: the law is not p (mean exact d_TV(p, law) %.4f, d_TV(p, q) %.4f)", names[k], mean_ps,
+              sum.mean_dtv_pq);
+        check(min_chi > 0.001 / N_M && fp > 0.001,
+              "%s: %d decoder first tokens per prefix ~ exact law (min chi-square p %.4f > %.5f, Fisher %.4f > 0.001)",
+              names[k], M_DRAWS, min_chi, 0.001 / N_M, fp);
+        check(max_za < 4.5, "%s: kept share of the draws within 4.5 SE of accept_mass (max |z| %.2f, mean accept_mass %.4f)",
+              names[k], max_za, sum.mean_accept_mass);
+        check(nan_ok, "%s: the SPRINTER columns are NaN", names[k]);
+        if (mc->m == DM_FSD) {
+            int outright = 0, tested = 0;
+            /* n_accepted is V (outright) or 0 (SD's test) */
+            int32_t *na = NULL;
+            int64_t rows;
+            int w;
+            SpErr err = {{0}};
+            char path[1100];
+            snprintf(path, sizeof path, "%s/res/m-fsd.h5", f->work);
+            hid_t h = h5_open_read(path, &err);
+            if (h >= 0 && h5_read_column(h, path, "n_accepted", H5C_I32, (void **)&na, &rows, &w, &err) == 0) {
+                for (int i = 0; i < rows; i++) outright += na[i] == V, tested += na[i] == 0;
+                free(na);
+            }
+            if (h >= 0) H5Fclose(h);
+            check(outright > 0 && tested > 0, "fsd TV threshold %.4f: %d prefixes accept outright, %d take SD's test", thr,
+                  outright, tested);
+        }
+        cols_free(&c);
+        if (k == 0) { /* dtvread on a version-2 file */
+            DtvFile d;
+            SpErr err = {{0}};
+            char path[1100];
+            snprintf(path, sizeof path, "%s/res/m-typical.h5", f->work);
+            int rc = dtv_file_read(path, &d, &err);
+            check(rc == 0 && d.version == 2 && !strcmp(d.method, "typical") && !strcmp(d.params, want) && d.temperature == 1 &&
+                      isnan(d.pred_global),
+                  "dtvread of the typical file: version %d, method %s, params \"%s\", temperature %g (%s)", d.version, d.method,
+                  d.params, d.temperature, rc ? err.msg : "ok");
+        }
+    }
+    /* negative controls: the draws of another method against the law */
+    static const DecodeMethod draws[4] = {DM_FSD, DM_TYPICAL, DM_SD, DM_SD};
+    for (int k = 0; k < 4; k++) {
+        MethodCase mc = cases[k];
+        /* the fsd control draws typical's tokens, and typical's fsd's with the threshold above */
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s-control", names[k]);
+        if (method_run(f, &mc, 4, 1000, 1, draws[k], nm, &c, &sum, meth, params)) continue;
+        double *chi = col(&c, "emp_chisq_p");
+        double fp = fisher(chi, 4);
+        check(fp < 0.001, "negative control: %s's draws against %s's exact law are rejected (Fisher p %.2e)",
+              decode_method_name(draws[k]), names[k], fp);
+        cols_free(&c);
+    }
+    /* lossless limits: d_TV(p, law) = 0 up to float rounding */
+    MethodCase lim[4] = {{DM_TYPICAL, dflt, NULL}, {DM_FSD, dflt, NULL}, {DM_OPTIMAL_LOSSY, dflt, NULL}, {DM_JUDGE, dflt, NULL}};
+    lim[0].params.typical_eps = 1, lim[0].params.typical_alpha = 1e9;
+    lim[1].params.fsd_divergence = FSD_TV, lim[1].params.fsd_threshold = 0;
+    lim[2].params.lossy_kl = 0;
+    lim[3].params.tau_judge = 1.5;
+    static const char *const what[4] = {"typical eps 1 alpha 1e9 (accepts nothing)", "fsd TV threshold 0",
+                                        "optimal-lossy lossy_kl 0", "judge tau_judge 1.5, no head"};
+    for (int k = 0; k < 4; k++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s-lossless", names[k]);
+        if (method_run(f, &lim[k], 4, 400, 0, DM_SD, nm, &c, &sum, meth, params)) continue;
+        double *pq = col(&c, "dtv_pq"), *ps = col(&c, "dtv_p_ps"), *chi = col(&c, "emp_chisq_p");
+        double max_ps = 0, min_pq = 1;
+        for (int i = 0; i < 4; i++) max_ps = fmax(max_ps, ps[i]), min_pq = fmin(min_pq, pq[i]);
+        double fp = fisher(chi, 4);
+        check(max_ps < 1e-6 && min_pq > 0.1 && fp > 0.001,
+              "lossless limit, %s: max d_TV(p, law) %.2e (< 1e-6) where min d_TV(p, q) %.3f; draws ~ law (Fisher %.3f)",
+              what[k], max_ps, min_pq, fp);
+        cols_free(&c);
+    }
+}
+
+/* dtvread of a version-1 file: the lambda-1 sprinter file with method and params removed, version 1. */
+static void test_read_v1(Fix *f) {
+    char path[1100], meth[32], params[512];
+    snprintf(path, sizeof path, "%s/res/dtv1.h5", f->work);
+    read_attr2(path, meth, sizeof meth, params, sizeof params);
+    hid_t h = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    int ok = h >= 0 && H5Adelete(h, "method") >= 0 && H5Adelete(h, "params") >= 0 && H5Adelete(h, "version") >= 0;
+    if (ok) {
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(h, "version", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+        int64_t one = 1;
+        ok = a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &one) >= 0;
+        if (a >= 0) H5Aclose(a);
+        H5Sclose(sp);
+    }
+    if (h >= 0) H5Fclose(h);
+    DtvFile d;
+    SpErr err = {{0}};
+    int rc = ok ? dtv_file_read(path, &d, &err) : -1;
+    check(ok && rc == 0 && d.version == 1 && !strcmp(d.method, "sprinter") && !strcmp(d.params, params) &&
+              fabs(d.dtv_p_ps) >= 0,
+          "dtvread of a version-1 file: method %s, params \"%s\" == the version-2 file's \"%s\" (%s)", ok ? d.method : "?",
+          ok ? d.params : "?", params, rc ? err.msg : "ok");
 }
 
 int main(int argc, char **argv) {
@@ -512,6 +775,8 @@ int main(int argc, char **argv) {
     test_run_lambda1(&f);
     test_run_lambda2(&f);
     test_cli(&f, argv[3]);
+    test_methods(&f);
+    test_read_v1(&f);
     verifier_free(&f.ver);
     tokenizer_free(f.tok);
     model_free(f.dm);
