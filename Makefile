@@ -2,6 +2,8 @@
 #   make demo   release build, then the default pair through sweep, scoring and analysis
 #   make paper  release build, then the authors'-code protocol beside the sound one on the regime
 #               pair (scripts/paper.sh; results/paper/report/FINDINGS.md; under 60 min on 2 cores)
+#   make lossy  release build, then SPRINTER beside its lossy peers (scripts/lossy.sh: experiments/lossy.ini,
+#               exact d_TV per lossy configuration, the Pareto tables and FINDINGS row 9)
 #   make specbench  release build, then Spec-Bench's layout on the regime pair (scripts/specbench.sh:
 #               experiments/specbench.ini, multi-turn conversations, the task-group table; ~8 min)
 #   make test   sanitizer build (ASan + UBSan) and the whole CTest suite, then
@@ -13,7 +15,7 @@
 JOBS ?= $(shell nproc)
 FUZZ_JOBS ?= 2
 
-.PHONY: all build demo paper specbench test test-fuzz test-memcheck deps deps-test clean
+.PHONY: all build demo paper specbench lossy test test-fuzz test-memcheck deps deps-test clean
 
 all: build
 
@@ -35,6 +37,9 @@ paper: build
 
 specbench: build
 	bash scripts/specbench.sh build/sprinter results/specbench
+
+lossy: build
+	bash scripts/lossy.sh build/sprinter results/lossy $(JOBS)
 
 test: deps-test
 	@t0=$$(date +%s); \

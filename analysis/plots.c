@@ -12,13 +12,14 @@
 #include <signal.h>
 #include <sys/prctl.h>
 
+#include "peers.h"
 #include "report_int.h"
 #include "report_util.h"
 #include "stats.h"
 
 #define MAX_SERIES 12
 
-static const char *const kPlots[] = {"roc", "en", "pareto", "acf", "position", "design"};
+static const char *const kPlots[] = {"roc", "en", "pareto", "acf", "position", "design", "lossy"};
 
 int plot_names(const char *const **names) {
     *names = kPlots;
@@ -27,7 +28,7 @@ int plot_names(const char *const **names) {
 
 /* Writes NAME.gp: the body (gnuplot commands that draw one figure) once for PNG and once for SVG. */
 static int write_script(const Report *R, const char *name, const char *body, SpErr *err) {
-    int h = !strcmp(name, "roc") || !strcmp(name, "pareto") ? 620 : !strcmp(name, "design") ? 1300 : 820;
+    int h = !strcmp(name, "roc") || !strcmp(name, "pareto") || !strcmp(name, "lossy") ? 620 : !strcmp(name, "design") ? 1300 : 820;
     char fn[128];
     snprintf(fn, sizeof fn, "%s.gp", name);
     FILE *f = report_open(R, fn, err);
@@ -287,6 +288,61 @@ static int plot_pareto(const Report *R, SpErr *err) {
     return rc;
 }
 
+/* ------------------------------------------------------------------ the lossy peers: speed-up vs exact shift */
+
+/* One series per method, the points of every cell that holds a lossy peer (peers.h): x the exact
+ * d_TV(p, p_method), y the speed-up over ar with its range over the repetitions timed alone. */
+static int plot_lossy(const Report *R, SpErr *err) {
+    Buf b;
+    if (buf_open(&b)) return sp_fail(err, "out of memory");
+    fprintf(b.f, "set title 'Speed-up over AR vs exact shift d_TV(p, p_method), one point per run (bars: range over "
+                 "the repetitions timed alone); filled: on the Pareto front'\nset xlabel 'exact d_TV(p, p_method) of "
+                 "the first-token law (mean over prefixes)'\nset ylabel 'speed-up over ar'\n");
+    int rc = 0;
+    FILE *f = peers_present(R) ? open_dat(R, "lossy.dat", err) : NULL;
+    if (peers_present(R) && !f) rc = -1;
+    const char *series[MAX_SERIES]; /* the methods written, in index order */
+    int ns = 0;
+    if (f) {
+        fprintf(f, "# one block per method (gnuplot index, in the order of the plot's titles): dtv speedup lo hi front\n");
+        for (int i = 0; i < R->rs.n && rc == 0 && ns < MAX_SERIES; i++) {
+            const char *m = R->an[i].ri->method;
+            int seen = 0;
+            for (int k = 0; k < ns; k++) seen |= !strcmp(series[k], m);
+            if (seen) continue;
+            int wrote = 0;
+            for (int j = i; j < R->rs.n && rc == 0; j++) { /* every run of method m, each in its own cell */
+                if (strcmp(R->an[j].ri->method, m)) continue;
+                PeerPoint *pts;
+                int n;
+                if ((rc = peer_points(R, &R->an[j], &pts, &n, err))) break;
+                for (int k = 0; k < n; k++) {
+                    const PeerPoint *p = &pts[k];
+                    if (p->a != &R->an[j] || isnan(p->dtv_p) || isnan(p->speedup)) continue;
+                    if (!wrote) fprintf(f, "%s# %s\n", ns ? "\n\n" : "", m);
+                    fprintf(f, "%.6g %.6g %.6g %.6g %d\n", p->dtv_p, p->speedup, isnan(p->speedup_lo) ? p->speedup : p->speedup_lo,
+                            isnan(p->speedup_hi) ? p->speedup : p->speedup_hi, p->front);
+                    wrote = 1;
+                }
+                free(pts);
+            }
+            if (wrote) series[ns++] = m;
+        }
+        if (report_close(f, R, "lossy.dat", err)) rc = -1;
+    }
+    if (ns == 0)
+        fprintf(b.f, "set label 1 'not computed: needs lossy peer runs (typical, fsd, optimal-lossy, judge) and their "
+                     "sprinter dtv files' at graph 0.5,0.5 center\nset xrange [0:1]\nplot 0 with lines lc rgb 'gray' notitle\n");
+    for (int s = 0; s < ns; s++)
+        fprintf(b.f, "%s 'lossy.dat' index %d using 1:2:3:4 with yerrorbars pt 7 ps 1.1 title '%s'", s ? "," : "plot", s,
+                series[s]);
+    fprintf(b.f, "\n");
+    const char *body = buf_close(&b);
+    if (rc == 0) rc = write_script(R, "lossy", body, err);
+    free(b.s);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ ACF and position */
 
 /* Up to MAX_SERIES runs with i.i.d. results, taken in turn from sprinter, oracle-markov and
@@ -503,7 +559,7 @@ static int render(const Report *R, const char *name, SpErr *err) {
 
 int write_plots(Report *R, SpErr *err) {
     if (plot_roc(R, err) || plot_en(R, err) || plot_pareto(R, err) || plot_acf(R, err) || plot_position(R, err) ||
-        plot_design(R, err))
+        plot_design(R, err) || plot_lossy(R, err))
         return -1;
     if (!R->o->plots) return 0;
     char log[4400];

@@ -11,6 +11,7 @@
 
 #include "methods.h"
 #include "fsutil.h"
+#include "peers.h"
 #include "report_int.h"
 #include "report_util.h"
 #include "rouge.h"
@@ -582,6 +583,7 @@ int report_write(const ReportOpts *o, ReportSummary *s, SpErr *err) {
     if (rc == 0) rc = write_tsvs(&R, err);
     if (rc == 0) rc = write_tables(&R, err);
     if (rc == 0) rc = write_plots(&R, err);
+    if (rc == 0) rc = write_peers(&R, err);
     if (rc == 0) rc = write_findings(&R, err);
     if (rc == 0) rc = write_index(&R, err);
     if (rc == 0) rc = swap_in(R.dir, final, retired, err);

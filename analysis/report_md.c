@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "peers.h"
 #include "report_int.h"
 #include "report_util.h"
 #include "rules.h"
@@ -489,8 +490,11 @@ static void sec_quality(FILE *f, const Report *R) {
 }
 
 static void sec_files(FILE *f, const Report *R) {
-    (void)R;
-    fprintf(f, "## Files\n\n- [tables.md](tables.md): the paper's Tables 1-4 regenerated and the deployed-point table\n"
+    fprintf(f, "## Files\n\n- [tables.md](tables.md): the paper's Tables 1-4 regenerated and the deployed-point table\n");
+    if (peers_present(R))
+        fprintf(f, "- [lossy.md](lossy.md), [lossy.tsv](lossy.tsv): SPRINTER beside its lossy peers at equal shift "
+                   "(speed-up over ar against exact d_TV(p, p_method): lossy.png)\n");
+    fprintf(f,
                "- [checks.md](checks.md), [checks.tsv](checks.tsv), [iid.tsv](iid.tsv), [runs.tsv](runs.tsv), "
                "[n_dist.tsv](n_dist.tsv)\n"
                "- plots (PNG and SVG, from the `.gp` scripts and `.dat` files here):");

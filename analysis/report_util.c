@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <gsl/gsl_cdf.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *fmt_num(char *buf, size_t cap, double v, const char *fmt) {
@@ -63,4 +64,34 @@ PairedMean paired_llpt(const RunInfo *x, const RunInfo *y) {
         m.lo = m.mean - h, m.hi = m.mean + h;
     }
     return m;
+}
+
+/* ms per token of run a in its timing of repetition rep (the table timings), NaN when it has none. */
+double timed_ms(const RunAn *a, int rep) {
+    for (int k = 0; k < a->ri->n_timings; k++) {
+        const TimingInfo *ti = &a->ri->timings[k];
+        if (ti->rep == rep && ti->tokens > 0) return 1000 * ti->t_total / (double)ti->tokens;
+    }
+    return NAN;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Speed ratios slow / fast over the repetitions both runs were timed in alone (paired: one
+ * repetition times every run in one stretch of time): their count, and the median, min and max. */
+int paired_ratios(const RunAn *slow, const RunAn *fast, double *median, double *lo, double *hi) {
+    double r[TIMING_MAX_REPS];
+    int n = 0;
+    for (int rep = 0; rep < TIMING_MAX_REPS; rep++) {
+        double a = timed_ms(slow, rep), b = timed_ms(fast, rep);
+        if (!isnan(a) && !isnan(b) && b > 0) r[n++] = a / b;
+    }
+    if (n == 0) return 0;
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    *median = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    *lo = r[0], *hi = r[n - 1];
+    return n;
 }

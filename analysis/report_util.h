@@ -39,4 +39,12 @@ typedef struct PairedMean {
 } PairedMean;
 PairedMean paired_llpt(const RunInfo *x, const RunInfo *y);
 
+/* Speed from runs timed alone (runs.sqlite table timings, the spec's [timing]). */
+#define TIMING_MAX_REPS 1000 /* repetitions read (the spec allows [timing] reps <= 1000) */
+/* ms per token of run a in its timing of repetition rep, NaN when it has none. */
+double timed_ms(const RunAn *a, int rep);
+/* Speed ratios slow / fast over the repetitions both runs were timed in alone (paired: one
+ * repetition times every run in one stretch of time): their count, and the median, min and max. */
+int paired_ratios(const RunAn *slow, const RunAn *fast, double *median, double *lo, double *hi);
+
 #endif
