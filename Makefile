@@ -59,8 +59,8 @@ test-memcheck: deps-test
 	@$(MAKE) --no-print-directory memcheck-step
 
 # libFuzzer (clang), 30 s per target, two targets at a time, -seed=1, from the committed seeds only
-# (build-fuzz/ci is emptied first); fails on any crash, leak, timeout or OOM in our code, not on the
-# known libhdf5 bugs (fuzz/RELIABILITY.md, "Fuzzing in CI")
+# (build-fuzz/ci is emptied first); fails on any crash, leak, timeout or OOM, one inside libhdf5 on
+# our inputs too (fuzz/RELIABILITY.md, "Fuzzing in CI")
 .PHONY: fuzz-step memcheck-step
 fuzz-step:
 	@t0=$$(date +%s); \

@@ -121,15 +121,33 @@ static int analyze_verifier(const Report *R, RunAn *a, const TokenRows *t, const
     return rc;
 }
 
+typedef struct ExpectRow {
+    int32_t pi;
+    int64_t tokens;
+} ExpectRow;
+
+static int cmp_expect(const void *a, const void *b) {
+    int32_t x = ((const ExpectRow *)a)->pi, y = ((const ExpectRow *)b)->pi;
+    return (x > y) - (x < y);
+}
+
 static int analyze_log(const Report *R, RunAn *a, SpErr *err) {
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", R->o->results_dir, a->ri->token_log);
     TokenRows t;
-    if (tokrows_read(path, &t, err)) return -1;
-    int rc = 0;
-    if (t.run_hash[0] && strcmp(t.run_hash, a->ri->hash))
-        rc = sp_fail(err, "%s: attribute run_hash is %.16s..., the database row says %.16s...", path, t.run_hash,
-                     a->ri->hash);
+    /* the log must hold what the run's prompts rows say (records/tokenlog.h tokrows_read) */
+    const RunInfo *ri = a->ri;
+    size_t np = (size_t)(ri->n_rows > 0 ? ri->n_rows : 1);
+    ExpectRow *er = malloc(np * sizeof *er);
+    TokenLogExpect x = {ri->hash, ri->n_rows, malloc(np * sizeof(int32_t)), malloc(np * sizeof(int64_t))};
+    int rc = er && x.prompt_index && x.tokens ? 0 : sp_fail(err, "out of memory");
+    for (int i = 0; rc == 0 && i < ri->n_rows; i++) er[i].pi = ri->prompts[i].prompt_index, er[i].tokens = ri->prompts[i].tokens;
+    if (rc == 0) qsort(er, (size_t)ri->n_rows, sizeof *er, cmp_expect);
+    for (int i = 0; rc == 0 && i < ri->n_rows; i++) x.prompt_index[i] = er[i].pi, x.tokens[i] = er[i].tokens;
+    free(er);
+    if (rc == 0) rc = tokrows_read(path, &x, &t, err);
+    tokenlog_expect_free(&x);
+    if (rc) return -1;
     if (rc == 0 && keep_tokens(a, &t)) rc = sp_fail(err, "out of memory");
     if (rc == 0 && a->is_ver) rc = analyze_verifier(R, a, &t, path, err);
     if (rc == 0 && method_name_eq(a->ri->method, DM_SD)) sd_identity_of(&t, &a->sdid);

@@ -725,23 +725,24 @@ static int find_pending(Ctx *c, SweepCounts *cnt, SpErr *err) {
         int status = db_run_status(c->db, r->hash, NULL, 0, err);
         if (status < 0) return -1;
         if (status == DB_RUN_DONE) {
-            /* done in the database: its token log must be there and whole, else the run is redone */
+            /* done in the database: its token log must be there, whole and this run's (tokrows_read:
+             * read in a checked child, content digest, run hash and rows per prompt against the
+             * prompts rows), else the run is redone */
             char log[4400];
             snprintf(log, sizeof log, "%s/tokens/%s.h5", c->o->out_dir, r->hash);
-            int64_t want = db_run_tokens(c->db, r->hash, err), have = -1;
-            if (want < 0) return -1;
+            TokenLogExpect x;
+            if (tokenlog_expect_db(db_sqlite(c->db), c->db_path, r->hash, &x, err)) return -1;
             SpErr why = {{0}};
-            if (access(log, F_OK) != 0)
-                sp_fail(&why, "its token log %s is missing", log);
-            else if (tokenlog_row_count(log, &have, &why) == 0 && have != want)
-                sp_fail(&why, "its token log %s is corrupt: %lld rows, the database has %lld tokens", log,
-                        (long long)have, (long long)want);
-            else if (have < 0)
-                sp_err_prefix(&why, "its token log is corrupt");
-            if (have == want) {
+            TokenRows t;
+            int bad = tokrows_read(log, &x, &t, &why);
+            tokenlog_expect_free(&x);
+            if (!bad) {
+                tokrows_free(&t);
                 cnt->skipped++;
                 continue;
             }
+            if (access(log, F_OK) != 0) sp_fail(&why, "its token log %s is missing", log);
+            else sp_err_prefix(&why, "its token log is corrupt");
             fprintf(stderr, "sprinter sweep: run %.12s is done but %s; redoing it\n", r->hash, why.msg);
             cnt->redone++;
         }

@@ -266,17 +266,16 @@ typedef struct OutRow {
     char *text;
 } OutRow;
 
-/* The run's token log (records/tokenlog.h), checked to be this run's. */
-static int read_log(const Ctx *c, const ScoreRun *r, TokenRows *l, SpErr *err) {
+/* The run's token log (records/tokenlog.h), checked to be this run's and to hold what its prompts
+ * rows say (tokrows_read). */
+static int read_log(const Ctx *c, sqlite3 *h, const ScoreRun *r, TokenRows *l, SpErr *err) {
     char path[4600];
     snprintf(path, sizeof path, "%s/%s", c->o->results_dir, r->token_log);
-    if (tokrows_read(path, l, err)) return sp_err_prefix(err, "run %.12s: runs.token_log", r->hash);
-    if (strcmp(l->run_hash, r->hash)) {
-        sp_fail(err, "%s: attribute run_hash is %.16s..., the run is %.16s...", path, l->run_hash, r->hash);
-        tokrows_free(l);
-        return -1;
-    }
-    return 0;
+    TokenLogExpect x;
+    if (tokenlog_expect_db(h, c->db_path, r->hash, &x, err)) return -1;
+    int rc = tokrows_read(path, &x, l, err);
+    tokenlog_expect_free(&x);
+    return rc ? sp_err_prefix(err, "run %.12s: runs.token_log", r->hash) : 0;
 }
 
 /* The prompts of the run without an outputs row. */
@@ -456,7 +455,7 @@ static int score_run(const Ctx *c, Db *db, Session *s, const ScoreRun *r, int64_
         sp_fail(err, "out of memory");
         goto done;
     }
-    if (read_log(c, r, &l, err)) goto done;
+    if (read_log(c, h, r, &l, err)) goto done;
     for (int i = 0; i < n; i++)
         if (score_prompt(c, s, r, &l, &todo[i], lp, &rows[i], err)) goto done;
     rc = insert_rows(c, h, r->hash, rows, n, added, err);

@@ -58,4 +58,15 @@ int h5_read_attr_str(hid_t file, const char *path_for_errors, const char *name, 
 /* Opens read-only with errors silenced; returns a negative hid on failure (err filled). */
 hid_t h5_open_read(const char *path, SpErr *err);
 
+/* ---- reading untrusted files in a checked child ----
+ * libhdf5 can crash (SIGFPE, SIGSEGV, a sanitizer abort) on damaged bytes, and no signal guard can
+ * leave its global state usable afterwards. h5_checked runs fn in a forked child that only reads:
+ * fn returns 0 and a malloc'd blob (*blob, *len), or -1 with err; the child sends either back over
+ * a pipe and _exits (no atexit handler, no stdio flush, the parent's open HDF5 files untouched).
+ * The parent gets the blob (malloc'd, the caller frees it) or the child's error; a child killed by
+ * a signal, or one that exited without an answer, is the one-line error
+ * "PATH: HDF5 crashed reading it (signal N): the file is damaged". */
+typedef int (*H5CheckedFn)(void *arg, void **blob, size_t *len, SpErr *err);
+int h5_checked(const char *path, H5CheckedFn fn, void *arg, void **blob, size_t *len, SpErr *err);
+
 #endif

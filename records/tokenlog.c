@@ -2,11 +2,13 @@
 #include "tokenlog.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 
 #include "methods.h"
+#include "sqlutil.h"
 
 static const H5ColSpec kCols[TOKENLOG_N_COLS] = {
     {"run_id", H5C_I64, 1, NULL, "first 15 hex digits of the run hash as an integer"},
@@ -22,7 +24,34 @@ int tokenlog_n_cols(int version) {
     return version == 1 ? TOKENLOG_COL_capped : version == 2 ? TOKENLOG_COL_q_raw : TOKENLOG_N_COLS;
 }
 
-static int known_version(double v) { return v == 1 || v == 2 || v == TOKENLOG_VERSION; }
+static int known_version(double v) { return v == 1 || v == 2 || v == 3 || v == TOKENLOG_VERSION; }
+
+/* ---- the content digest (version 4) ----
+ * FNV-1a 64 over each kept column's bytes (prompt_index, then the event columns, native little-endian
+ * values as written), then FNV-1a 64 over those per-column digests (8 bytes each, in file order). */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * FNV_PRIME;
+    return h;
+}
+
+static size_t col_size(H5ColType t) {
+    return t == H5C_F64 || t == H5C_I64 ? 8 : t == H5C_I8 ? 1 : 4;
+}
+
+/* The digest of per-column states h[TOKENLOG_COL_PROMPT_INDEX .. TOKENLOG_N_COLS), as 16 hex digits. */
+static void digest_hex(const uint64_t *h, char out[17]) {
+    uint64_t d = FNV_OFFSET;
+    for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++) {
+        unsigned char b[8];
+        for (int k = 0; k < 8; k++) b[k] = (unsigned char)(h[c] >> (8 * k));
+        d = fnv1a(d, b, 8);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)d);
+}
 
 int64_t tokenlog_run_id(const char *run_hash) {
     char h[16];
@@ -35,6 +64,7 @@ int tokenlog_create(TokenLog *l, const char *path, const TokenLogMeta *m, SpErr 
     memset(l, 0, sizeof *l);
     if (h5t_create(&l->t, path, kCols, TOKENLOG_N_COLS, 4096, err)) return -1;
     l->open = 1;
+    for (int c = 0; c < TOKENLOG_N_COLS; c++) l->col_hash[c] = FNV_OFFSET;
     l->run_id = tokenlog_run_id(m->run_hash);
     if (h5t_attr_str(&l->t, "format", TOKENLOG_FORMAT, err) || h5t_attr_i64(&l->t, "version", TOKENLOG_VERSION, err) ||
         h5t_attr_str(&l->t, "run_hash", m->run_hash, err) || h5t_attr_str(&l->t, "method", m->method, err) ||
@@ -78,12 +108,20 @@ int tokenlog_append(TokenLog *l, int32_t prompt_index, const TokenEvent *ev, int
         TOKENLOG_EVENT_COLUMNS(TOKENLOG_FILL)
 #undef TOKENLOG_FILL
         rc = h5t_append(&l->t, n, (const void *const *)cols, err);
+        for (int c = TOKENLOG_COL_PROMPT_INDEX; rc == 0 && c < TOKENLOG_N_COLS; c++)
+            l->col_hash[c] = fnv1a(l->col_hash[c], cols[c], N * col_size(kCols[c].type));
     }
     for (int c = 0; c < TOKENLOG_N_COLS; c++) free(cols[c]);
     return rc;
 }
 
 int tokenlog_commit(TokenLog *l, SpErr *err) {
+    char hex[17];
+    digest_hex(l->col_hash, hex);
+    if (h5t_attr_str(&l->t, "content_fnv1a64", hex, err)) {
+        tokenlog_abort(l);
+        return -1;
+    }
     l->open = 0;
     return h5t_commit(&l->t, err);
 }
@@ -128,7 +166,7 @@ static int derive_capped(TokenRows *t, SpErr *err, const char *path) {
     return 0;
 }
 
-int tokrows_read(const char *path, TokenRows *t, SpErr *err) {
+static int read_direct(const char *path, TokenRows *t, SpErr *err) {
     memset(t, 0, sizeof *t);
     hid_t f = h5_open_read(path, err);
     if (f < 0) return -1;
@@ -150,6 +188,8 @@ int tokrows_read(const char *path, TokenRows *t, SpErr *err) {
     (void)h5_read_attr_str(f, path, "run_hash", t->run_hash, sizeof t->run_hash, NULL);
     (void)h5_read_attr_str(f, path, "method", t->method, sizeof t->method, NULL);
     int rc = 0;
+    if (t->version >= 4 && h5_read_attr_str(f, path, "content_fnv1a64", t->content_hash, sizeof t->content_hash, NULL))
+        rc = sp_fail(err, "%s: attribute content_fnv1a64 is missing (a version-%d log stores it)", path, t->version);
     for (int c = TOKENLOG_COL_PROMPT_INDEX; rc == 0 && c < tokenlog_n_cols(t->version); c++) {
         int64_t rows = 0;
         int width = 1;
@@ -177,31 +217,165 @@ void tokrows_free(TokenRows *t) {
     memset(t, 0, sizeof *t);
 }
 
-int tokenlog_row_count(const char *path, int64_t *rows, SpErr *err) {
-    *rows = -1;
-    if (access(path, F_OK) != 0) return sp_fail(err, "%s: missing", path);
-    hid_t f = h5_open_read(path, err);
-    if (f < 0) return -1;
-    char fmt[64] = "";
-    double version = 0;
-    int rc = 0;
-    if (h5_read_attr_str(f, path, "format", fmt, sizeof fmt, NULL) || strcmp(fmt, TOKENLOG_FORMAT) ||
-        h5_read_attr_f64(f, path, "version", &version, NULL) || !known_version(version))
-        rc = sp_fail(err, "%s: not a %s file of version 1 to %d", path, TOKENLOG_FORMAT, TOKENLOG_VERSION);
-    for (int c = TOKENLOG_COL_PROMPT_INDEX; rc == 0 && c < tokenlog_n_cols((int)version); c++) {
-        hid_t d = H5Dopen2(f, kCols[c].name, H5P_DEFAULT);
-        hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
-        hsize_t dims[2] = {0, 0};
-        int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-        if (nd == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
-        if (sp >= 0) H5Sclose(sp);
-        if (d >= 0) H5Dclose(d);
-        if (nd != 1) rc = sp_fail(err, "%s: dataset /%s missing or not a column", path, kCols[c].name);
-        else if (*rows >= 0 && (int64_t)dims[0] != *rows)
-            rc = sp_fail(err, "%s: dataset /%s has %llu rows, /prompt_index has %lld", path, kCols[c].name,
-                         (unsigned long long)dims[0], (long long)*rows);
-        else *rows = (int64_t)dims[0];
+/* ---- the checked reader ---- */
+
+/* The blob a checked child sends: the header, then each kept column's n values in file order. */
+typedef struct Blob {
+    int64_t n;
+    int version, capped_derived, raw_missing;
+    char run_hash[80], method[32], content_hash[24];
+} Blob;
+
+static int read_in_child(void *arg, void **out, size_t *len, SpErr *err) {
+    const char *path = arg;
+    TokenRows t;
+    if (read_direct(path, &t, err)) return -1;
+    size_t n = (size_t)t.n, total = sizeof(Blob);
+    for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++) total += n * col_size(kCols[c].type);
+    char *b = malloc(total);
+    if (!b) {
+        tokrows_free(&t);
+        return sp_fail(err, "%s: out of memory", path);
     }
-    H5Fclose(f);
+    Blob h = {.n = t.n, .version = t.version, .capped_derived = t.capped_derived, .raw_missing = t.raw_missing};
+    memcpy(h.run_hash, t.run_hash, sizeof h.run_hash);
+    memcpy(h.method, t.method, sizeof h.method);
+    memcpy(h.content_hash, t.content_hash, sizeof h.content_hash);
+    memcpy(b, &h, sizeof h);
+    size_t k = sizeof h;
+    for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++) {
+        size_t m = n * col_size(kCols[c].type);
+        if (m) memcpy(b + k, *column_dst(&t, c), m);
+        k += m;
+    }
+    tokrows_free(&t);
+    *out = b, *len = total;
+    return 0;
+}
+
+static int from_blob(const char *path, const char *b, size_t len, TokenRows *t, SpErr *err) {
+    Blob h;
+    if (len < sizeof h) return sp_fail(err, "%s: the checked reader's answer is incomplete", path);
+    memcpy(&h, b, sizeof h);
+    size_t n = h.n >= 0 ? (size_t)h.n : 0, total = sizeof h;
+    for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++) total += n * col_size(kCols[c].type);
+    if (h.n < 0 || total != len) return sp_fail(err, "%s: the checked reader's answer is incomplete", path);
+    t->n = h.n, t->version = h.version, t->capped_derived = h.capped_derived, t->raw_missing = h.raw_missing;
+    memcpy(t->run_hash, h.run_hash, sizeof t->run_hash);
+    memcpy(t->method, h.method, sizeof t->method);
+    memcpy(t->content_hash, h.content_hash, sizeof t->content_hash);
+    t->run_hash[sizeof t->run_hash - 1] = t->method[sizeof t->method - 1] = t->content_hash[sizeof t->content_hash - 1] = '\0';
+    size_t k = sizeof h;
+    for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++) {
+        size_t m = n * col_size(kCols[c].type);
+        void **dst = column_dst(t, c);
+        if (!(*dst = malloc(m ? m : 1))) return sp_fail(err, "%s: out of memory", path);
+        if (m) memcpy(*dst, b + k, m);
+        k += m;
+    }
+    return 0;
+}
+
+/* The stored digest (version 4 on) against the content read. */
+static int check_digest(const char *path, const TokenRows *t, SpErr *err) {
+    if (t->version < 4) return 0; /* older logs stored none: the other checks only */
+    uint64_t h[TOKENLOG_N_COLS];
+    TokenRows *m = (TokenRows *)t;
+    for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++)
+        h[c] = fnv1a(FNV_OFFSET, *column_dst(m, c), (size_t)t->n * col_size(kCols[c].type));
+    char hex[17];
+    digest_hex(h, hex);
+    if (strcmp(hex, t->content_hash))
+        return sp_fail(err, "%s: content does not match its attribute content_fnv1a64 (%s, read %s): the file is damaged",
+                       path, t->content_hash, hex);
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The log against what the database says: the run hash, and per prompt the number of rows. */
+static int check_expect(const char *path, const TokenRows *t, const TokenLogExpect *x, SpErr *err) {
+    if (x->run_hash && strcmp(t->run_hash, x->run_hash))
+        return sp_fail(err, "%s: attribute run_hash is %.16s..., the run is %.16s... (another run's log?)", path,
+                       t->run_hash[0] ? t->run_hash : "(none)", x->run_hash);
+    if (x->n_prompts < 0) return 0;
+    int64_t want = 0;
+    for (int i = 0; i < x->n_prompts; i++) want += x->tokens[i];
+    if (want != t->n)
+        return sp_fail(err, "%s: %lld rows, the database has %lld tokens", path, (long long)t->n, (long long)want);
+    /* rows come one prompt after another: each stretch of one prompt_index has that prompt's tokens */
+    for (int64_t i = 0; i < t->n;) {
+        int64_t j = i;
+        while (j < t->n && t->prompt_index[j] == t->prompt_index[i]) j++;
+        int32_t pi = t->prompt_index[i];
+        const int32_t *hit = x->prompt_index && x->n_prompts > 0
+                                 ? bsearch(&pi, x->prompt_index, (size_t)x->n_prompts, sizeof pi, cmp_i32)
+                                 : NULL;
+        if (!hit)
+            return sp_fail(err, "%s: dataset /prompt_index: row %lld is prompt %d, which the database has no row for", path,
+                           (long long)i, (int)pi);
+        int64_t have = j - i, w = x->tokens[hit - x->prompt_index];
+        if (have != w)
+            return sp_fail(err, "%s: prompt %d has %lld rows, the database has %lld tokens", path, (int)pi,
+                           (long long)have, (long long)w);
+        i = j;
+    }
+    return 0;
+}
+
+int tokrows_read(const char *path, const TokenLogExpect *x, TokenRows *t, SpErr *err) {
+    memset(t, 0, sizeof *t);
+    if (access(path, F_OK) != 0) return sp_fail(err, "%s: missing", path);
+    void *blob;
+    size_t len;
+    if (h5_checked(path, read_in_child, (void *)path, &blob, &len, err)) return -1;
+    int rc = from_blob(path, blob, len, t, err);
+    free(blob);
+    if (rc == 0) rc = check_digest(path, t, err);
+    if (rc == 0 && x) rc = check_expect(path, t, x, err);
+    if (rc) tokrows_free(t);
     return rc;
+}
+
+int tokenlog_expect_db(sqlite3 *h, const char *db_path, const char *run_hash, TokenLogExpect *x, SpErr *err) {
+    memset(x, 0, sizeof *x);
+    x->run_hash = run_hash;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, "SELECT prompt_index, tokens FROM prompts WHERE run_hash = ? ORDER BY prompt_index", -1,
+                           &st, NULL) != SQLITE_OK)
+        return sql_fail(h, db_path, "read prompts", err);
+    sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
+    int cap = 0, rc = 0;
+    for (int s; (s = sqlite3_step(st)) != SQLITE_DONE;) {
+        if (s != SQLITE_ROW) {
+            rc = sql_fail(h, db_path, "read prompts", err);
+            break;
+        }
+        if (x->n_prompts == cap) {
+            cap = cap ? 2 * cap : 64;
+            int32_t *pi = realloc(x->prompt_index, (size_t)cap * sizeof *pi);
+            if (pi) x->prompt_index = pi;
+            int64_t *tk = pi ? realloc(x->tokens, (size_t)cap * sizeof *tk) : NULL;
+            if (tk) x->tokens = tk;
+            if (!pi || !tk) {
+                rc = sp_fail(err, "out of memory");
+                break;
+            }
+        }
+        x->prompt_index[x->n_prompts] = (int32_t)sqlite3_column_int(st, 0);
+        x->tokens[x->n_prompts++] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc) tokenlog_expect_free(x);
+    x->run_hash = run_hash;
+    return rc;
+}
+
+void tokenlog_expect_free(TokenLogExpect *x) {
+    free(x->prompt_index);
+    free(x->tokens);
+    x->prompt_index = NULL, x->tokens = NULL, x->n_prompts = 0;
 }

@@ -19,11 +19,15 @@
  * sequential method (engine/decode/methods.h MC_SEQUENTIAL) capped is derived as the writer of version 1
  * implied it (a target-called token the verifier had accepted), and TokenRows.capped_derived says so;
  * before version 3, q_raw and p_raw read as NaN (TokenRows.raw_missing).
+ * 4 = + root attribute content_fnv1a64, the content digest (FNV-1a 64 over each column's bytes from
+ * prompt_index on, then over those 14 digests; written at commit, checked by every read: a damaged
+ * chunk index that reads as fill values is caught).
  * Not thread-safe (HDF5 serial build); one TokenLog per process at a time.
  */
 #ifndef SP_TOKENLOG_H
 #define SP_TOKENLOG_H
 
+#include <sqlite3.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -31,7 +35,7 @@
 #include "h5util.h"
 
 #define TOKENLOG_FORMAT "sprinter-tokens"
-#define TOKENLOG_VERSION 3
+#define TOKENLOG_VERSION 4
 
 /* X(field of TokenEvent, C type, column type, units, description), in file order. */
 #define TOKENLOG_EVENT_COLUMNS(X)                                                                             \
@@ -70,6 +74,7 @@ int tokenlog_n_cols(int version);
 /* ---- writing ---- */
 typedef struct TokenLog {
     H5Table t;
+    uint64_t col_hash[TOKENLOG_N_COLS]; /* running FNV-1a 64 of each column (the content digest) */
     int64_t run_id;
     int open;
 } TokenLog;
@@ -105,16 +110,29 @@ typedef struct TokenRows {
     int capped_derived; /* capped was not stored (version 1) and was derived; see above */
     int raw_missing;    /* q_raw, p_raw were not stored (version < 3) and read as NaN */
     char run_hash[80], method[32];
+    char content_hash[24]; /* attribute content_fnv1a64 (version 4), "" before */
 } TokenRows;
 
-/* Reads every column; errors name the file and the dataset ("x.h5: dataset /label has 10 rows,
- * /prompt_index has 12"). On error t holds nothing. */
-int tokrows_read(const char *path, TokenRows *t, SpErr *err);
-void tokrows_free(TokenRows *t);
+/* What the database says about a run's log: its hash (NULL: not checked) and, per prompt (ascending
+ * prompt_index), its number of tokens (n_prompts -1: not checked). */
+typedef struct TokenLogExpect {
+    const char *run_hash;
+    int n_prompts;
+    int32_t *prompt_index;
+    int64_t *tokens;
+} TokenLogExpect;
 
-/* Checks a log without reading its rows: it opens as a sprinter-tokens file of a known version
- * whose columns all have the same length, returned in *rows. Errors say "missing" (no file) or
- * name what is wrong. */
-int tokenlog_row_count(const char *path, int64_t *rows, SpErr *err);
+/* x from runs.sqlite's prompts rows of run_hash (x->run_hash = run_hash, borrowed). */
+int tokenlog_expect_db(sqlite3 *h, const char *db_path, const char *run_hash, TokenLogExpect *x, SpErr *err);
+void tokenlog_expect_free(TokenLogExpect *x);
+
+/* The one reader of token logs: reads every column in a checked child (h5util.h h5_checked: a crash
+ * of libhdf5 on damaged bytes is the one-line error "PATH: HDF5 crashed reading it (signal N): the
+ * file is damaged"), checks the content digest (version 4 on) and, with x, the log against the
+ * database (check_expect: run hash, rows per prompt). Errors name the file and the dataset or
+ * attribute ("x.h5: dataset /label has 10 rows, /prompt_index has 12"; "x.h5: missing" when there is
+ * no file). On error t holds nothing. */
+int tokrows_read(const char *path, const TokenLogExpect *x, TokenRows *t, SpErr *err);
+void tokrows_free(TokenRows *t);
 
 #endif
