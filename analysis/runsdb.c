@@ -212,6 +212,33 @@ static int load_timings(const Rdb *d, RunInfo *r, SpErr *err) {
     return rc;
 }
 
+/* The analysis pools runs by method, data and parameters: runs of different model contents (draft
+ * or target sha256) in one directory would share its rows, tables and FINDINGS cells, so they are
+ * refused (sprinter summary splits them instead). */
+static int one_model_pair(const Rdb *d, SpErr *err) {
+    enum { M_N_DRAFT, M_N_TARGET, M_DRAFT_A, M_DRAFT_B, M_TARGET_A, M_TARGET_B }; /* result columns */
+    const char *sql = "SELECT COUNT(DISTINCT draft_sha256), COUNT(DISTINCT target_sha256), MIN(draft_sha256),"
+                      " MAX(draft_sha256), MIN(target_sha256), MAX(target_sha256) FROM runs WHERE status = 'done'";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(d->h, d->path, "read runs", err);
+    int rc = 0;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        rc = sql_fail(d->h, d->path, "read runs", err);
+    } else {
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            int n = sqlite3_column_int(st, k ? M_N_TARGET : M_N_DRAFT);
+            if (n > 1)
+                rc = sp_fail(err, "%s: the done runs used %d different %s model contents (sha256 %.12s..., %.12s...); "
+                                  "the analysis would pool them: analyze one draft/target pair per results directory",
+                             d->path, n, k ? "target" : "draft",
+                             (const char *)sqlite3_column_text(st, k ? M_TARGET_A : M_DRAFT_A),
+                             (const char *)sqlite3_column_text(st, k ? M_TARGET_B : M_DRAFT_B));
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
     memset(rs, 0, sizeof *rs);
     Rdb d = {NULL, db_path};
@@ -226,6 +253,7 @@ int runset_load(const char *db_path, RunSet *rs, SpErr *err) {
         rc = sp_fail(err, "%s: meta.schema_version is %d, the analysis reads versions %d to %d", db_path,
                      rs->schema_version, DB_SCHEMA_MIN, DB_SCHEMA_VERSION);
     }
+    if (rc == 0) rc = one_model_pair(&d, err);
     if (rc == 0) rc = load_runs(&d, rs, err);
     int outputs = sql_has_table(d.h, "main", "outputs"), timings = sql_has_table(d.h, "main", "timings");
     for (int i = 0; rc == 0 && i < rs->n; i++) {

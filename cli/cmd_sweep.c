@@ -196,7 +196,7 @@ int cmd_sweep(int argc, char **argv) {
                         "does not retry them, --retry-failed does\n",
                 c.failed, c.mine, c.failed_now, c.failed_kept);
         err.msg[0] = '\0'; /* reported above */
-        rc = 3;
+        if (!rc) rc = 3;
     }
     sweep_counts_free(&c);
 done:
@@ -208,7 +208,7 @@ done:
 /* ------------------------------------------------------------------ merge */
 
 static const char kMergeHelp[] =
-    "usage: sprinter merge [--out DIR] SHARD_DIR...\n"
+    "usage: sprinter merge [--out DIR] [--allow-specs] SHARD_DIR...\n"
     "Merges the finished runs of shard results directories (database rows and token logs) into DIR\n"
     "(default: the directory above the first shard). A run already in DIR, or in an earlier shard,\n"
     "is not added twice; unfinished runs are left out. Failed runs are carried (their rows, with the\n"
@@ -217,10 +217,14 @@ static const char kMergeHelp[] =
     "against the shards' grid: one line on stderr for the runs of the grid that failed, one for those\n"
     "missing (neither done nor failed in any shard: a shard not run, cancelled or not given).\n"
     "  --out DIR          merged results directory\n"
+    "  --allow-specs      merge directories swept from different specs (their recorded grids differ: other\n"
+    "                     models, data or parameters); without it such a merge is refused before anything\n"
+    "                     is merged. Runs of different model contents never share a summary row.\n"
     "  --quiet            print only the one-line report\n"
     "exit status: 0 every run of the grid is done; 1 error; 2 bad usage; 3 merged, every run of the grid\n"
     "finished but some failed; 4 merged, but runs of the grid are missing (whether or not others\n"
-    "failed). Shards swept from different specs: the grid is the union of theirs.\n";
+    "failed, or a shard's database holds no tables: its sweep failed as it created it). Shards swept from\n"
+    "different specs (--allow-specs): the grid is the union of theirs.\n";
 
 /* "6 in shard 2/3 (run indexes 2, 5, 8, ...)" into buf: where the missing runs of the grid belong. */
 static void missing_where(const GridReport *g, char *buf, size_t cap) {
@@ -239,9 +243,16 @@ static void missing_where(const GridReport *g, char *buf, size_t cap) {
 }
 
 /* The lines on stderr about the grid after a merge; returns the exit status (0, 3 or 4). */
-static int report_grid(const GridReport *g, const char *out) {
+static int report_grid(const GridReport *g, char *const *shards, int n, const char *out) {
     int rc = 0;
-    if (!g->shards_with_grid)
+    for (int i = 0; g->empty && i < n; i++)
+        if (g->empty[i]) {
+            fprintf(stderr, "sprinter merge: %s/runs.sqlite holds no tables (its sweep failed as it created the database, "
+                            "e.g. on a full disk): shard missing, nothing merged from it; sweep it again and merge again\n",
+                    shards[i]);
+            rc = 4;
+        }
+    if (!g->shards_with_grid && g->n_empty < n)
         fprintf(stderr, "sprinter merge: note: no shard records its grid (swept by an older sprinter): runs missing "
                         "from the shards cannot be counted\n");
     if (g->failed) {
@@ -250,7 +261,7 @@ static int report_grid(const GridReport *g, const char *out) {
                     g->failed, g->runs, out);
         else
             fprintf(stderr, "sprinter merge: %d runs in %s failed (reasons: sprinter summary %s)\n", g->failed, out, out);
-        rc = 3;
+        if (!rc) rc = 3;
     }
     if (g->missing) {
         char where[512];
@@ -268,14 +279,16 @@ static int report_grid(const GridReport *g, const char *out) {
 
 int cmd_merge(int argc, char **argv) {
     static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"quiet", no_argument, 0, 'q'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+                                         {"allow-specs", no_argument, 0, 'a'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *out = NULL;
-    int quiet = 0;
+    int quiet = 0, allow_specs = 0;
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
+        case 'a': allow_specs = 1; break;
         case 'h': fputs(kMergeHelp, stdout); return 0;
         default: return arg_bad_option("merge", argv);
         }
@@ -298,7 +311,7 @@ int cmd_merge(int argc, char **argv) {
     SpErr err = {{0}};
     MergeCounts mc;
     GridReport g;
-    if (runner_merge(out, argv + optind, argc - optind, &mc, &g, &err)) {
+    if (runner_merge(out, argv + optind, argc - optind, allow_specs, &mc, &g, &err)) {
         fprintf(stderr, "sprinter merge: %s\n", err.msg);
         return 1;
     }
@@ -311,7 +324,7 @@ int cmd_merge(int argc, char **argv) {
         rc = 1;
     }
     fflush(stdout);
-    int grc = report_grid(&g, out);
+    int grc = report_grid(&g, argv + optind, argc - optind, out);
     grid_report_free(&g);
     return rc ? rc : grc;
 }

@@ -427,8 +427,12 @@ int db_set_grid_text(Db *db, const char *grid, SpErr *err) { return meta_put(db,
 
 /* ------------------------------------------------------------------ merge */
 
-static int attach(Db *db, const char *src, SpErr *err) {
+/* Attaches src as "src" and checks it is a results database of a readable schema version; a
+ * database without any table (its sweep failed as it created it, e.g. on a full disk) is attached
+ * with *empty = 1 when empty is not NULL, else refused. */
+static int attach_src(Db *db, const char *src, int *empty, SpErr *err) {
     sqlite3_stmt *st;
+    if (empty) *empty = 0;
     if (sqlite3_prepare_v2(db->h, "ATTACH DATABASE ? AS src", -1, &st, NULL) != SQLITE_OK)
         return sql_fail(db->h, db->path, "attach", err);
     sqlite3_bind_text(st, 1, src, -1, SQLITE_STATIC);
@@ -436,6 +440,15 @@ static int attach(Db *db, const char *src, SpErr *err) {
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return sp_fail(err, "%s: cannot attach: %s", src, sqlite3_errmsg(db->h));
     char ver[32];
+    if (scalar_text(db, "SELECT COUNT(*) FROM src.sqlite_master", ver, sizeof ver, err)) {
+        exec(db, "DETACH DATABASE src", NULL);
+        return sp_err_prefix(err, "%s", src);
+    }
+    if (atoi(ver) == 0) {
+        exec(db, "DETACH DATABASE src", NULL);
+        if (empty) return *empty = 1, 0;
+        return sp_fail(err, "%s: the database holds no tables (its sweep failed as it created it)", src);
+    }
     if (scalar_text(db, "SELECT value FROM src.meta WHERE key='schema_version'", ver, sizeof ver, err) ||
         atoi(ver) < DB_SCHEMA_MIN || atoi(ver) > DB_SCHEMA_VERSION) {
         exec(db, "DETACH DATABASE src", NULL);
@@ -443,6 +456,33 @@ static int attach(Db *db, const char *src, SpErr *err) {
                        DB_SCHEMA_VERSION);
     }
     return 0;
+}
+
+static int attach(Db *db, const char *src, SpErr *err) { return attach_src(db, src, NULL, err); }
+static int src_meta(Db *db, const char *key, char **value, SpErr *err);
+
+int db_source_grid(Db *dst, const char *src_path, char **grid, int *empty, SpErr *err) {
+    *grid = NULL;
+    if (attach_src(dst, src_path, empty, err)) return -1;
+    if (*empty) return 0;
+    int rc = src_meta(dst, "grid", grid, err);
+    exec(dst, "DETACH DATABASE src", NULL);
+    return rc;
+}
+
+int db_grid(Db *db, char **grid, SpErr *err) {
+    sqlite3_stmt *st;
+    *grid = NULL;
+    if (sqlite3_prepare_v2(db->h, "SELECT value FROM meta WHERE key = 'grid'", -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(db->h, db->path, "read meta", err);
+    int s = sqlite3_step(st), rc = 0;
+    if (s == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        if (!(*grid = strdup((const char *)sqlite3_column_text(st, 0)))) rc = sp_fail(err, "out of memory");
+    } else if (s != SQLITE_ROW && s != SQLITE_DONE) {
+        rc = sql_fail(db->h, db->path, "read meta", err);
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* "INSERT INTO main.T(current columns) SELECT (the same, NULL where src lacks one) FROM src.T WHERE
@@ -627,11 +667,13 @@ typedef struct SumRow {
     double t_total, t_audit;
     double params[RP_COUNT]; /* NaN where the parameter does not apply (or differs: by_method) */
     double temperature;      /* [decode] temperature of the row's runs (NaN: by_method, pooled) */
+    char draft_sha[SP_SHA256_HEX], target_sha[SP_SHA256_HEX]; /* the row's model contents ("" when unused) */
 } SumRow;
 
 /* What the rows of a summary differ in beyond method and parameters. */
 typedef struct SumShape {
     int show_data, show_temperature; /* the done runs have several datasets / temperatures (by config) */
+    int show_models; /* the done runs used several draft or target contents (sha256): rows are split by them */
 } SumShape;
 
 static const char *base(const char *p) {
@@ -647,7 +689,8 @@ static void fmt_ratio(char *buf, size_t cap, double num, double den, const char 
 /* Result columns of the summary query; the parameters follow at SUM_PARAMS. */
 enum { SUM_METHOD, SUM_DATASET, SUM_RUNS, SUM_TOKENS, SUM_T_TOTAL, SUM_CALLS, SUM_ACCEPTED, SUM_NEG, SUM_FP, SUM_POS,
        SUM_TP, SUM_T_AUDIT, SUM_N_DATASETS, SUM_DRAFTED, SUM_VERIFIER_ACCEPTS, SUM_REJECTED, SUM_ALL_REJECTED,
-       SUM_AVG_TOKENS_PAPER, SUM_TEMPERATURE, SUM_N_TEMPERATURES, SUM_PARAMS };
+       SUM_AVG_TOKENS_PAPER, SUM_TEMPERATURE, SUM_N_TEMPERATURES, SUM_DRAFT_SHA, SUM_TARGET_SHA, SUM_N_MODELS,
+       SUM_PARAMS };
 
 /* What read_summary_row needs besides the row. */
 typedef struct SummaryRead {
@@ -679,6 +722,9 @@ static int read_summary_row(sqlite3_stmt *st, void *item, void *ctx, SpErr *err)
     r->t_audit = sqlite3_column_double(st, SUM_T_AUDIT);
     read->shape->show_data = !read->by_method && sqlite3_column_int(st, SUM_N_DATASETS) > 1;
     read->shape->show_temperature = !read->by_method && sqlite3_column_int(st, SUM_N_TEMPERATURES) > 1;
+    read->shape->show_models = sqlite3_column_int(st, SUM_N_MODELS) > 1;
+    snprintf(r->draft_sha, sizeof r->draft_sha, "%s", (const char *)sqlite3_column_text(st, SUM_DRAFT_SHA));
+    snprintf(r->target_sha, sizeof r->target_sha, "%s", (const char *)sqlite3_column_text(st, SUM_TARGET_SHA));
     r->temperature = read->by_method ? NAN : sqlite3_column_double(st, SUM_TEMPERATURE);
     r->drafted = sqlite3_column_int64(st, SUM_DRAFTED);
     r->verifier_accepts = sqlite3_column_int64(st, SUM_VERIFIER_ACCEPTS);
@@ -690,26 +736,35 @@ static int read_summary_row(sqlite3_stmt *st, void *item, void *ctx, SpErr *err)
     return 0;
 }
 
-/* Rows per (method, data, temperature, parameters), or per method (by_method: pooled). */
+/* The model contents of a run (group key, result columns), and the number of distinct draft or
+ * target contents among the done runs (the larger). */
+static const char kModelKey[] = "COALESCE(r.draft_sha256, ''), COALESCE(r.target_sha256, '')";
+static const char kModelCount[] =
+    "SELECT MAX((SELECT COUNT(DISTINCT draft_sha256) FROM runs WHERE status = 'done'),"
+    " (SELECT COUNT(DISTINCT target_sha256) FROM runs WHERE status = 'done'))";
+
+/* Rows per (method, data, temperature, parameters), or per method (by_method: pooled over those);
+ * either way per draft and target content (sha256): runs of different models never share a row. */
 static int summary_rows(Db *db, int by_method, SumRow **rows, int *n, SumShape *shape, SpErr *err) {
-    char params[512], group[640], sql[4096];
+    char params[512], group[768], sql[4096];
     db_param_columns("r.", params, sizeof params);
-    snprintf(group, sizeof group, by_method ? "r.method" : "r.method, r.dataset, r.temperature, %s", params);
+    snprintf(group, sizeof group, by_method ? "r.method, %s" : "r.method, r.dataset, r.temperature, %s, %s", kModelKey,
+             params);
     snprintf(sql, sizeof sql,
              "SELECT r.method, MIN(r.dataset), COUNT(DISTINCT r.run_hash), SUM(p.tokens), SUM(p.t_total),"
              " SUM(p.target_calls), SUM(p.accepted), SUM(p.audited_neg), SUM(p.fp), SUM(p.audited_pos), SUM(p.tp),"
              " SUM(p.t_audit), (SELECT COUNT(DISTINCT dataset) FROM runs WHERE status = 'done'),"
              " SUM(p.drafted), SUM(p.verifier_accepts), SUM(p.rejected), COUNT(p.rejected) = COUNT(*),"
              " AVG(CASE WHEN p.rounds > 0 THEN CAST(p.round_kept AS REAL) / p.rounds END), MIN(r.temperature),"
-             " (SELECT COUNT(DISTINCT temperature) FROM runs WHERE status = 'done'), %s"
+             " (SELECT COUNT(DISTINCT temperature) FROM runs WHERE status = 'done'), %s, (%s), %s"
              " FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY %s ORDER BY MIN(r.run_index), %s",
-             params, group, group);
+             kModelKey, kModelCount, params, group, group);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "summary query", err);
     *rows = NULL;
     *n = 0;
-    *shape = (SumShape){0, 0};
+    *shape = (SumShape){0, 0, 0};
     SummaryRead read = {by_method, shape};
     void *items = NULL;
     int rc = sql_read_rows(db->h, db->path, st, "summary query", sizeof **rows, &items, n, read_summary_row, &read, err);
@@ -762,12 +817,13 @@ static int summary_not_done(Db *db, FILE *out, SpErr *err) {
     return 0;
 }
 
-/* The tokens/s of the ar row of r's data and temperature (where the summary tells them apart; 0 when
- * there is none): the reference of r's speed-up. */
+/* The tokens/s of the ar row of r's data and temperature (where the summary tells them apart) and
+ * of r's target content (0 when there is none): the reference of r's speed-up. */
 static double ar_rate_of(const SumRow *rows, int n, const SumRow *r, SumShape shape) {
     for (int j = 0; j < n; j++)
         if (!strcmp(rows[j].method, decode_method_name(DM_AR)) && (!shape.show_data || !strcmp(rows[j].dataset, r->dataset)) &&
-            (!shape.show_temperature || rows[j].temperature == r->temperature) && rows[j].t_total > 0)
+            (!shape.show_temperature || rows[j].temperature == r->temperature) &&
+            !strcmp(rows[j].target_sha, r->target_sha) && rows[j].t_total > 0)
             return (double)rows[j].tokens / rows[j].t_total;
     return 0;
 }
@@ -781,7 +837,7 @@ static void summary_tsv(FILE *out, const SumRow *rows, int n, SumShape shape) {
         fprintf(out, "\t%s%s", p == RP_ETA_FP || p == RP_ETA_TP ? "oracle_" : "", run_param_info((RunParam)p)->name);
     fprintf(out, "\truns\ttokens\tseconds\ttokens_per_s\tspeedup_vs_ar\ttarget_calls\ttokens_per_call\taccept_rate"
                  "\taccept_rate_lo\taccept_rate_hi\tchecked\taccepted\tdrafted\taccepted_per_drafted"
-                 "\taccept_rate_from_tpc\teta_fp\teta_tp\tavg_tokens_paper\ttemperature\n");
+                 "\taccept_rate_from_tpc\teta_fp\teta_tp\tavg_tokens_paper\ttemperature\tdraft_sha256\ttarget_sha256\n");
     for (int i = 0; i < n; i++) {
         const SumRow *r = &rows[i];
         Acceptance acc = acceptance_of(r->accepted, r->verifier_accepts, r->rejected);
@@ -794,13 +850,14 @@ static void summary_tsv(FILE *out, const SumRow *rows, int n, SumShape shape) {
         fprintf(out, "%s\t%s\t%s", r->method, r->dataset, r->label[0] ? r->label : "-");
         for (int p = 0; p < RP_COUNT; p++) fprintf(out, "\t%.17g", r->params[p]);
         fprintf(out, "\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g"
-                     "\t%.9g\t%.9g\n",
+                     "\t%.9g\t%.9g\t%s\t%s\n",
                 (long long)r->runs, (long long)r->tokens, r->t_total, rate, metric_ratio(rate, ar), (long long)r->calls,
                 tpc, known ? acc.alpha : NAN, known ? acc.ci95.lo : NAN, known ? acc.ci95.hi : NAN,
                 (long long)acc.checked, (long long)r->accepted, (long long)r->drafted,
                 metric_ratio((double)r->accepted, (double)r->drafted), a_tpc,
                 metric_ratio((double)r->fp, (double)r->neg), metric_ratio((double)r->tp, (double)r->pos),
-                r->avg_tokens_paper, r->temperature);
+                r->avg_tokens_paper, r->temperature, r->draft_sha[0] ? r->draft_sha : "-",
+                r->target_sha[0] ? r->target_sha : "-");
     }
 }
 
@@ -818,7 +875,7 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
         return 0;
     }
     int show_ds = shape.show_data;
-    char (*labels)[512] = calloc((size_t)(n ? n : 1), sizeof *labels); /* [data] [T=t] params */
+    char (*labels)[512] = calloc((size_t)(n ? n : 1), sizeof *labels); /* [models] [data] [T=t] params */
     if (!labels) {
         free(rows);
         return sp_fail(err, "out of memory");
@@ -826,17 +883,24 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
     for (int i = 0; i < n; i++) {
         char temp[32] = "";
         if (shape.show_temperature) snprintf(temp, sizeof temp, "T=%g", rows[i].temperature);
-        const char *parts[3] = {show_ds ? rows[i].dataset : "", temp, rows[i].label};
+        char models[48] = "";
+        if (shape.show_models)
+            snprintf(models, sizeof models, "%s%.8s%s%.8s", rows[i].target_sha[0] ? "target=" : "", rows[i].target_sha,
+                     rows[i].draft_sha[0] ? (rows[i].target_sha[0] ? " draft=" : "draft=") : "", rows[i].draft_sha);
+        const char *parts[4] = {models, show_ds ? rows[i].dataset : "", temp, rows[i].label};
         size_t k = 0;
-        for (int p = 0; p < 3; p++)
+        for (int p = 0; p < 4; p++)
             if (parts[p][0] && k < sizeof labels[i])
                 k += (size_t)snprintf(labels[i] + k, sizeof labels[i] - k, "%s%s", k ? " " : "", parts[p]);
         int l = (int)strlen(labels[i]);
         if (l > wl) wl = l;
     }
     /* acceptance columns: records/metrics.h */
-    fprintf(out, "%-11s %-*s %5s %8s %9s %8s %8s %19s %8s %7s %7s %8s\n", "method", wl,
-            show_ds ? (shape.show_temperature ? "data T params" : "data params") : shape.show_temperature ? "T params" : "params",
+    char head[64];
+    snprintf(head, sizeof head, "%s%s%sparams", shape.show_models ? "models " : "", show_ds ? "data " : "",
+             shape.show_temperature ? "T " : "");
+    if ((int)strlen(head) > wl) wl = (int)strlen(head);
+    fprintf(out, "%-11s %-*s %5s %8s %9s %8s %8s %19s %8s %7s %7s %8s\n", "method", wl, head,
             "runs", "tokens", "tok/s", "speedup", "tok/call", "accept [95% CI]", "acc/dft", "eta_FP", "eta_TP", "audit_s");
     for (int i = 0; i < n; i++) {
         const SumRow *r = &rows[i];
@@ -858,7 +922,10 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
                 (long long)r->runs, (long long)r->tokens, rate, sp, tpc, alpha, apd, efp, etp, r->t_audit);
     }
     if (n == 0) fprintf(out, "(no finished runs)\n");
-    else
+    if (n && shape.show_models)
+        fprintf(out, "note: these runs used several model contents; rows are split by them (target=, draft=: the first 8 "
+                     "digits of the sha256 of the model files), and speed-ups are over the ar row of the same target\n");
+    if (n)
         fprintf(out, "tok/call: tokens per target call incl. bonus (Spec-Bench's mean accepted tokens); accept: per-token "
                      "acceptance rate alpha = accepted share of the draft tokens the target checked; acc/dft: accepted / "
                      "drafted\n");

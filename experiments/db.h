@@ -119,6 +119,11 @@ typedef struct MergePlan {
     char shard[32]; /* the source's meta 'shard' ("I/N"); "" when none */
 } MergePlan;
 int db_merge_plan(Db *dst, const char *src_path, MergePlan *plan, SpErr *err);
+/* The source database's meta 'grid' (malloc'd into *grid; NULL when none), or *empty = 1 when the
+ * database holds no tables at all (a sweep that failed as it created it, e.g. on a full disk). */
+int db_source_grid(Db *dst, const char *src_path, char **grid, int *empty, SpErr *err);
+/* db's own meta 'grid' (malloc'd; NULL when none). */
+int db_grid(Db *db, char **grid, SpErr *err);
 void db_merge_plan_free(MergePlan *plan);
 /* One transaction: replaces dst's rows of hashes[0..n) by the source's runs and prompt rows (and
  * outputs and timings rows, when the source has the tables). */

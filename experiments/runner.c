@@ -1077,6 +1077,41 @@ static int check_grids(Db *dst, const Grids *g, GridReport *r, SpErr *err) {
 void grid_report_free(GridReport *r) {
     free(r->missing_per_shard);
     r->missing_per_shard = NULL;
+    free(r->empty);
+    r->empty = NULL;
+}
+
+/* Before anything is merged: the shards whose database holds no tables (into g->empty), and, unless
+ * allow_specs, a refusal when two of the grids recorded by out_dir and the shards differ. */
+static int merge_precheck(Db *db, const char *out_dir, char *const *shard_dirs, int n, int allow_specs, GridReport *g,
+                          SpErr *err) {
+    if (!(g->empty = calloc((size_t)(n ? n : 1), sizeof *g->empty))) return sp_fail(err, "out of memory");
+    char *first = NULL;
+    const char *first_from = out_dir;
+    int rc = db_grid(db, &first, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (same_dir(shard_dirs[i], out_dir)) continue;
+        char src_db[4200], *grid = NULL;
+        snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard_dirs[i]);
+        if (access(src_db, R_OK) != 0) {
+            rc = sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard_dirs[i]);
+            break;
+        }
+        if ((rc = db_source_grid(db, src_db, &grid, &g->empty[i], err)) != 0) break;
+        g->n_empty += g->empty[i];
+        if (grid && first && strcmp(grid, first) && !allow_specs)
+            rc = sp_fail(err, "%s and %s were swept from different specs (their grids differ: other models, data or "
+                              "parameters); merge them on purpose with --allow-specs",
+                         first_from, shard_dirs[i]);
+        if (grid && !first) {
+            first = grid;
+            first_from = shard_dirs[i];
+        } else {
+            free(grid);
+        }
+    }
+    free(first);
+    return rc;
 }
 
 static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCounts *mc, Grids *grids, int *with_grid,
@@ -1113,7 +1148,8 @@ static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCount
     return rc;
 }
 
-int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *mc, GridReport *gr, SpErr *err) {
+int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_specs, MergeCounts *mc, GridReport *gr,
+                 SpErr *err) {
     memset(mc, 0, sizeof *mc);
     memset(gr, 0, sizeof *gr);
     char tokens[4200], db_path[4200];
@@ -1131,9 +1167,9 @@ int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCount
         return -1;
     }
     Grids grids = {0};
-    int rc = 0;
+    int rc = merge_precheck(db, out_dir, shard_dirs, n, allow_specs, gr, err);
     for (int i = 0; rc == 0 && i < n; i++) {
-        if (same_dir(shard_dirs[i], out_dir)) continue;
+        if (same_dir(shard_dirs[i], out_dir) || gr->empty[i]) continue;
         rc = merge_one(db, out_dir, shard_dirs[i], mc, &grids, &gr->shards_with_grid, err);
     }
     if (rc == 0 && grids.n) { /* the merged directory holds the shards' grid (none when they differ) */

@@ -87,6 +87,8 @@ typedef struct GridReport {
     int shard_n;          /* N of the shards' "I/N" (one grid only; 0: unknown) */
     int *missing_per_shard; /* [shard_n] missing runs by run_index % shard_n (shard_n > 1), else NULL; grid_report_free */
     int first_missing[8];   /* run indexes of the first missing runs (one grid only) */
+    int *empty;             /* [n shards] 1 where the shard's database holds no tables (not merged); grid_report_free */
+    int n_empty;            /* how many */
 } GridReport;
 
 /* Merges the done runs of each shard directory into out_dir (database rows and token logs),
@@ -94,7 +96,11 @@ typedef struct GridReport {
  * done run of the same hash: a done run anywhere wins, a failed one stays failed (db_merge_plan).
  * Then counts, into g, the runs of the shards' grid that failed or are missing in out_dir, and
  * records that grid in out_dir's meta (deletes it when the shards' grids differ). */
-int runner_merge(const char *out_dir, char *const *shard_dirs, int n, MergeCounts *c, GridReport *g, SpErr *err);
+/* Shards (or out_dir) whose recorded grids differ were swept from different specs (other models,
+ * data or parameters): refused before anything is merged unless allow_specs. A shard whose database
+ * holds no tables (its sweep failed as it created it) is not merged and is named in g->empty. */
+int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_specs, MergeCounts *c, GridReport *g,
+                 SpErr *err);
 void grid_report_free(GridReport *g);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if SQLITE_VERSION_NUMBER < 3035000
@@ -159,6 +160,18 @@ sqlite3 *sql_open_read(const char *path, SpErr *err) {
     if (h || dir_writable(path)) {
         if (!h && err) *err = first;
         return h;
+    }
+    /* immutable=1 reads the main file only: a write-ahead log beside it (a writer killed before its
+     * checkpoint) holds committed rows that would silently be missing */
+    char wal[4300];
+    struct stat ws;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (stat(wal, &ws) == 0 && ws.st_size > 0) {
+        sp_fail(err, "%s: its write-ahead log %s (%lld bytes) holds commits not yet in the database, and the directory "
+                     "is not writable, so SQLite can only read the database without them: copy both files to a "
+                     "writable directory, or open it once where it is writable",
+                path, wal, (long long)ws.st_size);
+        return NULL;
     }
     char uri[4300];
     size_t k = (size_t)snprintf(uri, sizeof uri, "file:"); /* in a URI path '%', '?' and '#' are escaped */

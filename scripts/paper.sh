@@ -25,11 +25,12 @@ for spec in $SWEEPS; do
   "$SPRINTER" sweep "$SPECS/$spec.ini" --out "$OUT/sweeps/$spec" --jobs "$JOBS" --quiet
 done
 
-# 2. one results directory over both (a run's hash names its protocol settings, so none collide)
-stamp "sprinter merge --out $OUT"
+# 2. one results directory over both, asked for on purpose (--allow-specs: the protocols are different
+# specs of the same models; a run's hash names its protocol settings, so none collide)
+stamp "sprinter merge --allow-specs --out $OUT"
 dirs=()
 for spec in $SWEEPS; do dirs+=("$OUT/sweeps/$spec"); done
-"$SPRINTER" merge --quiet --out "$OUT" "${dirs[@]}"
+"$SPRINTER" merge --quiet --allow-specs --out "$OUT" "${dirs[@]}"
 
 # 3. target log-likelihood of every output (the quality axis, paired across methods by prompt)
 stamp "sprinter score $OUT --jobs $JOBS"

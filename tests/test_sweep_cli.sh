@@ -90,6 +90,23 @@ if ro_run test -r "$R/res/runs.sqlite" && ! ro_run test -w "$R/res"; then
   err=$(ro_run "$R/sprinter" analyze "$R/res" --no-plots --quiet 2>&1); rc=$?
   expect "analyze of a read-only results directory names what failed, in one line: exit $rc, $err" \
     '[[ $rc -ne 0 && $err != *"not a sprinter results database"* && $err == *report*denied* && $(printf "%s\n" "$err" | grep -c .) -eq 1 ]]'
+  # a write-ahead log beside it (a writer killed before its checkpoint: committed rows only in the -wal)
+  # cannot be read immutable: refused in one line naming the -wal, never the stale table (issue 27, class 8)
+  mkdir "$R/wal" && python3 - "$R/res/runs.sqlite" "$R/wal" <<'PY'
+import shutil, sqlite3, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copy(src, dst + "/work.sqlite")
+con = sqlite3.connect(dst + "/work.sqlite", isolation_level=None)
+con.execute("PRAGMA journal_mode=WAL"); con.execute("PRAGMA wal_autocheckpoint=0")
+con.execute("DELETE FROM prompts WHERE run_hash IN (SELECT run_hash FROM runs WHERE method = 'ar')")
+con.execute("DELETE FROM runs WHERE method = 'ar'")
+shutil.copy(dst + "/work.sqlite", dst + "/runs.sqlite"); shutil.copy(dst + "/work.sqlite-wal", dst + "/runs.sqlite-wal")
+con.close()
+PY
+  rm -f "$R"/wal/work.sqlite* && chmod -R a-w "$R/wal" && chmod -R a+rX "$R/wal"
+  s=$(ro_run "$R/sprinter" summary "$R/wal" 2>&1); rc=$?
+  expect "summary of a read-only directory with a -wal beside runs.sqlite: refused in one line naming it: exit $rc, $s" \
+    '[[ $rc -ne 0 && $s == *runs.sqlite-wal* && $(printf "%s\n" "$s" | grep -c .) -eq 1 ]]'
 else
   bad "read-only check: $R/res is not readable-but-not-writable for $(ro_run id -un 2>&1)"
 fi

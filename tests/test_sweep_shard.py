@@ -6,7 +6,10 @@
   nothing.
 - a shard left out of the merge: exit 4 and one line on stderr counting the runs of the grid that
   are missing, naming the shard; merging that shard afterwards completes the directory (exit 0,
-  equal to the unsharded sweep). Shards of two specs: the grid is the union of theirs.
+  equal to the unsharded sweep). Shards of two specs: refused unless --allow-specs, then the grid
+  is the union of theirs. A shard whose database holds no tables: exit 4, named.
+- runs of two target contents (swept into one --out, or merged) never share a summary row, and
+  analyze refuses to pool them.
 - --jobs 2 (two worker processes) equals --jobs 1; killing a --jobs 2 sweep with SIGKILL takes its
   workers down too, and the resumed sweep still equals the reference.
 Deterministic (fixed seeds); no false-failure rate beyond a machine too slow for the timeouts.
@@ -117,13 +120,92 @@ def main():
     p = run([args.sprinter, "sweep", spec2, "--out", other, "--quiet"])
     mixed = os.path.join(work, "mixed")
     m = run([args.sprinter, "merge", "--quiet", "--out", mixed, other] + shard_dirs[:2])
+    t.check(p.returncode == 0 and m.returncode == 1 and len(m.stderr.splitlines()) == 1 and
+            "different specs" in m.stderr and other in m.stderr and "--allow-specs" in m.stderr and
+            not hashes(mixed),
+            "merge of two specs' shards without --allow-specs: exit 1 (%d), one line naming both, nothing merged: %s"
+            % (m.returncode, m.stderr.strip()))
+    m = run([args.sprinter, "merge", "--quiet", "--allow-specs", "--out", mixed, other] + shard_dirs[:2])
     lines = [x for x in m.stderr.splitlines() if "missing" in x]
     t.check(p.returncode == 0 and m.returncode == 4 and len(lines) == 1 and lines[0].startswith(want) and
             "swept from 2 different grids" in lines[0],
             "merge of two specs' shards, one shard missing: exit 4 (%d): %s" % (m.returncode, m.stderr.strip()))
-    m = run([args.sprinter, "merge", "--quiet", "--out", mixed, other] + shard_dirs)
+    m = run([args.sprinter, "merge", "--quiet", "--allow-specs", "--out", mixed, other] + shard_dirs)
     t.check(m.returncode == 0 and "missing" not in m.stderr and "swept from 2 different grids" in m.stderr,
             "... and with every shard: exit 0 (%d), a note: %s" % (m.returncode, m.stderr.strip()))
+
+    # a shard whose database holds no tables (its sweep failed as it created it: a full disk): exit 4,
+    # one line naming it, the other shards merged, its runs counted missing
+    emp = os.path.join(work, "empty-shard")
+    shutil.rmtree(emp, ignore_errors=True)
+    edirs = [os.path.join(emp, "shard-%d" % i) for i in range(3)]
+    for i in range(3):
+        shutil.copytree(shard_dirs[i], edirs[i])
+    for f in os.listdir(edirs[2]):
+        if f.startswith("runs.sqlite"):
+            os.unlink(os.path.join(edirs[2], f))
+    con = sqlite3.connect(os.path.join(edirs[2], "runs.sqlite"))
+    con.execute("CREATE TABLE x(a)")
+    con.execute("DROP TABLE x")
+    con.close()
+    m = run([args.sprinter, "merge", "--quiet", "--out", emp] + edirs)
+    named = [x for x in m.stderr.splitlines() if os.path.join(edirs[2], "runs.sqlite") in x and "no tables" in x]
+    t.check(m.returncode == 4 and len(named) == 1 and hashes(emp) == parts[0] | parts[1] and
+            ("%d in shard 2/3" % len(in2)) in m.stderr,
+            "merge with a shard whose database has no tables: exit 4 (%d), one line naming it, shards 0 and 1 "
+            "merged (%d runs): %s" % (m.returncode, len(hashes(emp)) if os.path.exists(os.path.join(emp, "runs.sqlite"))
+                                       else -1, m.stderr.strip()))
+    open(os.path.join(edirs[2], "runs.sqlite"), "w").close()  # a 0-byte database: the same
+    m = run([args.sprinter, "merge", "--quiet", "--out", emp, edirs[2]])
+    t.check(m.returncode == 4 and "no tables" in m.stderr and edirs[2] in m.stderr,
+            "... a 0-byte runs.sqlite alone: exit 4 (%d): %s" % (m.returncode, m.stderr.strip()))
+
+    # runs of two target contents never share a row: a spec with another target swept into the same
+    # --out (ar runs of seeds 1, 2 each), and shards of the two targets merged
+    t2 = os.path.join(work, "target2")
+    shutil.rmtree(t2, ignore_errors=True)
+    subprocess.run([args.sprinter, "init-random", "--arch", "gpt2", "--config", os.path.join(work, "target.json"),
+                    "--seed", "7", "--out", t2], check=True, stdout=subprocess.DEVNULL)
+    for fn in ("vocab.json", "merges.txt"):
+        shutil.copy(os.path.join(work, "target", fn), t2)
+    spec_t2 = fx.write_spec(work, name="other_t2", methods="ar")
+    with open(spec_t2) as f:
+        txt = f.read().replace("target = %s/target\n" % work, "target = %s\n" % t2)
+    with open(spec_t2, "w") as f:
+        f.write(txt)
+    both = os.path.join(work, "two-targets")
+    shutil.rmtree(both, ignore_errors=True)
+    shutil.copytree(other, both)
+    p = run([args.sprinter, "sweep", spec_t2, "--out", both, "--quiet"])
+
+    def ar_rows(d):
+        s = run([args.sprinter, "summary", d, "--tsv"])
+        head = s.stdout.splitlines()[0].split("\t") if s.stdout else []
+        rows = [dict(zip(head, x.split("\t"))) for x in s.stdout.splitlines()[1:]]
+        return s.returncode, [r for r in rows if r.get("method") == "ar"]
+
+    rc, rows = ar_rows(both)
+    t.check(p.returncode == 0 and rc == 0 and len(rows) == 2 and all(r["runs"] == "2" for r in rows) and
+            len({r.get("target_sha256") for r in rows}) == 2,
+            "two targets swept into one --out: two ar rows of 2 runs, one per target sha256 (%s)" %
+            [(r.get("runs"), r.get("target_sha256", "?")[:8]) for r in rows])
+    s = run([args.sprinter, "summary", both])
+    t.check(s.returncode == 0 and "several model contents" in s.stdout and "target=" in s.stdout,
+            "... the table shows the target of each row and a note (%s)" % s.stdout.strip()[-300:])
+    a = run([args.sprinter, "analyze", both, "--quiet", "--no-plots"])
+    t.check(a.returncode != 0 and len(a.stderr.strip().splitlines()) == 1 and "different target model contents"
+            in a.stderr, "... analyze refuses to pool them: exit %d, %s" % (a.returncode, a.stderr.strip()[-300:]))
+    t2s = os.path.join(work, "t2-sharded")
+    p = [run([args.sprinter, "sweep", spec_t2, "--out", t2s, "--quiet", "--shard", "%d/2" % i]) for i in range(2)]
+    t2dirs = [os.path.join(t2s, "shard-%d" % i) for i in range(2)]
+    mt = os.path.join(work, "two-targets-merged")
+    m = run([args.sprinter, "merge", "--quiet", "--out", mt, other] + t2dirs)
+    t.check(all(x.returncode == 0 for x in p) and m.returncode == 1 and "different specs" in m.stderr,
+            "shards of two targets: merge refused without --allow-specs (%d): %s" % (m.returncode, m.stderr.strip()))
+    m = run([args.sprinter, "merge", "--quiet", "--allow-specs", "--out", mt, other] + t2dirs)
+    rc, rows = ar_rows(mt)
+    t.check(m.returncode == 0 and rc == 0 and len(rows) == 2 and all(r["runs"] == "2" for r in rows),
+            "... merged with --allow-specs: still two ar rows of 2 runs (%s)" % [r.get("runs") for r in rows])
 
     j2 = os.path.join(work, "jobs2")
     p = sweep(j2, "--jobs", "2")

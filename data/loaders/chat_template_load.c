@@ -27,14 +27,19 @@ int chat_template_load(const char *model_dir, ChatTemplate *t, SpErr *err) {
     snprintf(path, sizeof path, "%s/chat_template.jinja", model_dir);
     if (stat(path, &st) == 0) {
         if (!(t->tmpl = sp_read_file(path, 1u << 24, &len, err))) return -1;
+        if (strlen(t->tmpl) != len) { /* a template is text: a NUL would silently cut it */
+            sp_fail(err, "%s: a NUL byte at offset %zu: a template is text", path, strlen(t->tmpl));
+            return chat_template_free(t), -1;
+        }
         snprintf(t->source, sizeof t->source, "chat_template.jinja");
     }
     snprintf(path, sizeof path, "%s/tokenizer_config.json", model_dir);
     if (stat(path, &st) != 0) return 0;
     char *text = sp_read_file(path, 1u << 26, &len, err);
     if (!text) return chat_template_free(t), -1;
-    cJSON *cfg = cJSON_ParseWithLength(text, len);
+    cJSON *cfg = sp_json_parse(path, text, len, err); /* refuses \u0000 (a NUL would cut the template) */
     free(text);
+    if (!cfg) return chat_template_free(t), -1;
     int rc = 0;
     if (!cJSON_IsObject(cfg)) rc = sp_fail(err, "%s: not a JSON object", path);
     const cJSON *ct = rc ? NULL : cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");

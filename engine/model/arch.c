@@ -150,7 +150,7 @@ static const ArchInfo kArchs[] = {
                 .norm_eps = "rms_norm_eps", .act = "hidden_act"},
         .max_pos_default = 2048, .eps_default = 1e-6, .act_default = "silu", .tie_default = 0, .head_dim_free = 1,
         .parse_quirks = quirks_llama,
-        .gguf_arch = "llama", .gguf_permute_qk = 1, .gguf_vocab_size = 1, .gguf_add_bos = 1,
+        .gguf_arch = "llama", .gguf_permute_qk = 1, .gguf_vocab_size = 1,
     },
 };
 

@@ -76,7 +76,6 @@ typedef struct ArchInfo {
     const char *gguf_arch;  /* general.architecture; NULL: llama.cpp has no such architecture */
     int gguf_permute_qk;    /* q/k rows permuted to llama.cpp's interleaved RoPE pairs */
     int gguf_vocab_size;    /* writes "<arch>.vocab_size" */
-    int gguf_add_bos;       /* tokenizer.ggml.add_bos_token */
 } ArchInfo;
 
 /* The row of an Arch id (never NULL for an id config_parse produced). */

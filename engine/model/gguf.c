@@ -11,6 +11,7 @@
 #include "jsonutil.h"
 #include "kernels.h"
 #include "safetensors.h"
+#include "tokenizer.h"
 
 #define GGUF_ALIGN 32
 #define GGUF_MAX_NAME 64 /* ggml's GGML_MAX_NAME, the terminating NUL included */
@@ -80,6 +81,7 @@ typedef struct Vocab {
     int n;
     char **merges;
     int n_merges;
+    int add_bos, add_eos; /* the engine tokenizer's (tokenizer_config.json add_bos_token / add_eos_token) */
 } Vocab;
 
 static void vocab_free(Vocab *v) {
@@ -188,9 +190,20 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
     v->tok = calloc((size_t)v->n, sizeof *v->tok);
     v->type = calloc((size_t)v->n, sizeof *v->type);
     if (!v->tok || !v->type) return sp_fail(err, "out of memory");
+    /* the tokenizer as the engine loads it: its family, and whether it adds BOS / EOS */
+    Tokenizer *tk = tokenizer_load_dir(dir, err);
+    if (!tk) return -1;
+    int rc = 0;
+    if (tokenizer_kind(tk) != TOK_GPT2_BPE)
+        rc = sp_fail(err, "%s: a SentencePiece-style vocabulary (\"\xe2\x96\x81\" spaces, <0xNN> byte tokens): export-gguf "
+                          "writes only GPT-2 byte-level BPE (tokenizer.ggml.model \"gpt2\"), as which llama.cpp would "
+                          "tokenize it wrongly", tokenizer_source(tk));
+    v->add_bos = tokenizer_add_bos(tk), v->add_eos = tokenizer_add_eos(tk);
+    tokenizer_free(tk);
+    if (rc) return rc;
     char path[4200];
     if (sp_path_join(path, sizeof path, dir, "vocab.json", err)) return -1;
-    int rc = access(path, R_OK) == 0 ? read_vocab_merges(dir, v, err) : read_tokenizer_json(dir, v, err);
+    rc = access(path, R_OK) == 0 ? read_vocab_merges(dir, v, err) : read_tokenizer_json(dir, v, err);
     if (rc) return rc;
     if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_CONTROL;
     if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_CONTROL;
@@ -333,8 +346,8 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
     for (int i = 0; i < v->n_merges; i++) put_str(&m->b, v->merges[i]);
     if (c->bos_id >= 0) kv_u32(m, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_id);
     if (c->eos_id >= 0) kv_u32(m, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_id);
-    kv_bool(m, "tokenizer.ggml.add_bos_token", a->gguf_add_bos);
-    kv_bool(m, "tokenizer.ggml.add_eos_token", 0);
+    kv_bool(m, "tokenizer.ggml.add_bos_token", v->add_bos); /* what the engine does, not the architecture's habit */
+    kv_bool(m, "tokenizer.ggml.add_eos_token", v->add_eos);
 }
 
 static uint64_t pad_to(uint64_t n) { return (n + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN; }

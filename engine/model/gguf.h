@@ -21,8 +21,10 @@
  * Tokenizer: tokenizer.ggml.model "gpt2", pre "gpt-2" (the GPT-2 pre-tokenizer regex), tokens and
  * merges as the byte-level strings of vocab.json + merges.txt (else tokenizer.json), token types 1
  * normal, 3 control (added special tokens, bos, eos), 5 unused (ids the vocabulary lacks, named
- * [PADn]); bos / eos ids from config.json; add_bos_token true for llama (as this engine's encoder
- * adds BOS for Llama), false for gpt2.
+ * [PADn]); bos / eos ids from config.json; add_bos_token / add_eos_token as the engine's tokenizer
+ * of that directory adds them (tokenizer_add_bos / tokenizer_add_eos: tokenizer_config.json, else the
+ * tokenizer family's default), never from the architecture. A SentencePiece-style vocabulary
+ * (tokenizer.json with "▁" spaces and <0xNN> byte tokens) is refused: it is not GPT-2 BPE.
  * The file is written to OUT.tmp and renamed; nothing is left behind on error. */
 #ifndef SP_GGUF_H
 #define SP_GGUF_H

@@ -73,7 +73,35 @@ static int json_depth(const char *text, size_t n) {
     return deepest;
 }
 
+/* The byte offset of the first \\u0000 escape inside a string of text[0..n), or n when none: cJSON
+ * decodes it into a NUL, and every C string would silently end there. */
+static size_t json_nul_escape(const char *text, size_t n) {
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                if (i + 5 < n && text[i + 1] == 'u' && !strncmp(text + i + 2, "0000", 4)) return i;
+                i++;
+            } else if (c == '"') {
+                in_string = 0;
+            }
+        } else if (c == '"') {
+            in_string = 1;
+        }
+    }
+    return n;
+}
+
 cJSON *sp_json_parse(const char *path, const char *text, size_t n, SpErr *err) {
+    size_t nul = json_nul_escape(text, n);
+    if (nul < n) {
+        size_t line = 1;
+        for (size_t i = 0; i < nul; i++) line += text[i] == '\n';
+        sp_fail(err, "%s: line %zu (byte %zu): a string holds \\u0000 (NUL), which would cut the text there", path, line,
+                nul);
+        return NULL;
+    }
     const char *end = NULL;
     /* n + 1 includes the NUL, so content after the value is rejected */
     cJSON *j = cJSON_ParseWithLengthOpts(text, n + 1, &end, 1);

@@ -195,6 +195,18 @@ def main():
         want = "tokenizer_config.json" + ((": field \"%s\"" % field) if field else "")
         check(not g["ok"] and want in g["error"] and "\n" not in g["error"],
               "bad tokenizer_config.json %r: one line naming the file%s: %r" % (cfg, " and field" if field else "", g))
+    # a NUL in a template or a special token would cut the text (issue 27, class 4): refused, one line
+    for cfg, where in (({"chat_template": "A\x00B"}, "chat_template"), ({"chat_template": "T", "bos_token": "<s>\x00x"},
+                       "bos_token"), ({"chat_template": "T", "eos_token": {"content": "</s>\x00"}}, "eos_token")):
+        g = load(cfg)
+        check(not g["ok"] and "tokenizer_config.json" in g["error"] and "u0000" in g["error"] and
+              "\n" not in g["error"], "NUL in %s of tokenizer_config.json: refused in one line: %r" % (where, g))
+    g = load({"chat_template": "A\\u0000B"})
+    check(g.get("ok") and g.get("template") == "A\\u0000B",
+          "an escaped backslash before u0000 is text, kept as it is: %r" % g)
+    g = load({"eos_token": "</s>"}, jinja="{{ bos_token }}\x00{{ messages }}")
+    check(not g["ok"] and "chat_template.jinja" in g["error"] and "NUL" in g["error"] and "\n" not in g["error"],
+          "NUL byte in chat_template.jinja: refused in one line naming the file: %r" % g)
     print("chat_template: %d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
 
