@@ -86,6 +86,11 @@ static const char *lookup(void *ctx, const char *dataset, const char *format, co
         else
             r->set[k].ok = dataset_load(path, strcmp(format, "auto") ? format : NULL, 0, &r->set[k].ds, &err) == 0;
         if (!r->set[k].ok && !r->quiet) fprintf(stderr, "analyze: no references for ROUGE: %s\n", err.msg);
+        const Dataset *ds = &r->set[k].ds;
+        if (r->set[k].ok && ds->n_empty_refs && !r->quiet) /* named, never skipped silently */
+            fprintf(stderr, "analyze: %s: %d reference%s given as an empty string (the first at line %d): no ROUGE for %s\n",
+                    path, ds->n_empty_refs, ds->n_empty_refs > 1 ? "s" : "", ds->first_empty_ref_line,
+                    ds->n_empty_refs > 1 ? "those turns" : "that turn");
         r->n++;
     }
     if (!r->set[k].ok || prompt_index < 0 || prompt_index >= r->set[k].ds.n) return NULL;

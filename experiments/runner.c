@@ -159,6 +159,7 @@ typedef struct Ctx {
     FileStamp *stamps; /* every file of the model directories as loaded (changed_input checks them) */
     int n_stamps;
     int inputs_loaded; /* load_inputs has run */
+    int created_out;   /* the results directory did not exist before this sweep */
 } Ctx;
 
 /* SIGINT / SIGTERM: the handler only records the signal (the one piece of process-global state
@@ -231,6 +232,10 @@ static int load_prompts(Ctx *c, int d, int max_prompt, SpErr *err) {
     const char *path = s->datasets[d];
     int need = s->prompt_offset + s->n_prompts;
     if (dataset_load(path, s->data_format[0] ? s->data_format : NULL, need, &P->ds, err)) return -1;
+    if (P->ds.n_empty_refs && c->o->progress) /* a data flaw is named, never skipped silently */
+        fprintf(stderr, "sweep: %s: %d reference%s given as an empty string (the first at line %d): no ROUGE for %s\n",
+                path, P->ds.n_empty_refs, P->ds.n_empty_refs > 1 ? "s" : "", P->ds.first_empty_ref_line,
+                P->ds.n_empty_refs > 1 ? "those turns" : "that turn");
     if (P->ds.n < need)
         return sp_fail(err, "%s: [data] n_prompts: %s has %d prompts, offset %d + n_prompts %d needs %d", s->path, path,
                        P->ds.n, s->prompt_offset, s->n_prompts, need);
@@ -707,6 +712,8 @@ static int prepare(Ctx *c, SpErr *err) {
     char tokens[4200];
     snprintf(tokens, sizeof tokens, "%s/tokens", o->out_dir);
     snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", o->out_dir);
+    struct stat st;
+    c->created_out = stat(o->out_dir, &st) != 0;
     if (mkdirs(o->out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
     if (lock_results_dir(o->out_dir, &c->lock_fd, err) || !(c->db = db_open(c->db_path, err))) return -1;
     /* the grid, for merge to count the runs missing from the shards (written before any run) */
@@ -901,6 +908,32 @@ static int time_runs(Ctx *c, int *timed, SpErr *err) {
     return rc;
 }
 
+/* A sweep refused before any run (models, data or verifiers failed their checks) leaves nothing in a
+ * results directory it created: its database, tokens/ and lock go, then the directory itself when it
+ * is empty. A directory that existed before is left as it was found but for the database's schema. */
+static void undo_created_out(Ctx *c) {
+    if (!c->created_out) return;
+    int64_t done = 0, failed = 0, tokens = 0;
+    Db *db = c->db ? c->db : db_open(c->db_path, NULL);
+    int busy = !db || db_progress(db, &done, &failed, &tokens, NULL) || done || failed;
+    if (db != c->db) db_close(db);
+    if (busy) return; /* something of value is there */
+    db_close(c->db);
+    c->db = NULL;
+    const char *const files[] = {"runs.sqlite", "runs.sqlite-wal", "runs.sqlite-shm", ".sweep.lock"};
+    char path[4400];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", c->o->out_dir, files[i]);
+        unlink(path);
+    }
+    const char *const dirs[] = {"tokens", "verifiers"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        snprintf(path, sizeof path, "%s/%s", c->o->out_dir, dirs[i]);
+        rmdir(path); /* only when empty */
+    }
+    rmdir(c->o->out_dir);
+}
+
 int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err) {
     Ctx c = {.s = s, .o = o, .lock_fd = -1};
     memset(cnt, 0, sizeof *cnt);
@@ -946,6 +979,7 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
     if (rc == 0) rc = time_runs(&c, &cnt->timed, err);
     if (rc == 0) rc = collect_failures(&c, cnt, err);
 done:
+    if (rc && !g_stop_signal && cnt->ran == 0 && cnt->failed_now == 0) undo_created_out(&c);
     ctx_free(&c);
     return rc;
 }

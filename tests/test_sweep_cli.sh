@@ -42,6 +42,8 @@ check_bad() {
   n_runs=0
   [[ -f $out/runs.sqlite ]] && n_runs=$(sqlite3 "$out/runs.sqlite" "select count(*) from runs" 2>/dev/null || echo 0)
   expect "$name: no run started ($n_h5 logs, $n_runs rows)" '[[ $n_h5 -eq 0 && $n_runs -eq 0 ]]'
+  # a refused sweep leaves nothing in a results directory it created (issue 27, class 9)
+  expect "$name: the new --out is not left behind ($(ls -A "$out" 2>/dev/null | tr '\n' ' '))" '[[ ! -e $out ]]'
 }
 check_bad unknown_key 's/^\[grid\]/[grid]\nwarp = 9/' "[grid] warp: unknown key"
 check_bad empty_grid 's/^tau = .*/tau =/' "[grid] tau: empty list"
@@ -52,6 +54,7 @@ check_bad few_prompts 's/^n_prompts = 2/n_prompts = 30/' "[data] n_prompts: "
 check_bad overlap 's/^offset = 20/offset = 5/' "[data] offset: 5 overlaps the verifier's training prompts"
 check_bad no_dataset "s|^datasets = .*|datasets = $W/nope.jsonl|" "[data] datasets"
 check_bad overlap_bool 's/^offset = 20/offset = 5\neval_on_verifier_prompts = maybe/' "[data] eval_on_verifier_prompts"
+check_bad no_room 's/^max_new_tokens = .*/max_new_tokens = 100000/' "[decode] max_new_tokens"
 # the authors' evaluation on the verifier's training prompts, when the spec asks for it
 sed -e 's/^offset = 20/offset = 5\neval_on_verifier_prompts = true/' "$GOOD" > "$W/overlap_ok.ini"
 d=$("$S" sweep "$W/overlap_ok.ini" --out "$W/overlap_ok" --dry-run 2>&1 | tail -1)
@@ -62,6 +65,14 @@ err=$("$S" sweep "$W/unwritable.ini" --out "$W/a-file/results" --quiet 2>&1 >/de
 lines=$(printf '%s\n' "$err" | grep -c .)
 expect "unwritable --out: non-zero exit, one line naming --out (got: $err)" \
   '[[ $rc -ne 0 && $lines -eq 1 && $err == *--out* && $err == *a-file* ]]'
+
+# A data file's flaw is named, never skipped silently (issue 27, class 9): a reference given as "".
+sed -e '22s/"reference": "[^"]*"/"reference": ""/' "$W/data.jsonl" > "$W/emptyref.jsonl"
+sed -e "s|^datasets = .*|datasets = $W/emptyref.jsonl|" -e 's/^methods = .*/methods = ar/' -e 's/^name = good/name = emptyref/' \
+  "$GOOD" > "$W/emptyref.ini"
+"$S" sweep "$W/emptyref.ini" --out "$W/emptyref" >/dev/null 2>"$W/emptyref.err"; rc=$?
+expect "an empty-string reference is named on stderr with its line (rc $rc: $(grep -i 'empty string' "$W/emptyref.err"))" \
+  '[[ $rc -eq 0 ]] && grep -q "emptyref.jsonl: 1 reference given as an empty string (the first at line 22)" "$W/emptyref.err"'
 
 # A good sweep: table at the end, summary from the database, dry run, resume skips everything.
 out=$("$S" sweep "$GOOD" --out "$W/res" --verifier-cache "$W/vcache" 2>"$W/sweep.err"); rc=$?

@@ -116,6 +116,11 @@ static int reference_alternatives(const cJSON *ref, char **joined) {
     return 0;
 }
 
+/* A reference given as "": no reference for the example, counted (Dataset.n_empty_refs). */
+static void count_empty_ref(Dataset *d, int line_no) {
+    if (d->n_empty_refs++ == 0) d->first_empty_ref_line = line_no;
+}
+
 /* One Spec-Bench question (a parsed line): an example per turn, up to max_n examples in all.
  * "turns" must be a non-empty array of non-empty strings; "reference", when present, an array with
  * at most one entry per turn (reference[k] belongs to turn k), each a string or a list of acceptable
@@ -145,6 +150,7 @@ static int push_specbench(const char *path, int line_no, const cJSON *o, int max
         if (ref && !cJSON_IsString(ref) && reference_alternatives(ref, &joined))
             return sp_fail(err, "%s: line %d: field \"reference\"[%d] must be a string or a non-empty array of strings",
                            path, line_no, k);
+        if (cJSON_IsString(ref) && !ref->valuestring[0]) count_empty_ref(d, line_no);
         Example x = {.id = idbuf, .prompt = turn->valuestring,
                      .reference = joined ? joined : ref ? ref->valuestring : NULL, .source = (char *)"spec-bench",
                      .category = cat ? cat->valuestring : NULL, .turn = k};
@@ -206,6 +212,7 @@ static int load_jsonl(const char *path, char *text, const char *fmt, int max_n, 
                 rc = sp_fail(err, "%s: line %d: field \"category\" must be a string", path, line_no);
             if (cJSON_IsString(id)) snprintf(idbuf, sizeof idbuf, "%s", id->valuestring);
             else if (cJSON_IsNumber(id)) snprintf(idbuf, sizeof idbuf, "%d", id->valueint);
+            if (!rc && cJSON_IsString(rf) && !rf->valuestring[0]) count_empty_ref(d, line_no);
             Example x = {.id = idbuf, .prompt = rc ? NULL : pr->valuestring, .reference = rf ? rf->valuestring : NULL,
                          .source = cJSON_IsString(sr) ? sr->valuestring : NULL, .category = ct ? ct->valuestring : NULL};
             if (!rc && push(d, &cap, &x)) rc = sp_fail(err, "out of memory");

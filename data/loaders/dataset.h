@@ -28,6 +28,9 @@ typedef struct Example {
 typedef struct Dataset {
     Example *ex;
     int n;
+    /* references given as an empty string (Spec-Bench's question.jsonl has 8): kept as no reference
+     * (no ROUGE for that turn), counted so that every reader can say so; the first one's line */
+    int n_empty_refs, first_empty_ref_line;
     char format[16]; /* the format it was read as: "jsonl", "specbench", "lm1b" or "wikisum" */
 } Dataset;
 
