@@ -253,10 +253,20 @@ static Expr *parse_primary(Ctx *c, Toks *t, int depth) {
     return e;
 }
 
+/* One more link of a left-to-right chain (a + b + c, x | f | g, a.b.c): each link deepens the tree
+ * the evaluator walks recursively, so a chain counts against MAX_DEPTH as nesting does. */
+static int chain_link(Ctx *c, const Toks *t, int *depth) {
+    if (++*depth > MAX_DEPTH)
+        return ct_fail(c, t->line, "expression chained too long (more than %d operators, filters or postfixes in a row)",
+                       MAX_DEPTH);
+    return 0;
+}
+
 /* Postfix: .attr, [index], [a:b], (args). */
 static Expr *parse_postfix(Ctx *c, Toks *t, int depth) {
     Expr *e = parse_primary(c, t, depth);
     while (e) {
+        if ((is_op(t, ".") || is_op(t, "[") || is_op(t, "(")) && chain_link(c, t, &depth)) return NULL;
         if (accept_op(t, ".")) {
             if (peek(t)->k != T_NAME) return ct_fail(c, t->line, "expected a name after '.'"), NULL;
             Expr *a = node(c, E_ATTR, t->line);
@@ -296,6 +306,7 @@ static Expr *parse_postfix(Ctx *c, Toks *t, int depth) {
 static Expr *parse_filtered(Ctx *c, Toks *t, int depth) {
     Expr *e = parse_postfix(c, t, depth);
     while (e) {
+        if ((is_op(t, "|") || is_name(t, "is")) && chain_link(c, t, &depth)) return NULL;
         if (accept_op(t, "|")) {
             if (peek(t)->k != T_NAME) return ct_fail(c, t->line, "expected a filter name after '|'"), NULL;
             Expr *f = node(c, E_FILTER, t->line);
@@ -339,6 +350,7 @@ static Expr *parse_mul(Ctx *c, Toks *t, int depth) {
     while (e && (is_op(t, "*") || is_op(t, "/") || is_op(t, "//") || is_op(t, "%"))) {
         const char *op = peek(t)->s;
         t->pos++;
+        if (chain_link(c, t, &depth)) return NULL;
         Expr *b = parse_unary(c, t, depth);
         e = b ? binary(c, op, e, b, t->line) : NULL;
     }
@@ -348,6 +360,7 @@ static Expr *parse_mul(Ctx *c, Toks *t, int depth) {
 static Expr *parse_concat(Ctx *c, Toks *t, int depth) {
     Expr *e = parse_mul(c, t, depth);
     while (e && accept_op(t, "~")) {
+        if (chain_link(c, t, &depth)) return NULL;
         Expr *b = parse_mul(c, t, depth);
         e = b ? binary(c, "~", e, b, t->line) : NULL;
     }
@@ -359,6 +372,7 @@ static Expr *parse_add(Ctx *c, Toks *t, int depth) {
     while (e && (is_op(t, "+") || is_op(t, "-"))) {
         const char *op = peek(t)->s;
         t->pos++;
+        if (chain_link(c, t, &depth)) return NULL;
         Expr *b = parse_concat(c, t, depth);
         e = b ? binary(c, op, e, b, t->line) : NULL;
     }
@@ -382,6 +396,7 @@ static Expr *parse_compare(Ctx *c, Toks *t, int depth) {
         } else {
             break;
         }
+        if (chain_link(c, t, &depth)) return NULL;
         Expr *b = parse_add(c, t, depth);
         e = b ? binary(c, op, e, b, t->line) : NULL;
         if (e) e->negate = negate;
@@ -402,6 +417,7 @@ static Expr *parse_not(Ctx *c, Toks *t, int depth) {
 static Expr *parse_and(Ctx *c, Toks *t, int depth) {
     Expr *e = parse_not(c, t, depth);
     while (e && accept_name(t, "and")) {
+        if (chain_link(c, t, &depth)) return NULL;
         Expr *a = node(c, E_AND, t->line);
         if (!a || !(a->b = parse_not(c, t, depth))) return NULL;
         a->a = e;
@@ -413,6 +429,7 @@ static Expr *parse_and(Ctx *c, Toks *t, int depth) {
 static Expr *parse_or(Ctx *c, Toks *t, int depth) {
     Expr *e = parse_and(c, t, depth);
     while (e && accept_name(t, "or")) {
+        if (chain_link(c, t, &depth)) return NULL;
         Expr *o = node(c, E_OR, t->line);
         if (!o || !(o->b = parse_and(c, t, depth))) return NULL;
         o->a = e;

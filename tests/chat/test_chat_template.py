@@ -73,6 +73,9 @@ CONSTRUCTS = {
 CONSTRUCTS["whitespace control"] = CONSTRUCTS["whitespace control"].rsplit("{% raw_not_used", 1)[0]
 
 OUTSIDE = {  # Jinja accepts these; the subset must refuse them, naming the line
+    # chains of 15,000 links overflowed the C stack (exit 139, issue 27 class 4): refused in one line
+    "a 15,000-term sum": "{{ " + " + ".join(["1"] * 15000) + " }}",
+    "a 15,000-filter chain": "{{ 'x'" + " | trim" * 15000 + " }}",
     "a macro": "ok\n{% macro f() %}x{% endmacro %}",
     "tojson": "{{ messages | tojson }}",
     "tuple unpacking": "{% for a, b in [[1, 2]] %}{{ a }}{% endfor %}",
