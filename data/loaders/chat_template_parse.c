@@ -107,6 +107,72 @@ typedef struct Tok {
     long long i;
 } Tok;
 
+/* Hex digits s[0..n) as a number, or -1 when one is not a hex digit. */
+static long hex_value(const char *s, int n) {
+    long v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isxdigit((unsigned char)s[i])) return -1;
+        v = v * 16 + (isdigit((unsigned char)s[i]) ? s[i] - '0' : (tolower((unsigned char)s[i]) - 'a' + 10));
+    }
+    return v;
+}
+
+/* Code point cp as UTF-8 at *w (advanced); -1 for a surrogate or beyond U+10FFFF. */
+static int put_utf8(unsigned long cp, char **w) {
+    unsigned char *o = (unsigned char *)*w;
+    if (cp < 0x80) *o++ = (unsigned char)cp;
+    else if (cp < 0x800) *o++ = (unsigned char)(0xC0 | cp >> 6), *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    else if (cp < 0x10000) {
+        if (cp >= 0xD800 && cp < 0xE000) return -1;
+        *o++ = (unsigned char)(0xE0 | cp >> 12), *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    } else if (cp <= 0x10FFFF) {
+        *o++ = (unsigned char)(0xF0 | cp >> 18), *o++ = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        *o++ = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)), *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+    } else {
+        return -1;
+    }
+    *w = (char *)o;
+    return 0;
+}
+
+/* One escape of a string literal, *p at its backslash (left at its last character), decoded into *w
+ * as Jinja decodes it (Python's unicode-escape): \\ \' \" \a \b \f \n \r \t \v, \ooo (octal), \xHH,
+ * \uHHHH, \UHHHHHHHH, a backslash before a newline drops both; any other is kept as written. A code
+ * point 0 is refused (it would cut the text), and so is \N{name} (no name table here). */
+static int unescape(Ctx *c, int line, const char **p, char **w) {
+    const char *s = ++*p;
+    static const char simple[] = "\\'\"abfnrtv", value[] = "\\'\"\a\b\f\n\r\t\v";
+    const char *k = strchr(simple, *s);
+    if (k && *s) {
+        *(*w)++ = value[k - simple];
+        return 0;
+    }
+    if (*s == '\n') return 0;
+    unsigned long cp;
+    int len;
+    if (*s >= '0' && *s <= '7') {
+        cp = 0, len = 0;
+        while (len < 3 && s[len] >= '0' && s[len] <= '7') cp = cp * 8 + (unsigned long)(s[len++] - '0');
+        *p = s + len - 1;
+    } else if (*s == 'x' || *s == 'u' || *s == 'U') {
+        len = *s == 'x' ? 2 : *s == 'u' ? 4 : 8;
+        long v = (long)strnlen(s + 1, (size_t)len) == len ? hex_value(s + 1, len) : -1;
+        if (v < 0) return ct_fail(c, line, "string escape \\%c needs %d hex digits", *s, len);
+        cp = (unsigned long)v;
+        *p = s + len;
+    } else if (*s == 'N') {
+        return ct_fail(c, line, "string escape \\N{...} (a Unicode character name) is outside the subset");
+    } else {
+        *(*w)++ = '\\', *(*w)++ = *s; /* Python keeps unknown escapes */
+        return 0;
+    }
+    if (cp == 0) return ct_fail(c, line, "string escape decodes to a NUL character");
+    if (put_utf8(cp, w)) return ct_fail(c, line, "string escape decodes to no valid character (U+%lX)", cp);
+    return 0;
+}
+
+
 typedef struct Toks {
     Tok *t;
     int n, pos, line;
@@ -154,16 +220,7 @@ static int tokenize(Ctx *c, const char *src, int line, Toks *out) {
                     *w++ = *p;
                     continue;
                 }
-                p++;
-                switch (*p) {
-                case 'n': *w++ = '\n'; break;
-                case 't': *w++ = '\t'; break;
-                case 'r': *w++ = '\r'; break;
-                case '\\': *w++ = '\\'; break;
-                case '\'': *w++ = '\''; break;
-                case '"': *w++ = '"'; break;
-                default: *w++ = '\\', *w++ = *p; break; /* Python keeps unknown escapes */
-                }
+                if (unescape(c, line, &p, &w)) return -1;
             }
             if (*p != quote) return ct_fail(c, line, "unterminated string");
             p++;

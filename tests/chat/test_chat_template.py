@@ -47,6 +47,9 @@ PUBLISHED = {
 
 # Written here: every construct of the subset, and the whitespace rules.
 CONSTRUCTS = {
+    # string escapes as Jinja decodes them (Python's unicode-escape; issue 27 class 4: they were output
+    # literally): \u, \x, octal, \U, \t, an unknown escape kept
+    "string escapes": r"{{ 'caf\u00e9 \x41\101 \U0001F600 a\tb \q \'' }}",
     "filters, tests, operators": "{% for m in messages %}{{ loop.index }}/{{ loop.length }} {{ m.role | upper }} "
     "{{ m['content'] | length }} {{ 'even' if loop.index0 is even else 'odd' }} {{ m.content[:3] ~ '|' ~ m.content[-2:] }}"
     "{{ ' last' if loop.last }}{{ ' first' if loop.first else '' }} {{ loop.revindex }}:{{ loop.revindex0 }}\n{% endfor %}"
@@ -73,6 +76,7 @@ CONSTRUCTS = {
 CONSTRUCTS["whitespace control"] = CONSTRUCTS["whitespace control"].rsplit("{% raw_not_used", 1)[0]
 
 OUTSIDE = {  # Jinja accepts these; the subset must refuse them, naming the line
+    "a named escape": r"{{ '\N{BULLET}' }}",
     # chains of 15,000 links overflowed the C stack (exit 139, issue 27 class 4): refused in one line
     "a 15,000-term sum": "{{ " + " + ".join(["1"] * 15000) + " }}",
     "a 15,000-filter chain": "{{ 'x'" + " | trim" * 15000 + " }}",
