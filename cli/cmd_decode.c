@@ -208,7 +208,7 @@ int cmd_decode(int argc, char **argv) {
     if (dm && model_weight_bytes(dm) > biggest) biggest = model_weight_bytes(dm);
     openblas_set_num_threads(o.threads ? (int)o.threads : suggest_threads(biggest, (int)sysconf(_SC_NPROCESSORS_ONLN)));
     if (o.prompt) {
-        if (tokenizer_encode(tok, o.prompt, strlen(o.prompt), tokenizer_add_bos(tok), &ids, &n, &err)) goto done;
+        if (tokenizer_encode_text(tok, o.prompt, strlen(o.prompt), &ids, &n, &err)) goto done;
     } else if (arg_ids("decode", "prompt-ids", o.prompt_ids, 1 << 20, &ids, &n)) {
         rc = 2;
         goto done;

@@ -114,7 +114,7 @@ int cmd_generate(int argc, char **argv) {
     openblas_set_num_threads(threads ? (int)threads
                                      : suggest_threads(model_weight_bytes(m), (int)sysconf(_SC_NPROCESSORS_ONLN)));
     if (prompt) {
-        if (tokenizer_encode(tok, prompt, strlen(prompt), tokenizer_add_bos(tok), &ids, &n_prompt, &err)) goto done;
+        if (tokenizer_encode_text(tok, prompt, strlen(prompt), &ids, &n_prompt, &err)) goto done;
     } else if (arg_ids(cmd, "prompt-ids", prompt_ids, MAX_IDS, &ids, &n_prompt)) {
         rc = 2;
         goto done;

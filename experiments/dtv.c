@@ -386,7 +386,7 @@ static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
     const ModelConfig *mc = model_config(c->m.target);
     int32_t *ids;
     size_t len;
-    if (tokenizer_encode(c->m.tokenizer, ex->prompt, strlen(ex->prompt), tokenizer_add_bos(c->m.tokenizer), &ids, &len, err))
+    if (tokenizer_encode_text(c->m.tokenizer, ex->prompt, strlen(ex->prompt), &ids, &len, err))
         return sp_err_prefix(err, "%s: prompt %d", s->data_path, pi);
     if (len == 0) {
         free(ids);

@@ -195,7 +195,7 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
     for (int i = 0; i < ds.n; i++) {
         int32_t *ids;
         size_t n;
-        if (tokenizer_encode(tok, ds.ex[i].prompt, strlen(ds.ex[i].prompt), tokenizer_add_bos(tok), &ids, &n, err)) {
+        if (tokenizer_encode_text(tok, ds.ex[i].prompt, strlen(ds.ex[i].prompt), &ids, &n, err)) {
             sp_err_prefix(err, "%s: prompt %d", s->data_path, i);
             goto done;
         }

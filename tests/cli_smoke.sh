@@ -92,4 +92,15 @@ for what in "decode --draft $G --target $T --prompt hello --method sd --max-new 
     '[[ $rc -eq 1 && $(wc -l < "$W/err") -eq 1 && $e == *"$T/vocab.json: the tokenizer has 269 tokens but $T/config.json: vocab_size is 96"* ]]'
 done
 
+# tokenizer_config.json's add_eos_token is applied where prompts are encoded (issue 27, class 4): the
+# prompt gets one token more, the EOS
+E=$W/eos; mkdir -p "$E/tok"
+sed -e 's/"vocab_size":[[:space:]]*[0-9]*/"vocab_size": 279/' "$L/config.json" > "$W/eos_config.json"
+"$S" init-random --arch llama --config "$W/eos_config.json" --seed 1 --out "$E/model" >/dev/null || bad "init-random eos"
+cp "$(dirname "$0")/tokenizer/fixtures/llama/tokenizer.json" "$E/tok/"
+n0=$("$S" generate --model "$E/model" --tokenizer "$E/tok" --prompt "hello world" --max-new 1 2>&1 >/dev/null | sed -n 's/^prompt \([0-9]*\) tokens.*/\1/p')
+echo '{"add_eos_token": true}' > "$E/tok/tokenizer_config.json"
+n1=$("$S" generate --model "$E/model" --tokenizer "$E/tok" --prompt "hello world" --max-new 1 2>&1 >/dev/null | sed -n 's/^prompt \([0-9]*\) tokens.*/\1/p')
+expect "add_eos_token: true adds the EOS to the prompt ($n0 -> $n1 tokens)" '[[ -n $n0 && $n1 -eq $((n0 + 1)) ]]'
+
 report cli_smoke

@@ -135,8 +135,11 @@ int prompt_encode(const PromptFormat *f, const Tokenizer *tok, int bos_id, const
                   int32_t **ids, int *n, int *truncated, SpErr *err) {
     size_t len;
     *truncated = 0;
-    int add_bos = f->kind == PROMPT_TEMPLATE_CHAT ? 0 : tokenizer_add_bos(tok); /* a chat template writes its BOS */
-    if (tokenizer_encode(tok, text, strlen(text), add_bos, ids, &len, err)) return -1;
+    /* a chat template writes its own special tokens (apply_chat_template encodes without adding any);
+     * any other prompt is encoded as tokenizer(text) does, with the tokenizer's BOS and EOS rules */
+    int rc = f->kind == PROMPT_TEMPLATE_CHAT ? tokenizer_encode_flags(tok, text, strlen(text), 0, ids, &len, err)
+                                             : tokenizer_encode_text(tok, text, strlen(text), ids, &len, err);
+    if (rc) return -1;
     if (len == 0) { /* an empty prompt conditions on BOS alone */
         free(*ids);
         *ids = NULL;

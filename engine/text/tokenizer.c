@@ -490,6 +490,11 @@ int tokenizer_encode_flags(const Tokenizer *t, const char *text, size_t len, uns
     return 0;
 }
 
+int tokenizer_encode_text(const Tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, SpErr *err) {
+    unsigned flags = (tokenizer_add_bos(t) ? TOK_ENC_BOS : 0) | (tokenizer_add_eos(t) ? TOK_ENC_EOS : 0);
+    return tokenizer_encode_flags(t, text, len, flags, ids, n, err);
+}
+
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids,
                      size_t *n, SpErr *err) {
     return tokenizer_encode_flags(t, text, len, add_bos ? TOK_ENC_BOS : 0u, ids, n, err);

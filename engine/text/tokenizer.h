@@ -66,6 +66,10 @@ int tokenizer_encode_flags(const Tokenizer *t, const char *text, size_t len, uns
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, int add_bos, int32_t **ids,
                      size_t *n, SpErr *err);
 
+/* The text as Hugging Face's tokenizer(text) encodes it (add_special_tokens): with the BOS and EOS
+ * that tokenizer_add_bos / tokenizer_add_eos say this tokenizer adds. Every prompt goes through it. */
+int tokenizer_encode_text(const Tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, SpErr *err);
+
 /* Decodes ids[0..n) into *text (malloc'd, NUL-terminated, *len bytes without the NUL).
  * Ids out of range are an error. Special tokens (BOS/EOS) are skipped when skip_special is set. */
 int tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int skip_special, char **text,
