@@ -118,8 +118,11 @@ typedef struct SweepSpec {
 } SweepSpec;
 
 /* Parses and checks path. Errors are one line: "FILE:LINE: [section] key: what was expected" or
- * "FILE: [section] key: ..." for a missing key. */
+ * "FILE: [section] key: ..." for a missing key. A key is given once: the same key again on a line of
+ * its own (adjacent or not, under a repeated [section] header or not) is "FILE:LINE: [grid] gamma:
+ * given twice"; only an indented line continues the previous key's list. */
 int spec_load(const char *path, SweepSpec *s, SpErr *err);
+
 /* Checks that the model directories and data files exist and hashes them (and the INI file). */
 int spec_resolve(SweepSpec *s, SpErr *err);
 /* Does the spec use a method that needs a verifier (or a judge head, which [verifier] also makes)? */

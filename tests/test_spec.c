@@ -216,6 +216,12 @@ static void test_bad(T *t) {
         {"datasets = x.jsonl\n", "", "[data] datasets: missing"},
         {"n_prompts = 4\n", "n_prompts = 0\n", "[data] n_prompts: \"0\" is not an integer >= 1"},
         {"max_new_tokens = 8", "max_new_tokens = 8\nmax_new_tokens = 9", "[decode] max_new_tokens: given twice"},
+        /* a list key repeated on the next line is a repeat, not a continuation (issue 27, class 5) */
+        {"gamma = 3, 5", "gamma = 3\ngamma = 4", ".ini:17: [grid] gamma: given twice"},
+        {"seeds = 1, 2", "seeds = 1\nseeds = 2", ".ini:14: [grid] seeds: given twice"},
+        {"gamma = 3, 5", "gamma = 3\n[grid]\ngamma = 4", ".ini:18: [grid] gamma: given twice"},
+        {"tau = 0.3 0.5", "tau = 0.3,\n  0.5\ntau = 0.7", ".ini:17: [grid] tau: given twice"},
+        {"methods = ar, sd, sprinter", "methods = ar\nmethods = sd", ".ini:3: [sweep] methods: given twice"},
         {"[verifier]\ndata = v.jsonl\nn_prompts = 10\n", "", "[verifier]: missing, but sprinter/specdecpp need"},
         {"[decode]\n", "[decode]\ntemperature = -1\n", "[decode] temperature: \"-1\" is not a number in [0, 1e6]"},
         {"[decode]\n", "[decode]\ntop_p = 0\n", "[decode] top_p"},
