@@ -197,6 +197,7 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     int i;
 #define IS(S, K) (!strcmp(sec, S) && !strcmp(key, K))
     if (IS("sweep", "name")) {
+        if (!spec_name_ok(v)) return fail(P, sec, key, "\"%s\" is not a name (" SPEC_NAME_RULE ")", v);
         if (copy_str(s->name, sizeof s->name, v)) return fail(P, sec, key, "%s", "must be 1-127 characters");
     } else if (IS("models", "draft")) {
         if (copy_str(s->draft_dir, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
@@ -395,6 +396,16 @@ static void apply_paper_code_defaults(Parse *P) {
     if (!key_seen(P, "verifier.val_fraction")) s->ver_val_fraction = 0.3; /* train_test_split(test_size=0.3) */
 }
 
+int spec_name_ok(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0 || n > 127 || !isalnum((unsigned char)name[0])) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!(c < 128 && (isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-'))) return 0;
+    }
+    return 1;
+}
+
 /* inih's line reader (fgets), counting lines and noting whether each starts with white space (inih's
  * test for a continuation line), for the handler. */
 typedef struct LineReader {
@@ -451,6 +462,9 @@ int spec_load(const char *path, SweepSpec *s, SpErr *err) {
         const char *b = strrchr(path, '/');
         b = b ? b + 1 : path;
         snprintf(s->name, sizeof s->name, "%.*s", (int)(strcspn(b, ".") ? strcspn(b, ".") : strlen(b)), b);
+        if (!spec_name_ok(s->name))
+            return sp_fail(err, "%s: [sweep] name: missing, and the file name's \"%s\" is not a name (" SPEC_NAME_RULE
+                                "); set one", path, s->name);
     }
     if (s->n_seeds == 0) s->seeds[s->n_seeds++] = 0;
     if (check_required(s, path, err)) return -1;

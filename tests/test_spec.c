@@ -222,6 +222,13 @@ static void test_bad(T *t) {
         {"gamma = 3, 5", "gamma = 3\n[grid]\ngamma = 4", ".ini:18: [grid] gamma: given twice"},
         {"tau = 0.3 0.5", "tau = 0.3,\n  0.5\ntau = 0.7", ".ini:17: [grid] tau: given twice"},
         {"methods = ar, sd, sprinter", "methods = ar\nmethods = sd", ".ini:3: [sweep] methods: given twice"},
+        /* a name is a name, not a path (issue 27, class 6) */
+        {"methods = ar, sd, sprinter", "name = ../../escaped\nmethods = ar, sd", "[sweep] name: \"../../escaped\" is not a name"},
+        {"methods = ar, sd, sprinter", "name = ..\nmethods = ar, sd", "[sweep] name: \"..\" is not a name"},
+        {"methods = ar, sd, sprinter", "name = a/b\nmethods = ar, sd", "[sweep] name: \"a/b\" is not a name"},
+        {"methods = ar, sd, sprinter", "name = .hidden\nmethods = ar, sd", "[sweep] name: \".hidden\" is not a name"},
+        {"methods = ar, sd, sprinter", "name = a\tb\nmethods = ar, sd", "[sweep] name: \"a b\" is not a name"},
+        {"methods = ar, sd, sprinter", "name = a\x01z\nmethods = ar, sd", "[sweep] name: \"a z\" is not a name"},
         {"[verifier]\ndata = v.jsonl\nn_prompts = 10\n", "", "[verifier]: missing, but sprinter/specdecpp need"},
         {"[decode]\n", "[decode]\ntemperature = -1\n", "[decode] temperature: \"-1\" is not a number in [0, 1e6]"},
         {"[decode]\n", "[decode]\ntop_p = 0\n", "[decode] top_p"},
