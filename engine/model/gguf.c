@@ -398,7 +398,8 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
         rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path, a->gguf_arch);
     else if (a->pos == POS_ROPE && c.head_dim % 2)
         rc = sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c.head_dim);
-    if (rc == 0) rc = sp_output_check(out_path, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
+    const char *inputs[] = {model_dir, tok_dir};
+    if (rc == 0) rc = sp_output_check_inputs(out_path, inputs, 2, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
     if (rc == 0) rc = plan_model(&p, &st, &c, a, dtype, err);
     if (rc == 0) {
         const char *base = strrchr(model_dir, '/');

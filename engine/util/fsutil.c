@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +37,62 @@ static const char *kind_of(mode_t m) {
                          : "not a file";
 }
 
+/* ---- the process's inputs (see fsutil.h): device, inode and the path as first opened ---- */
+typedef struct Input {
+    dev_t dev;
+    ino_t ino;
+    char *path;
+} Input;
+static pthread_mutex_t g_inputs_mu = PTHREAD_MUTEX_INITIALIZER;
+static Input *g_inputs;
+static size_t g_n_inputs, g_cap_inputs;
+
+static volatile int g_track_inputs;
+
+void sp_inputs_track(void) { g_track_inputs = 1; }
+
+static void input_add(const struct stat *st, const char *path) {
+    if (!g_track_inputs) return;
+    pthread_mutex_lock(&g_inputs_mu);
+    int known = 0;
+    for (size_t i = 0; i < g_n_inputs && !known; i++) known = g_inputs[i].dev == st->st_dev && g_inputs[i].ino == st->st_ino;
+    if (!known && g_n_inputs == g_cap_inputs) {
+        size_t cap = g_cap_inputs ? 2 * g_cap_inputs : 16;
+        Input *n = realloc(g_inputs, cap * sizeof *n);
+        if (n) g_inputs = n, g_cap_inputs = cap;
+    }
+    /* out of memory: the input goes unnoted (the process fails on its next allocation anyway) */
+    char *p = known || g_n_inputs == g_cap_inputs ? NULL : strdup(path);
+    if (p) g_inputs[g_n_inputs++] = (Input){st->st_dev, st->st_ino, p};
+    pthread_mutex_unlock(&g_inputs_mu);
+}
+
+void sp_input_forget(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return;
+    pthread_mutex_lock(&g_inputs_mu);
+    for (size_t i = 0; i < g_n_inputs; i++)
+        if (g_inputs[i].dev == st.st_dev && g_inputs[i].ino == st.st_ino) {
+            free(g_inputs[i].path);
+            g_inputs[i] = g_inputs[--g_n_inputs];
+            break;
+        }
+    pthread_mutex_unlock(&g_inputs_mu);
+}
+
+/* The path under which the file st was first read, copied into buf; 0 when it is no input. */
+static int input_of(const struct stat *st, char *buf, size_t cap) {
+    int found = 0;
+    pthread_mutex_lock(&g_inputs_mu);
+    for (size_t i = 0; i < g_n_inputs && !found; i++)
+        if (g_inputs[i].dev == st->st_dev && g_inputs[i].ino == st->st_ino) {
+            snprintf(buf, cap, "%s", g_inputs[i].path);
+            found = 1;
+        }
+    pthread_mutex_unlock(&g_inputs_mu);
+    return found;
+}
+
 int sp_open_input(const char *path, SpErr *err) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
@@ -54,6 +112,7 @@ int sp_open_input(const char *path, SpErr *err) {
         close(fd);
         return sp_fail(err, "%s: cannot set blocking reads: %s", path, strerror(e));
     }
+    input_add(&st, path);
     return fd;
 }
 
@@ -74,9 +133,30 @@ int sp_output_check(const char *path, SpErr *err) {
         if (errno == ENOENT) return 0;
         return sp_fail(err, "%s: cannot check the output path: %s", path, strerror(errno));
     }
-    if (S_ISREG(st.st_mode)) return 0;
+    if (S_ISREG(st.st_mode)) {
+        char in[1024];
+        if (input_of(&st, in, sizeof in)) return sp_fail(err, "%s: is the command's input (%s); give another path", path, in);
+        return 0;
+    }
     return sp_fail(err, "%s: output exists and is %s, not a regular file; give another path",
                    path, S_ISLNK(st.st_mode) ? "a symbolic link" : kind_of(st.st_mode));
+}
+
+int sp_output_check_inputs(const char *path, const char *const *inputs, size_t n, SpErr *err) {
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (!inputs[i] || stat(inputs[i], &st) != 0) continue;
+        if (S_ISREG(st.st_mode)) input_add(&st, inputs[i]);
+        if (!S_ISDIR(st.st_mode)) continue;
+        DIR *d = opendir(inputs[i]);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            char f[4600];
+            snprintf(f, sizeof f, "%s/%s", inputs[i], e->d_name);
+            if (stat(f, &st) == 0 && S_ISREG(st.st_mode)) input_add(&st, f);
+        }
+        if (d) closedir(d);
+    }
+    return sp_output_check(path, err);
 }
 
 int sp_output_create_tmp(const char *path, char *tmp, size_t cap, SpErr *err) {
@@ -85,6 +165,10 @@ int sp_output_create_tmp(const char *path, char *tmp, size_t cap, SpErr *err) {
     if (n < 0 || (size_t)n >= cap) return sp_fail(err, "%s: path too long", path);
     struct stat st;
     if (lstat(tmp, &st) == 0) {
+        char in[1024];
+        if (S_ISREG(st.st_mode) && input_of(&st, in, sizeof in))
+            return sp_fail(err, "%s: is the command's input (%s), and %s would be written there first; give another path",
+                           tmp, in, path);
         if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
             return sp_fail(err, "%s: exists and is %s; remove it or give another output path", tmp, kind_of(st.st_mode));
         if (unlink(tmp) != 0) return sp_fail(err, "%s: cannot remove the stale file: %s", tmp, strerror(errno));
