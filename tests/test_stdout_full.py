@@ -273,6 +273,18 @@ def main():
                                                    lines[-1:]))
     t.check(n_self >= 15, "outputs over inputs tried: %d cases" % n_self)
 
+    # an empty output path is refused up front, naming the option's problem (issue 27, class 10)
+    for c, name in (("export-gguf", "--out"), ("logits", "--out"), ("train-verifier", "--out")):
+        a = [x.replace("{n}", "6") for x in args[c]]
+        if name in a:
+            a[a.index(name) + 1] = ""
+        else:
+            a += [name, ""]
+        p = subprocess.run([S, c] + a, capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        t.check(p.returncode == 1 and len(lines) == 1 and "output path is empty" in lines[0],
+                "%s %s \"\": exit 1, one line saying the path is empty: exit %d %r" % (c, name, p.returncode, lines))
+
     # inputs that are not regular files are refused at once, never read or waited on (issue 18, inputs)
     for kind in ("FIFO", "directory"):
         mdir = os.path.join(w, "m_" + kind)

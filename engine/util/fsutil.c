@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,8 @@
 int sp_mkdir_p(const char *path, SpErr *err) {
     char buf[4096];
     size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf) return sp_fail(err, "%s: bad directory path", path);
+    if (n == 0) return sp_fail(err, "directory path is empty; give a directory");
+    if (n >= sizeof buf) return sp_fail(err, "%s: directory path too long", path);
     memcpy(buf, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (buf[i] != '/' && buf[i] != '\0') continue;
@@ -127,7 +129,54 @@ FILE *sp_fopen_input(const char *path, SpErr *err) {
     return f;
 }
 
+/* ---- pending PATH.tmp files, for the signal handler: a slot's name is written before it is marked
+ * used, and unmarked after its rename or unlink, so the handler only ever unlinks whole names ---- */
+#define N_PENDING 16
+static char g_pending[N_PENDING][4352];
+static volatile sig_atomic_t g_pending_used[N_PENDING];
+
+static void pending_add(const char *tmp) {
+    for (int i = 0; i < N_PENDING; i++)
+        if (!g_pending_used[i] && strlen(tmp) < sizeof g_pending[i]) {
+            memcpy(g_pending[i], tmp, strlen(tmp) + 1);
+            g_pending_used[i] = 1;
+            return;
+        }
+}
+
+static void pending_remove(const char *tmp) {
+    for (int i = 0; i < N_PENDING; i++)
+        if (g_pending_used[i] && !strcmp(g_pending[i], tmp)) {
+            g_pending_used[i] = 0;
+            return;
+        }
+}
+
+static void on_fatal_signal(int sig) { /* async-signal-safe: unlink, then the default action (SA_RESETHAND) */
+    for (int i = 0; i < N_PENDING; i++)
+        if (g_pending_used[i]) unlink(g_pending[i]);
+    raise(sig);
+}
+
+void sp_output_cleanup_on_signal(void) {
+    static const int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof kSignals / sizeof *kSignals; i++) {
+        struct sigaction old, sa = {0};
+        if (sigaction(kSignals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue; /* ignored: keep */
+        sa.sa_handler = on_fatal_signal;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        sigaction(kSignals[i], &sa, NULL);
+    }
+}
+
+void sp_output_discard(const char *tmp) {
+    unlink(tmp);
+    pending_remove(tmp);
+}
+
 int sp_output_check(const char *path, SpErr *err) {
+    if (!path[0]) return sp_fail(err, "output path is empty; give a file path");
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT) return 0;
@@ -175,6 +224,7 @@ int sp_output_create_tmp(const char *path, char *tmp, size_t cap, SpErr *err) {
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    pending_add(tmp);
     return fd;
 }
 
@@ -185,21 +235,22 @@ FILE *sp_output_fopen_tmp(const char *path, char *tmp, size_t cap, SpErr *err) {
     if (!f) {
         sp_fail(err, "%s: cannot open: %s", tmp, strerror(errno));
         close(fd);
-        unlink(tmp);
+        sp_output_discard(tmp);
     }
     return f;
 }
 
 int sp_output_commit(const char *tmp, const char *path, SpErr *err) {
     if (sp_output_check(path, err)) {
-        unlink(tmp);
+        sp_output_discard(tmp);
         return -1;
     }
     if (rename(tmp, path) != 0) {
         int e = errno;
-        unlink(tmp);
+        sp_output_discard(tmp);
         return sp_fail(err, "%s: rename from %s failed: %s", path, tmp, strerror(e));
     }
+    pending_remove(tmp);
     return 0;
 }
 

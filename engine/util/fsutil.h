@@ -39,7 +39,7 @@ int sp_remove_flat_dir(const char *path, SpErr *err);
  * An output path may name nothing yet or a regular file (replaced as a whole at the rename); anything
  * else (a symbolic link, a directory, a device, a FIFO, a socket) is refused with one line before
  * anything is written, and checked again right before the rename, so a write never turns a device
- * or a link into a regular file. So is a file that is one of the command's inputs
+ * or a link into a regular file. So is an empty path, and a file that is one of the command's inputs
  * (sp_open_input above): "M/model.safetensors: is the command's input (M/model.safetensors); give
  * another path", so a command never writes its output over its own input. */
 int sp_output_check(const char *path, SpErr *err);
@@ -56,5 +56,14 @@ int sp_output_create_tmp(const char *path, char *tmp, size_t cap, SpErr *err);
 FILE *sp_output_fopen_tmp(const char *path, char *tmp, size_t cap, SpErr *err);
 /* Re-checks path, then renames tmp onto it; on failure removes tmp. */
 int sp_output_commit(const char *tmp, const char *path, SpErr *err);
+/* Gives up an output: removes tmp (a writer's error path; never unlink a PATH.tmp directly). */
+void sp_output_discard(const char *tmp);
+
+/* A PATH.tmp between sp_output_create_tmp and its commit or discard is pending (up to 16 at a time;
+ * more go untracked). sp_output_cleanup_on_signal() installs a SIGINT, SIGTERM and SIGHUP handler
+ * (where the disposition is the default) that removes every pending PATH.tmp, then dies of the same
+ * signal: an interrupted command (export-gguf, collect, ...) leaves no PATH.tmp behind. The CLI installs
+ * it once for every command; the sweep's own handler replaces it while a sweep runs. */
+void sp_output_cleanup_on_signal(void);
 
 #endif
