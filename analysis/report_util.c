@@ -22,8 +22,12 @@ FILE *report_open(const Report *R, const char *name, SpErr *err) {
 }
 
 int report_close(FILE *f, const Report *R, const char *name, SpErr *err) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return sp_fail(err, "%s/%s: write failed", R->dir, name);
+    /* the errno of the write that failed: an earlier one left it (stdio keeps no other record), a
+     * failing flush or close sets it afresh */
+    int e = errno, bad = ferror(f);
+    if (fflush(f) != 0) e = errno, bad = 1;
+    if (fclose(f) != 0) e = errno, bad = 1;
+    if (bad) return sp_fail(err, "%s/%s: write failed: %s", R->dir, name, e ? strerror(e) : "I/O error");
     return 0;
 }
 

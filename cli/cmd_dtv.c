@@ -182,7 +182,9 @@ int cmd_dtv(int argc, char **argv) {
     openblas_set_num_threads((int)threads);
     SpErr err = {{0}};
     DtvSummary m;
-    if (sp_output_check(out, &err)) { /* before any work: the output must be new or a regular file */
+    const char *inputs[] = {s.draft_dir, s.target_dir, s.verifier_path, s.judge_path, s.data_path};
+    /* before any work: the output must be new or a regular file, and none of the inputs */
+    if (sp_output_check_inputs(out, inputs, sizeof inputs / sizeof *inputs, &err)) {
         fprintf(stderr, "sprinter dtv: %s\n", err.msg);
         return 1;
     }

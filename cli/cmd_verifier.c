@@ -83,7 +83,8 @@ int cmd_collect(int argc, char **argv) {
     }
     SpErr err = {{0}};
     CollectSummary sum;
-    if (sp_output_check(out, &err) || collect_run(&s, out, &sum, &err)) {
+    const char *inputs[] = {s.draft_dir, s.target_dir, s.data_path};
+    if (sp_output_check_inputs(out, inputs, 3, &err) || collect_run(&s, out, &sum, &err)) {
         fprintf(stderr, "sprinter collect: %s\n", err.msg);
         return 1;
     }
@@ -158,7 +159,7 @@ int cmd_train_verifier(int argc, char **argv) {
     }
     SpErr err = {{0}};
     VerifierMetrics m;
-    if (sp_output_check(out, &err) || verifier_train(data, &t, out, &m, &err)) {
+    if (sp_output_check_inputs(out, &data, 1, &err) || verifier_train(data, &t, out, &m, &err)) {
         fprintf(stderr, "sprinter train-verifier: %s\n", err.msg);
         return 1;
     }

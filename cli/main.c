@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "fsutil.h"
 #include "mapguard.h"
 
 typedef struct Command {
@@ -66,6 +67,8 @@ int main(int argc, char **argv) {
             char program[64];
             snprintf(program, sizeof program, "sprinter %s", kCommands[i].name);
             mapguard_set_program(program); /* names a model file truncated under a running command */
+            sp_inputs_track();             /* no output over one of the command's inputs */
+            sp_output_cleanup_on_signal(); /* an interrupted command leaves no PATH.tmp */
             return finish_stdout(kCommands[i].name, kCommands[i].run(argc - 1, argv + 1));
         }
     fprintf(stderr, "sprinter: unknown command \"%s\" (try sprinter --help)\n", argv[1]);

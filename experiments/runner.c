@@ -742,6 +742,7 @@ static int find_pending(Ctx *c, SweepCounts *cnt, SpErr *err) {
             SpErr why = {{0}};
             TokenRows t;
             int bad = tokrows_read(log, &x, &t, &why);
+            sp_input_forget(log); /* read to check this sweep's own output, which a redo rewrites */
             tokenlog_expect_free(&x);
             if (!bad) {
                 tokrows_free(&t);

@@ -6,6 +6,7 @@
 
 #include "verifier_train.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -55,6 +56,8 @@ typedef struct Parse {
     char seen[64][48]; /* "section.key" already given, for duplicate detection */
     int n_seen;
     char last[48];     /* the previous key, so a continuation line extends a list */
+    int line;          /* the line inih is parsing (counted by read_line) */
+    int indented;      /* it starts with white space: inih passes it as a continuation of the previous key */
 } Parse;
 
 static int fail(Parse *P, const char *sec, const char *key, const char *fmt, const char *val) {
@@ -194,6 +197,7 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     int i;
 #define IS(S, K) (!strcmp(sec, S) && !strcmp(key, K))
     if (IS("sweep", "name")) {
+        if (!spec_name_ok(v)) return fail(P, sec, key, "\"%s\" is not a name (" SPEC_NAME_RULE ")", v);
         if (copy_str(s->name, sizeof s->name, v)) return fail(P, sec, key, "%s", "must be 1-127 characters");
     } else if (IS("models", "draft")) {
         if (copy_str(s->draft_dir, SPEC_PATH, v)) return fail(P, sec, key, "%s", "empty or too long");
@@ -280,7 +284,11 @@ static int handler(void *user, const char *sec, const char *key, const char *val
     Parse *P = user;
     char id[48];
     snprintf(id, sizeof id, "%s.%s", sec, key);
-    int continuation = !strcmp(id, P->last);
+    /* inih calls the handler with the previous key for an indented line that continues it (multiline),
+     * and the same way for that key repeated on a line of its own: only the indentation tells them
+     * apart. A repeat on its own line, adjacent or not, under a repeated [section] header or not, is
+     * "given twice". */
+    int continuation = P->indented && !strcmp(id, P->last);
     snprintf(P->last, sizeof P->last, "%s", id);
     if (!continuation) {
         for (int i = 0; i < P->n_seen; i++)
@@ -388,6 +396,33 @@ static void apply_paper_code_defaults(Parse *P) {
     if (!key_seen(P, "verifier.val_fraction")) s->ver_val_fraction = 0.3; /* train_test_split(test_size=0.3) */
 }
 
+int spec_name_ok(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0 || n > 127 || !isalnum((unsigned char)name[0])) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!(c < 128 && (isalnum(c) || c == '.' || c == '_' || c == '+' || c == '-'))) return 0;
+    }
+    return 1;
+}
+
+/* inih's line reader (fgets), counting lines and noting whether each starts with white space (inih's
+ * test for a continuation line), for the handler. */
+typedef struct LineReader {
+    FILE *f;
+    Parse *P;
+} LineReader;
+
+static char *read_line(char *str, int num, void *stream) {
+    LineReader *r = stream;
+    char *got = fgets(str, num, r->f);
+    if (got) {
+        r->P->line++;
+        r->P->indented = isspace((unsigned char)str[0]) != 0;
+    }
+    return got;
+}
+
 /* inih reads at most INI_MAX_LINE - 3 characters a line and would call the rest a syntax error. */
 static int check_line_lengths(FILE *f, const char *path, SpErr *err) {
     int line = 1, len = 0;
@@ -413,7 +448,8 @@ int spec_load(const char *path, SweepSpec *s, SpErr *err) {
         return -1;
     }
     Parse P = {.s = s};
-    int line = ini_parse_file(f, handler, &P);
+    LineReader lr = {f, &P};
+    int line = ini_parse_stream(read_line, &lr, handler, &P);
     fclose(f);
     if (line != 0 || P.failed) {
         if (!P.failed) return sp_fail(err, "%s:%d: syntax error (expected [section] or key = value)", path, line);
@@ -426,6 +462,9 @@ int spec_load(const char *path, SweepSpec *s, SpErr *err) {
         const char *b = strrchr(path, '/');
         b = b ? b + 1 : path;
         snprintf(s->name, sizeof s->name, "%.*s", (int)(strcspn(b, ".") ? strcspn(b, ".") : strlen(b)), b);
+        if (!spec_name_ok(s->name))
+            return sp_fail(err, "%s: [sweep] name: missing, and the file name's \"%s\" is not a name (" SPEC_NAME_RULE
+                                "); set one", path, s->name);
     }
     if (s->n_seeds == 0) s->seeds[s->n_seeds++] = 0;
     if (check_required(s, path, err)) return -1;

@@ -5,7 +5,7 @@
  * any other file; spec_resolve() checks that the model directories and datasets exist and hashes
  * them; spec_expand() turns the grid into runs. Layout (every key is optional unless marked):
  *
- *   [sweep]    name; methods (required: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid,
+ *   [sweep]    name (a name, not a path: see spec_name_ok); methods (required: ar,draft,sd,sprinter,bild,pmin,specdecpp,oracle-iid,
  *              oracle-markov)
  *   [models]   draft, target (directories; required: target, and draft unless only ar is run)
  *   [data]     datasets (required; list of files, each a grid value), format (jsonl, specbench,
@@ -118,8 +118,17 @@ typedef struct SweepSpec {
 } SweepSpec;
 
 /* Parses and checks path. Errors are one line: "FILE:LINE: [section] key: what was expected" or
- * "FILE: [section] key: ..." for a missing key. */
+ * "FILE: [section] key: ..." for a missing key. A key is given once: the same key again on a line of
+ * its own (adjacent or not, under a repeated [section] header or not) is "FILE:LINE: [grid] gamma:
+ * given twice"; only an indented line continues the previous key's list. */
 int spec_load(const char *path, SweepSpec *s, SpErr *err);
+
+/* A sweep's name ([sweep] name, else the spec's file name up to its first '.') names its results
+ * directory, results/NAME, and is stored in every token log: it is a name, never a path. Allowed:
+ * 1-127 characters of [A-Za-z0-9._+-], the first a letter or a digit (so no '/', no "." or "..",
+ * no hidden name, no white space or control character). spec_load refuses any other. */
+#define SPEC_NAME_RULE "1-127 of the characters A-Z a-z 0-9 . _ + -, the first a letter or digit"
+int spec_name_ok(const char *name);
 /* Checks that the model directories and data files exist and hashes them (and the INI file). */
 int spec_resolve(SweepSpec *s, SpErr *err);
 /* Does the spec use a method that needs a verifier (or a judge head, which [verifier] also makes)? */

@@ -75,7 +75,7 @@ int h5t_create(H5Table *t, const char *path, const H5ColSpec *cols, int n_cols, 
     int e = errno;
     H5Pclose(fcpl);
     if (t->file < 0) {
-        unlink(t->tmp); /* H5Fcreate may have created it before failing (a full disk) */
+        sp_output_discard(t->tmp); /* H5Fcreate may have created it before failing (a full disk) */
         return sp_fail(err, "%s: cannot create HDF5 file%s%s", t->tmp, e ? ": " : "", e ? strerror(e) : "");
     }
     t->n_cols = n_cols;
@@ -169,7 +169,7 @@ int h5t_commit(H5Table *t, SpErr *err) {
     if (H5Fclose(t->file) < 0 && rc == 0) rc = sp_fail(err, "%s: close failed (disk full?)", t->tmp);
     t->file = -1;
     if (rc == 0) rc = sp_output_commit(t->tmp, t->path, err); /* removes tmp on failure */
-    else unlink(t->tmp);
+    else sp_output_discard(t->tmp);
     return rc;
 }
 
@@ -177,7 +177,7 @@ void h5t_abort(H5Table *t) {
     close_all(t);
     if (t->file >= 0) H5Fclose(t->file);
     t->file = -1;
-    unlink(t->tmp);
+    sp_output_discard(t->tmp);
 }
 
 hid_t h5_open_read(const char *path, SpErr *err) {

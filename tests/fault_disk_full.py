@@ -89,7 +89,7 @@ def main():
     a = parse_args()
     a.sprinter, a.dump = os.path.abspath(a.sprinter), os.path.abspath(a.dump)
     a.shim = os.path.abspath(a.shim) if a.shim else None
-    for d in ("disk", "res-tokens/tokens", "collect-disk", "model-disk"):
+    for d in ("disk", "res-tokens/tokens", "collect-disk", "model-disk", "gguf-disk", "analyze-disk"):
         p = os.path.join(a.work, d)
         if os.path.ismount(p):
             subprocess.run(["umount", p], check=False)
@@ -148,6 +148,31 @@ def main():
         ck.check(rc2 == 1 and not SANITIZER.search(err2), "info on the half-written model: exit %d %s" %
                  (rc2, err2[-300:]))
         print("  %-40s exit %d: %s" % ("init-random on a full disk", rc, err.strip().splitlines()[-1][:160]
+                                       if err.strip() else ""), flush=True)
+
+    # 5. export-gguf and analyze on a full disk: the message gives the errno's text, not only "write
+    #    failed" (issue 27, class 10); nothing partial is left
+    ENOSPC = r"write failed.*: No space left on device"
+    gdir = os.path.join(a.work, "gguf-disk")
+    with Space(mode, gdir, 16 << 10 if mode == "tmpfs" else 8 << 10, a.shim) as sp:
+        out = os.path.join(gdir, "t.gguf")
+        rc, _, err = run([a.sprinter, "export-gguf", "--model", m + "/target", "--out", out], env=sp.env())
+        clean_failure(ck, "export-gguf on a full disk", rc, err, "sprinter export-gguf: ", reason=ENOSPC)
+        ck.check(not os.path.exists(out) and not leftovers(gdir), "export-gguf on a full disk left %s" %
+                 os.listdir(gdir))
+        print("  %-40s exit %d: %s" % ("export-gguf on a full disk", rc, err.strip().splitlines()[-1][:160]
+                                       if err.strip() else ""), flush=True)
+    adir = os.path.join(a.work, "analyze-disk")
+    total_ref = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(ref) for f in fs)
+    with Space(mode, adir, (total_ref // 4096 + 6) * 4096 if mode == "tmpfs" else 1024, a.shim) as sp:
+        res = os.path.join(adir, "res")
+        shutil.copytree(ref, res)
+        rc, _, err = run([a.sprinter, "analyze", res, "--no-plots", "--bootstrap", "10"], env=sp.env())
+        clean_failure(ck, "analyze on a full disk", rc, err, "sprinter analyze: ", reason=ENOSPC)
+        ck.check(not os.path.exists(os.path.join(res, "report")) and
+                 not [f for f in os.listdir(res) if f.startswith(".report")],
+                 "analyze on a full disk left %s" % os.listdir(res))
+        print("  %-40s exit %d: %s" % ("analyze on a full disk", rc, err.strip().splitlines()[-1][:160]
                                        if err.strip() else ""), flush=True)
     ck.finish()
 

@@ -129,7 +129,46 @@ def main():
     interrupt(ck, a, spec, ref_dump, ref_lines, "int", signal.SIGINT, after_done=1)
     interrupt(ck, a, spec, ref_dump, ref_lines, "term-first", signal.SIGTERM, after_done=0)
     interrupt(ck, a, spec, ref_dump, ref_lines, "term-jobs2", signal.SIGTERM, after_done=1, jobs=2)
+    interrupt_export(ck, a, m, signal.SIGTERM)
+    interrupt_export(ck, a, m, signal.SIGINT)
     ck.finish()
+
+
+def interrupt_export(ck, a, m, sig):
+    """SIGTERM / SIGINT while export-gguf writes OUT.tmp (issue 27, class 10): the process dies of the
+    signal and leaves neither OUT nor OUT.tmp (engine/util/fsutil.h: pending PATH.tmp files are removed
+    by the CLI's signal handler). The model is large enough (about 50 MB) that the write takes a while."""
+    import json
+    big = os.path.join(a.work, "big")
+    if not os.path.isdir(big):
+        with open(os.path.join(m, "target.json")) as f:
+            cfg = json.load(f)
+        cfg.update({"n_embd": 512, "n_layer": 4, "n_head": 8})
+        with open(big + ".json", "w") as f:
+            json.dump(cfg, f)
+        rc, _, err = run([a.sprinter, "init-random", "--arch", "gpt2", "--config", big + ".json", "--out", big])
+        for fn in ("vocab.json", "merges.txt"):
+            if os.path.exists(os.path.join(m, "target", fn)):
+                shutil.copy(os.path.join(m, "target", fn), big)
+        ck.check(rc == 0, "init-random of the large model: %s" % err[-300:])
+    out = os.path.join(a.work, "big-%d.gguf" % sig)
+    p = subprocess.Popen([a.sprinter, "export-gguf", "--model", big, "--out", out], stderr=subprocess.PIPE, text=True)
+    seen, t0 = False, time.time()
+    while p.poll() is None and time.time() - t0 < 60:
+        if os.path.exists(out + ".tmp"):
+            seen = True
+            p.send_signal(sig)
+            break
+        time.sleep(0.002)
+    _, err = p.communicate(timeout=60)
+    name = signal.Signals(sig).name
+    if not ck.check(seen, "export-gguf %s: OUT.tmp never seen while it ran (exit %s): %s" % (name, p.returncode, err[-300:])):
+        return
+    ck.check(p.returncode == -sig and not SANITIZER.search(err), "export-gguf %s: died of the signal: %s %s" %
+             (name, p.returncode, err[-300:]))
+    ck.check(not os.path.exists(out + ".tmp") and not os.path.exists(out),
+             "export-gguf %s: left %s" % (name, [f for f in os.listdir(a.work) if f.startswith("big-")]))
+    print("  export-gguf %s: exit %s, nothing left" % (name, p.returncode), flush=True)
 
 
 if __name__ == "__main__":

@@ -210,6 +210,81 @@ def main():
     if not can_mknod:
         print("note: mknod not permitted here; the character-device case was skipped", flush=True)
 
+    # a command never writes its output over its own input (issue 27, class 3): every file-output option a
+    # subcommand's --help lists, pointed at each file the command reads (config.json and model.safetensors
+    # of the model directories it is given, every file it is given, and for export-gguf the tokenizer), and
+    # at a hard link to its first input: each run fails with one line naming the path, before anything is
+    # written, and the input keeps its bytes. The inputs are copies, restored after a case that broke one.
+    import hashlib
+
+    def digest(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    selfin = os.path.join(w, "selfin")
+    originals = {}
+    os.makedirs(selfin)
+    for x in ("draft", "target", "data.jsonl", "c.h5", "v.safetensors", "text.txt"):
+        src, dst = os.path.join(w, x), os.path.join(selfin, x)
+        shutil.copytree(src, dst) if os.path.isdir(src) else shutil.copy(src, dst)
+    for root, _, files in os.walk(selfin):
+        for fn in files:
+            originals[os.path.join(root, fn)] = os.path.join(w, os.path.relpath(os.path.join(root, fn), selfin))
+    n_self = 0
+    for c in commands:
+        if c not in args:
+            continue
+        helptext = subprocess.run([S, c, "--help"], capture_output=True, text=True).stdout
+        outs = [n for n, meta in sorted(set(re.findall(r"(--[a-z-]*out[a-z-]*) ([A-Z][A-Za-z0-9._]*)", helptext)))
+                if "DIR" not in meta]
+        if not outs:
+            continue
+        argv = [x.replace("{n}", "5").replace(w + os.sep, selfin + os.sep) for x in args[c]]
+        inputs = []
+        for i, x in enumerate(argv):
+            if i > 0 and argv[i - 1] in outs:
+                continue
+            if os.path.isdir(x):
+                names = ["config.json", "model.safetensors"] + (["vocab.json"] if c == "export-gguf" else [])
+                inputs += [os.path.join(x, n) for n in names]
+            elif os.path.isfile(x):
+                inputs.append(x)
+        alias = os.path.join(selfin, "alias_%s" % c)
+        os.link(inputs[0], alias)
+        for name in outs:
+            for victim in inputs + [alias]:
+                before = {f: digest(f) for f in originals}
+                a = list(argv)
+                if name in a:
+                    a[a.index(name) + 1] = victim
+                else:
+                    a += [name, victim]
+                p = subprocess.run([S, c] + a, capture_output=True, text=True, timeout=120)
+                lines = p.stderr.strip().splitlines()
+                changed = [f for f in originals if digest(f) != before[f]]
+                for f in changed:
+                    shutil.copy(originals[f], f)
+                left = [f for f in os.listdir(os.path.dirname(victim)) if f.endswith(".tmp")]
+                n_self += 1
+                t.check(p.returncode == 1 and len(lines) == 1 and victim in lines[0] and "input" in lines[0]
+                        and not changed and not left,
+                        "%s %s over its own input %s: exit 1, one line naming it, input intact (changed: %s, "
+                        "left: %s): exit %d %r" % (c, name, os.path.relpath(victim, w), changed, left, p.returncode,
+                                                   lines[-1:]))
+    t.check(n_self >= 15, "outputs over inputs tried: %d cases" % n_self)
+
+    # an empty output path is refused up front, naming the option's problem (issue 27, class 10)
+    for c, name in (("export-gguf", "--out"), ("logits", "--out"), ("train-verifier", "--out")):
+        a = [x.replace("{n}", "6") for x in args[c]]
+        if name in a:
+            a[a.index(name) + 1] = ""
+        else:
+            a += [name, ""]
+        p = subprocess.run([S, c] + a, capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        t.check(p.returncode == 1 and len(lines) == 1 and "output path is empty" in lines[0],
+                "%s %s \"\": exit 1, one line saying the path is empty: exit %d %r" % (c, name, p.returncode, lines))
+
     # inputs that are not regular files are refused at once, never read or waited on (issue 18, inputs)
     for kind in ("FIFO", "directory"):
         mdir = os.path.join(w, "m_" + kind)

@@ -35,13 +35,12 @@ int chat_template_load(const char *model_dir, ChatTemplate *t, SpErr *err) {
     }
     snprintf(path, sizeof path, "%s/tokenizer_config.json", model_dir);
     if (stat(path, &st) != 0) return 0;
-    char *text = sp_read_file(path, 1u << 26, &len, err);
-    if (!text) return chat_template_free(t), -1;
-    cJSON *cfg = sp_json_parse(path, text, len, err); /* refuses \u0000 (a NUL would cut the template) */
-    free(text);
+    /* the one JSON parser: malformed JSON is named as such, with its line and byte; a \u0000 escape
+     * is refused (a NUL would cut the template) */
+    cJSON *cfg = sp_json_load(path, 1u << 26, err);
     if (!cfg) return chat_template_free(t), -1;
     int rc = 0;
-    if (!cJSON_IsObject(cfg)) rc = sp_fail(err, "%s: not a JSON object", path);
+    if (!cJSON_IsObject(cfg)) rc = sp_fail(err, "%s: valid JSON, but not an object", path);
     const cJSON *ct = rc ? NULL : cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
     if (!rc && !t->tmpl && ct && !cJSON_IsNull(ct)) {
         if (cJSON_IsArray(ct)) { /* [{"name": ..., "template": ...}]: the default one */

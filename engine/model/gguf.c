@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -381,12 +382,12 @@ static int write_file(FILE *f, const Meta *m, const Plan *p, SpErr *err, const c
     float *work = malloc(max_n * sizeof *work), *work2 = malloc(max_n * sizeof *work2);
     void *out = malloc(max_n * sizeof(float));
     int rc = h.oom || !work || !work2 || !out ? sp_fail(err, "out of memory") : 0;
-    if (rc == 0 && (write_all(f, h.p, h.n) || write_padding(f, pad_to(h.n) - h.n))) rc = sp_fail(err, "%s: write failed", tmp);
+    if (rc == 0 && (write_all(f, h.p, h.n) || write_padding(f, pad_to(h.n) - h.n))) rc = sp_fail(err, "%s: write failed: %s", tmp, strerror(errno ? errno : EIO));
     for (int i = 0; rc == 0 && i < p->n; i++) {
         const GTensor *t = &p->t[i];
         convert(t, work, work2, out);
         if (write_all(f, out, (size_t)t->nbytes) || write_padding(f, pad_to(t->nbytes) - t->nbytes))
-            rc = sp_fail(err, "%s: write failed (tensor %s)", tmp, t->name);
+            rc = sp_fail(err, "%s: write failed (tensor %s): %s", tmp, t->name, strerror(errno ? errno : EIO));
     }
     free(h.p), free(work), free(work2), free(out);
     return rc;
@@ -411,7 +412,8 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
         rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path, a->gguf_arch);
     else if (a->pos == POS_ROPE && c.head_dim % 2)
         rc = sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c.head_dim);
-    if (rc == 0) rc = sp_output_check(out_path, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
+    const char *inputs[] = {model_dir, tok_dir};
+    if (rc == 0) rc = sp_output_check_inputs(out_path, inputs, 2, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
     if (rc == 0) rc = plan_model(&p, &st, &c, a, dtype, err);
     if (rc == 0) {
         const char *base = strrchr(model_dir, '/');
@@ -423,9 +425,9 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
     if (rc == 0 && !(f = sp_output_fopen_tmp(out_path, tmp, sizeof tmp, err))) rc = -1;
     if (rc == 0) rc = write_file(f, &m, &p, err, tmp);
     if (f) {
-        if (fclose(f) != 0 && rc == 0) rc = sp_fail(err, "%s: write failed", tmp);
+        if (fclose(f) != 0 && rc == 0) rc = sp_fail(err, "%s: write failed: %s", tmp, strerror(errno ? errno : EIO));
         if (rc == 0) rc = sp_output_commit(tmp, out_path, err);
-        else unlink(tmp);
+        else sp_output_discard(tmp);
     }
     if (rc == 0) {
         sum->n_tensors = p.n, sum->n_tokens = v.n, sum->n_merges = v.n_merges;

@@ -205,7 +205,7 @@ static int write_text_atomic(const char *path, const char *text, SpErr *err) {
     int bad = fputs(text, f) == EOF || fputc('\n', f) == EOF;
     bad |= fclose(f) != 0;
     if (bad) {
-        unlink(tmp);
+        sp_output_discard(tmp);
         return sp_fail(err, "%s: write failed: %s", tmp, strerror(errno ? errno : EIO));
     }
     return sp_output_commit(tmp, path, err);

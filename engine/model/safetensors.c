@@ -449,7 +449,7 @@ int st_write_file(const char *path, const StWriteSpec *specs, int n, const char 
     rc = 0;
 done:
     if (f) fclose(f);
-    if (rc != 0) unlink(tmp);
+    if (rc != 0) sp_output_discard(tmp);
     free(buf);
     free(text);
     return rc;

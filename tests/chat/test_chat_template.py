@@ -214,6 +214,13 @@ def main():
     g = load({"eos_token": "</s>"}, jinja="{{ bos_token }}\x00{{ messages }}")
     check(not g["ok"] and "chat_template.jinja" in g["error"] and "NUL" in g["error"] and "\n" not in g["error"],
           "NUL byte in chat_template.jinja: refused in one line naming the file: %r" % g)
+    # malformed JSON is named as such, with its position; valid JSON that is no object as that (issue 27, class 10)
+    for cfg, want in (('{"chat_template": "T",, }', "tokenizer_config.json: malformed JSON at line 1"),
+                      ('{"a": 1,\n "b": }', "tokenizer_config.json: malformed JSON at line 2"),
+                      ('["chat_template"]', "tokenizer_config.json: valid JSON, but not an object")):
+        g = load(cfg)
+        check(not g["ok"] and want in g["error"] and "\n" not in g["error"],
+              "tokenizer_config.json %r: one line %r: %r" % (cfg, want, g))
     print("chat_template: %d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
 
