@@ -20,6 +20,7 @@
 #include "schema.h"
 #include "setup.h"
 #include "fsutil.h"
+#include "resultsdir.h"
 #include "hashutil.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -38,12 +39,6 @@ static void sleep_ms(int ms) {
     }
 }
 
-/* mkdir -p, and the directory must be writable */
-static int mkdirs(const char *path, SpErr *err) {
-    if (sp_mkdir_p(path, err)) return -1;
-    if (access(path, W_OK | X_OK) != 0) return sp_fail(err, "%s: not writable: %s", path, strerror(errno));
-    return 0;
-}
 
 /* `git -C dir rev-parse HEAD` (+ "-dirty" when tracked files differ from it); 0 or -1. */
 static int git_commit_in(const char *dir, char *out, size_t cap) {
@@ -690,32 +685,16 @@ static void ctx_free(Ctx *c) {
     free(c->stamps);
 }
 
-/* One writer per results directory at a time (a sweep with its workers, or a merge): an flock on
- * DIR/.sweep.lock, released by the kernel when the process (and the workers sharing the descriptor)
- * ends, however it ends. *fd receives the descriptor (the caller closes it). */
-static int lock_results_dir(const char *dir, int *fd, SpErr *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/.sweep.lock", dir);
-    if ((*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
-        return sp_fail(err, "--out: %s: cannot create: %s", path, strerror(errno));
-    if (flock(*fd, LOCK_EX | LOCK_NB) != 0)
-        return sp_fail(err, "--out: %s: another sweep or merge is writing this directory (use --jobs, or --shard with "
-                            "its own directory)", dir);
-    return 0;
-}
 
 /* Expands the grid and opens the output directory and database. */
 static int prepare(Ctx *c, SpErr *err) {
     SweepSpec *s = c->s;
     const RunnerOpts *o = c->o;
     if (spec_resolve(s, err) || spec_expand(s, &c->runs, &c->n_runs, err)) return -1;
-    char tokens[4200];
-    snprintf(tokens, sizeof tokens, "%s/tokens", o->out_dir);
     snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", o->out_dir);
     struct stat st;
     c->created_out = stat(o->out_dir, &st) != 0;
-    if (mkdirs(o->out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
-    if (lock_results_dir(o->out_dir, &c->lock_fd, err) || !(c->db = db_open(c->db_path, err))) return -1;
+    if (results_dir_open(o->out_dir, &c->lock_fd, err) || !(c->db = db_open(c->db_path, err))) return -1;
     /* the grid, for merge to count the runs missing from the shards (written before any run) */
     return db_set_grid(c->db, c->runs, c->n_runs, o->shard_i, o->shard_n, err);
 }
@@ -1008,216 +987,4 @@ int runner_dry_run(SweepSpec *s, const RunnerOpts *o, SpErr *err) {
     db_close(db);
     free(runs);
     return 0;
-}
-
-/* ------------------------------------------------------------------ merge */
-
-/* Copies src to dst via dst.tmp + rename; src must open as HDF5. */
-static int copy_log(const char *src, const char *dst, SpErr *err) {
-    hid_t f = h5_open_read(src, err);
-    if (f < 0) return -1;
-    H5Fclose(f);
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
-    int in = open(src, O_RDONLY), out = -1, rc = 0;
-    if (in < 0) return sp_fail(err, "%s: cannot open: %s", src, strerror(errno));
-    if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) rc = sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
-    char buf[1 << 16];
-    for (ssize_t k; rc == 0 && (k = read(in, buf, sizeof buf)) != 0;) {
-        if (k < 0 || write(out, buf, (size_t)k) != k) rc = sp_fail(err, "%s: copy to %s failed: %s", src, tmp, strerror(errno));
-    }
-    close(in);
-    if (out >= 0 && (fsync(out) != 0 || close(out) != 0) && rc == 0) rc = sp_fail(err, "%s: write failed", tmp);
-    if (rc == 0 && rename(tmp, dst) != 0) rc = sp_fail(err, "%s: rename failed: %s", tmp, strerror(errno));
-    if (rc) unlink(tmp);
-    return rc;
-}
-
-static int same_dir(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* The grids the shards record (distinct texts of meta 'grid'), with the shard count of the first
- * shard that records each ("I/N": N; 0 when unknown). */
-typedef struct Grids {
-    char **text;
-    int *shard_n;
-    int n, cap;
-} Grids;
-
-static void grids_free(Grids *g) {
-    for (int i = 0; i < g->n; i++) free(g->text[i]);
-    free(g->text);
-    free(g->shard_n);
-    memset(g, 0, sizeof *g);
-}
-
-/* Takes plan->grid (when new) into g. */
-static int grids_add(Grids *g, MergePlan *p, SpErr *err) {
-    for (int i = 0; i < g->n; i++)
-        if (!strcmp(g->text[i], p->grid)) return 0;
-    if (g->n == g->cap) {
-        int nc = g->cap ? g->cap * 2 : 4;
-        char **nt = realloc(g->text, (size_t)nc * sizeof *nt);
-        if (nt) g->text = nt;
-        int *ns = nt ? realloc(g->shard_n, (size_t)nc * sizeof *ns) : NULL;
-        if (!ns) return sp_fail(err, "out of memory");
-        g->shard_n = ns;
-        g->cap = nc;
-    }
-    const char *slash = strchr(p->shard, '/');
-    g->shard_n[g->n] = slash ? atoi(slash + 1) : 0;
-    if (g->shard_n[g->n] < 0) g->shard_n[g->n] = 0;
-    g->text[g->n++] = p->grid;
-    p->grid = NULL;
-    return 0;
-}
-
-/* Whether the 64-digit hash h occurs in one of the grids before grid k (counted there already). */
-static int seen_before(const Grids *g, int k, const char *h) {
-    for (int i = 0; i < k; i++)
-        if (strstr(g->text[i], h)) return 1;
-    return 0;
-}
-
-/* Counts the runs of the grids (their union) that are failed, or neither done nor failed, in dst. */
-static int check_grids(Db *dst, const Grids *g, GridReport *r, SpErr *err) {
-    r->grids = g->n;
-    r->shard_n = g->n == 1 ? g->shard_n[0] : 0;
-    if (r->shard_n > 1 && !(r->missing_per_shard = calloc((size_t)r->shard_n, sizeof *r->missing_per_shard)))
-        return sp_fail(err, "out of memory");
-    for (int k = 0; k < g->n; k++) {
-        const char *t = g->text[k];
-        for (int index = 0; *t; index++) {
-            char h[SP_SHA256_HEX];
-            size_t len = strcspn(t, ",");
-            snprintf(h, sizeof h, "%.*s", (int)(len < sizeof h ? len : sizeof h - 1), t);
-            t += len + (t[len] == ',');
-            if (seen_before(g, k, h)) continue;
-            int st = db_run_status(dst, h, NULL, 0, err);
-            if (st < 0) return -1;
-            r->runs++;
-            if (st == DB_RUN_FAILED) r->failed++;
-            if (st == DB_RUN_DONE || st == DB_RUN_FAILED) continue;
-            if (g->n == 1 && r->missing < (int)(sizeof r->first_missing / sizeof *r->first_missing))
-                r->first_missing[r->missing] = index;
-            if (r->missing_per_shard) r->missing_per_shard[index % r->shard_n]++;
-            r->missing++;
-        }
-    }
-    return 0;
-}
-
-void grid_report_free(GridReport *r) {
-    free(r->missing_per_shard);
-    r->missing_per_shard = NULL;
-    free(r->empty);
-    r->empty = NULL;
-}
-
-/* Before anything is merged: the shards whose database holds no tables (into g->empty), and, unless
- * allow_specs, a refusal when two of the grids recorded by out_dir and the shards differ. */
-static int merge_precheck(Db *db, const char *out_dir, char *const *shard_dirs, int n, int allow_specs, GridReport *g,
-                          SpErr *err) {
-    if (!(g->empty = calloc((size_t)(n ? n : 1), sizeof *g->empty))) return sp_fail(err, "out of memory");
-    char *first = NULL;
-    const char *first_from = out_dir;
-    int rc = db_grid(db, &first, err);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        if (same_dir(shard_dirs[i], out_dir)) continue;
-        char src_db[4200], *grid = NULL;
-        snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard_dirs[i]);
-        if (access(src_db, R_OK) != 0) {
-            rc = sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard_dirs[i]);
-            break;
-        }
-        if ((rc = db_source_grid(db, src_db, &grid, &g->empty[i], err)) != 0) break;
-        g->n_empty += g->empty[i];
-        if (grid && first && strcmp(grid, first) && !allow_specs)
-            rc = sp_fail(err, "%s and %s were swept from different specs (their grids differ: other models, data or "
-                              "parameters); merge them on purpose with --allow-specs",
-                         first_from, shard_dirs[i]);
-        if (grid && !first) {
-            first = grid;
-            first_from = shard_dirs[i];
-        } else {
-            free(grid);
-        }
-    }
-    free(first);
-    return rc;
-}
-
-static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCounts *mc, Grids *grids, int *with_grid,
-                     SpErr *err) {
-    char src_db[4200];
-    snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard);
-    if (access(src_db, R_OK) != 0) return sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard);
-    MergePlan p;
-    if (db_merge_plan(dst, src_db, &p, err)) return -1;
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < p.n; i++) {
-        char src[4400], dstp[4400];
-        snprintf(dstp, sizeof dstp, "%s/tokens/%s.h5", out_dir, p.hashes[i]);
-        if (i >= p.n_done) { /* a failed run has no token log: a stale one of an unfinished try in dst goes */
-            unlink(dstp);
-            continue;
-        }
-        snprintf(src, sizeof src, "%s/tokens/%s.h5", shard, p.hashes[i]);
-        rc = copy_log(src, dstp, err);
-    }
-    if (rc == 0) rc = db_merge_rows(dst, src_db, p.hashes, p.n, err);
-    if (rc == 0 && p.grid) {
-        rc = grids_add(grids, &p, err);
-        (*with_grid)++;
-    }
-    if (rc == 0) {
-        mc->runs_added += p.n_done;
-        mc->failed_added += p.n - p.n_done;
-        mc->duplicates += p.duplicates;
-        mc->unfinished += p.unfinished;
-        mc->failed_superseded += p.failed_superseded;
-    }
-    db_merge_plan_free(&p);
-    return rc;
-}
-
-int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_specs, MergeCounts *mc, GridReport *gr,
-                 SpErr *err) {
-    memset(mc, 0, sizeof *mc);
-    memset(gr, 0, sizeof *gr);
-    char tokens[4200], db_path[4200];
-    snprintf(tokens, sizeof tokens, "%s/tokens", out_dir);
-    snprintf(db_path, sizeof db_path, "%s/runs.sqlite", out_dir);
-    for (int i = 0; i < n; i++) {
-        struct stat st;
-        if (stat(shard_dirs[i], &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", shard_dirs[i]);
-    }
-    if (mkdirs(out_dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");
-    int lock_fd = -1; /* a sweep writing out_dir uses the same lock and the same HASH.h5.tmp names */
-    Db *db = NULL;
-    if (lock_results_dir(out_dir, &lock_fd, err) || !(db = db_open(db_path, err))) {
-        if (lock_fd >= 0) close(lock_fd);
-        return -1;
-    }
-    Grids grids = {0};
-    int rc = merge_precheck(db, out_dir, shard_dirs, n, allow_specs, gr, err);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        if (same_dir(shard_dirs[i], out_dir) || gr->empty[i]) continue;
-        rc = merge_one(db, out_dir, shard_dirs[i], mc, &grids, &gr->shards_with_grid, err);
-    }
-    if (rc == 0 && grids.n) { /* the merged directory holds the shards' grid (none when they differ) */
-        rc = check_grids(db, &grids, gr, err);
-        if (rc == 0) rc = db_set_grid_text(db, grids.n == 1 ? grids.text[0] : NULL, err);
-    } else if (rc == 0) { /* no grid known: every failed run of the merged directory */
-        int64_t done, failed, toks;
-        rc = db_progress(db, &done, &failed, &toks, err);
-        gr->failed = (int)failed;
-    }
-    if (rc) grid_report_free(gr);
-    grids_free(&grids);
-    db_close(db);
-    close(lock_fd);
-    return rc;
 }

@@ -1,0 +1,222 @@
+/* merge.c - sprinter merge (runner.h runner_merge): the shards' databases and token logs into one
+ * results directory, the grids they were swept from checked against each other. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "h5util.h"
+#include "resultsdir.h"
+#include "runner.h"
+
+/* Copies src to dst via dst.tmp + rename; src must open as HDF5. */
+static int copy_log(const char *src, const char *dst, SpErr *err) {
+    hid_t f = h5_open_read(src, err);
+    if (f < 0) return -1;
+    H5Fclose(f);
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
+    int in = open(src, O_RDONLY), out = -1, rc = 0;
+    if (in < 0) return sp_fail(err, "%s: cannot open: %s", src, strerror(errno));
+    if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) rc = sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    char buf[1 << 16];
+    for (ssize_t k; rc == 0 && (k = read(in, buf, sizeof buf)) != 0;) {
+        if (k < 0 || write(out, buf, (size_t)k) != k) rc = sp_fail(err, "%s: copy to %s failed: %s", src, tmp, strerror(errno));
+    }
+    close(in);
+    if (out >= 0 && (fsync(out) != 0 || close(out) != 0) && rc == 0) rc = sp_fail(err, "%s: write failed", tmp);
+    if (rc == 0 && rename(tmp, dst) != 0) rc = sp_fail(err, "%s: rename failed: %s", tmp, strerror(errno));
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+static int same_dir(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The grids the shards record (distinct texts of meta 'grid'), with the shard count of the first
+ * shard that records each ("I/N": N; 0 when unknown). */
+typedef struct Grids {
+    char **text;
+    int *shard_n;
+    int n, cap;
+} Grids;
+
+static void grids_free(Grids *g) {
+    for (int i = 0; i < g->n; i++) free(g->text[i]);
+    free(g->text);
+    free(g->shard_n);
+    memset(g, 0, sizeof *g);
+}
+
+/* Takes plan->grid (when new) into g. */
+static int grids_add(Grids *g, MergePlan *p, SpErr *err) {
+    for (int i = 0; i < g->n; i++)
+        if (!strcmp(g->text[i], p->grid)) return 0;
+    if (g->n == g->cap) {
+        int nc = g->cap ? g->cap * 2 : 4;
+        char **nt = realloc(g->text, (size_t)nc * sizeof *nt);
+        if (nt) g->text = nt;
+        int *ns = nt ? realloc(g->shard_n, (size_t)nc * sizeof *ns) : NULL;
+        if (!ns) return sp_fail(err, "out of memory");
+        g->shard_n = ns;
+        g->cap = nc;
+    }
+    const char *slash = strchr(p->shard, '/');
+    g->shard_n[g->n] = slash ? atoi(slash + 1) : 0;
+    if (g->shard_n[g->n] < 0) g->shard_n[g->n] = 0;
+    g->text[g->n++] = p->grid;
+    p->grid = NULL;
+    return 0;
+}
+
+/* Whether the 64-digit hash h occurs in one of the grids before grid k (counted there already). */
+static int seen_before(const Grids *g, int k, const char *h) {
+    for (int i = 0; i < k; i++)
+        if (strstr(g->text[i], h)) return 1;
+    return 0;
+}
+
+/* Counts the runs of the grids (their union) that are failed, or neither done nor failed, in dst. */
+static int check_grids(Db *dst, const Grids *g, GridReport *r, SpErr *err) {
+    r->grids = g->n;
+    r->shard_n = g->n == 1 ? g->shard_n[0] : 0;
+    if (r->shard_n > 1 && !(r->missing_per_shard = calloc((size_t)r->shard_n, sizeof *r->missing_per_shard)))
+        return sp_fail(err, "out of memory");
+    for (int k = 0; k < g->n; k++) {
+        const char *t = g->text[k];
+        for (int index = 0; *t; index++) {
+            char h[SP_SHA256_HEX];
+            size_t len = strcspn(t, ",");
+            snprintf(h, sizeof h, "%.*s", (int)(len < sizeof h ? len : sizeof h - 1), t);
+            t += len + (t[len] == ',');
+            if (seen_before(g, k, h)) continue;
+            int st = db_run_status(dst, h, NULL, 0, err);
+            if (st < 0) return -1;
+            r->runs++;
+            if (st == DB_RUN_FAILED) r->failed++;
+            if (st == DB_RUN_DONE || st == DB_RUN_FAILED) continue;
+            if (g->n == 1 && r->missing < (int)(sizeof r->first_missing / sizeof *r->first_missing))
+                r->first_missing[r->missing] = index;
+            if (r->missing_per_shard) r->missing_per_shard[index % r->shard_n]++;
+            r->missing++;
+        }
+    }
+    return 0;
+}
+
+void grid_report_free(GridReport *r) {
+    free(r->missing_per_shard);
+    r->missing_per_shard = NULL;
+    free(r->empty);
+    r->empty = NULL;
+}
+
+/* Before anything is merged: the shards whose database holds no tables (into g->empty), and, unless
+ * allow_specs, a refusal when two of the grids recorded by out_dir and the shards differ. */
+static int merge_precheck(Db *db, const char *out_dir, char *const *shard_dirs, int n, int allow_specs, GridReport *g,
+                          SpErr *err) {
+    if (!(g->empty = calloc((size_t)(n ? n : 1), sizeof *g->empty))) return sp_fail(err, "out of memory");
+    char *first = NULL;
+    const char *first_from = out_dir;
+    int rc = db_grid(db, &first, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (same_dir(shard_dirs[i], out_dir)) continue;
+        char src_db[4200], *grid = NULL;
+        snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard_dirs[i]);
+        if (access(src_db, R_OK) != 0) {
+            rc = sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard_dirs[i]);
+            break;
+        }
+        if ((rc = db_source_grid(db, src_db, &grid, &g->empty[i], err)) != 0) break;
+        g->n_empty += g->empty[i];
+        if (grid && first && strcmp(grid, first) && !allow_specs)
+            rc = sp_fail(err, "%s and %s were swept from different specs (their grids differ: other models, data or "
+                              "parameters); merge them on purpose with --allow-specs",
+                         first_from, shard_dirs[i]);
+        if (grid && !first) {
+            first = grid;
+            first_from = shard_dirs[i];
+        } else {
+            free(grid);
+        }
+    }
+    free(first);
+    return rc;
+}
+
+static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCounts *mc, Grids *grids, int *with_grid,
+                     SpErr *err) {
+    char src_db[4200];
+    snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard);
+    if (access(src_db, R_OK) != 0) return sp_fail(err, "%s: no runs.sqlite (not a sweep output directory)", shard);
+    MergePlan p;
+    if (db_merge_plan(dst, src_db, &p, err)) return -1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < p.n; i++) {
+        char src[4400], dstp[4400];
+        snprintf(dstp, sizeof dstp, "%s/tokens/%s.h5", out_dir, p.hashes[i]);
+        if (i >= p.n_done) { /* a failed run has no token log: a stale one of an unfinished try in dst goes */
+            unlink(dstp);
+            continue;
+        }
+        snprintf(src, sizeof src, "%s/tokens/%s.h5", shard, p.hashes[i]);
+        rc = copy_log(src, dstp, err);
+    }
+    if (rc == 0) rc = db_merge_rows(dst, src_db, p.hashes, p.n, err);
+    if (rc == 0 && p.grid) {
+        rc = grids_add(grids, &p, err);
+        (*with_grid)++;
+    }
+    if (rc == 0) {
+        mc->runs_added += p.n_done;
+        mc->failed_added += p.n - p.n_done;
+        mc->duplicates += p.duplicates;
+        mc->unfinished += p.unfinished;
+        mc->failed_superseded += p.failed_superseded;
+    }
+    db_merge_plan_free(&p);
+    return rc;
+}
+
+int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_specs, MergeCounts *mc, GridReport *gr,
+                 SpErr *err) {
+    memset(mc, 0, sizeof *mc);
+    memset(gr, 0, sizeof *gr);
+    char db_path[4200];
+    snprintf(db_path, sizeof db_path, "%s/runs.sqlite", out_dir);
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(shard_dirs[i], &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", shard_dirs[i]);
+    }
+    int lock_fd = -1; /* a sweep writing out_dir uses the same lock and the same HASH.h5.tmp names */
+    Db *db = NULL;
+    if (results_dir_open(out_dir, &lock_fd, err) || !(db = db_open(db_path, err))) {
+        if (lock_fd >= 0) close(lock_fd);
+        return -1;
+    }
+    Grids grids = {0};
+    int rc = merge_precheck(db, out_dir, shard_dirs, n, allow_specs, gr, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (same_dir(shard_dirs[i], out_dir) || gr->empty[i]) continue;
+        rc = merge_one(db, out_dir, shard_dirs[i], mc, &grids, &gr->shards_with_grid, err);
+    }
+    if (rc == 0 && grids.n) { /* the merged directory holds the shards' grid (none when they differ) */
+        rc = check_grids(db, &grids, gr, err);
+        if (rc == 0) rc = db_set_grid_text(db, grids.n == 1 ? grids.text[0] : NULL, err);
+    } else if (rc == 0) { /* no grid known: every failed run of the merged directory */
+        int64_t done, failed, toks;
+        rc = db_progress(db, &done, &failed, &toks, err);
+        gr->failed = (int)failed;
+    }
+    if (rc) grid_report_free(gr);
+    grids_free(&grids);
+    db_close(db);
+    close(lock_fd);
+    return rc;
+}
