@@ -276,6 +276,31 @@ static VerEntry *find_verifier(Ctx *c, double lambda) {
 }
 
 /* Trains (or finds in the cache) one verifier per lambda that a pending run needs. */
+/* The training settings of [verifier] (for a verifier and for a judge head alike). */
+static void spec_train(const SweepSpec *s, TrainSpec *ts) {
+    train_spec_default(ts);
+    ts->l2 = s->ver_l2;
+    ts->val_fraction = s->ver_val_fraction;
+    ts->tau = s->ver_tau;
+    ts->seed = s->ver_seed;
+}
+
+/* Trains (or finds in the cache) the head cs and ts describe into v, for the runs whose `what`
+ * ("lambda", "judge_rho") is key; one progress line before and one with its metrics after. */
+static int ensure_head(Ctx *c, const char *head, const char *what, double key, const CollectSpec *cs,
+                       const TrainSpec *ts, VerEntry *v, SpErr *err) {
+    VerifierMetrics m;
+    if (c->o->progress) fprintf(stderr, "sweep: %s for %s = %g (cache %s)\n", head, what, key, c->o->verifier_cache);
+    if (verifier_ensure(cs, ts, c->o->verifier_cache, v->path, sizeof v->path, &m, err))
+        return sp_err_prefix(err, "%s for %s %g", head, what, key);
+    if (sha256_file(v->path, v->sha256, err) || verifier_load(v->path, &v->v, err)) return -1;
+    v->lambda = key;
+    if (c->o->progress)
+        fprintf(stderr, "sweep: %s %s = %g: %s (val AUC %.3f, eta_FP %.3f, eta_TP %.3f at tau %g)\n", head, what, key,
+                v->path, m.val_auc, m.eta_fp, m.eta_tp, m.tau);
+    return 0;
+}
+
 /* A verifier for every lambda the runs idx[0..n) need (trained once, cached by a hash of what it
  * is trained from). */
 static int prepare_verifiers(Ctx *c, const int *idx, int n, SpErr *err) {
@@ -284,28 +309,15 @@ static int prepare_verifiers(Ctx *c, const int *idx, int n, SpErr *err) {
         const RunConfig *r = &c->runs[idx[k]];
         if (!method_is(r->dc.method, MC_NEEDS_VERIFIER) || find_verifier(c, r->dc.lambda)) continue;
         if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
-        VerEntry *v = &c->vers[c->n_vers];
         CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
                           s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule, VS_DRAFT, 0};
         TrainSpec ts;
-        train_spec_default(&ts);
-        ts.l2 = s->ver_l2;
-        ts.val_fraction = s->ver_val_fraction;
+        spec_train(s, &ts);
         ts.recipe = s->ver_recipe;
-        ts.tau = s->ver_tau;
         ts.feature = s->ver_feature;
         ts.padded_batches = s->ver_padded_batches;
-        ts.seed = s->ver_seed;
-        VerifierMetrics m;
-        if (c->o->progress) fprintf(stderr, "sweep: verifier for lambda = %g (cache %s)\n", r->dc.lambda, c->o->verifier_cache);
-        if (verifier_ensure(&cs, &ts, c->o->verifier_cache, v->path, sizeof v->path, &m, err))
-            return sp_err_prefix(err, "verifier for lambda %g", r->dc.lambda);
-        if (sha256_file(v->path, v->sha256, err) || verifier_load(v->path, &v->v, err)) return -1;
-        v->lambda = r->dc.lambda;
+        if (ensure_head(c, "verifier", "lambda", r->dc.lambda, &cs, &ts, &c->vers[c->n_vers], err)) return -1;
         c->n_vers++;
-        if (c->o->progress)
-            fprintf(stderr, "sweep: verifier lambda = %g: %s (val AUC %.3f, eta_FP %.3f, eta_TP %.3f at tau %g)\n",
-                    v->lambda, v->path, m.val_auc, m.eta_fp, m.eta_tp, m.tau);
     }
     return 0;
 }
@@ -325,26 +337,13 @@ static int prepare_judges(Ctx *c, const int *idx, int n, SpErr *err) {
         const RunConfig *r = &c->runs[idx[k]];
         if (!method_is(r->dc.method, MC_NEEDS_JUDGE) || find_judge(c, r->dc.judge_rho)) continue;
         if (c->n_judges == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d judge_rho values", s->path, SPEC_MAX_LIST);
-        VerEntry *v = &c->judges[c->n_judges];
         CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
                           s->ver_n_prompts, s->ver_max_new, SP_DEFAULT_LAMBDA, s->sampling, s->ver_seed,
                           PROTOCOL_SOUND, VS_TARGET, r->dc.judge_rho};
         TrainSpec ts;
-        train_spec_default(&ts);
-        ts.l2 = s->ver_l2;
-        ts.val_fraction = s->ver_val_fraction;
-        ts.tau = s->ver_tau;
-        ts.seed = s->ver_seed;
-        VerifierMetrics m;
-        if (c->o->progress) fprintf(stderr, "sweep: judge head for judge_rho = %g (cache %s)\n", r->dc.judge_rho, c->o->verifier_cache);
-        if (verifier_ensure(&cs, &ts, c->o->verifier_cache, v->path, sizeof v->path, &m, err))
-            return sp_err_prefix(err, "judge head for judge_rho %g", r->dc.judge_rho);
-        if (sha256_file(v->path, v->sha256, err) || verifier_load(v->path, &v->v, err)) return -1;
-        v->lambda = r->dc.judge_rho;
+        spec_train(s, &ts);
+        if (ensure_head(c, "judge head", "judge_rho", r->dc.judge_rho, &cs, &ts, &c->judges[c->n_judges], err)) return -1;
         c->n_judges++;
-        if (c->o->progress)
-            fprintf(stderr, "sweep: judge judge_rho = %g: %s (val AUC %.3f, eta_FP %.3f, eta_TP %.3f at tau %g)\n",
-                    v->lambda, v->path, m.val_auc, m.eta_fp, m.eta_tp, m.tau);
     }
     return 0;
 }
