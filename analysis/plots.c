@@ -296,7 +296,7 @@ static int plot_lossy(const Report *R, SpErr *err) {
     Buf b;
     if (buf_open(&b)) return sp_fail(err, "out of memory");
     fprintf(b.f, "set title 'Speed-up over AR vs exact shift d_TV(p, p_method), one point per run (bars: range over "
-                 "the repetitions timed alone); filled: on the Pareto front'\nset xlabel 'exact d_TV(p, p_method) of "
+                 "the repetitions timed alone; the Pareto front per cell is in lossy.md)'\nset xlabel 'exact d_TV(p, p_method) of "
                  "the first-token law (mean over prefixes)'\nset ylabel 'speed-up over ar'\n");
     int rc = 0;
     FILE *f = peers_present(R) ? open_dat(R, "lossy.dat", err) : NULL;
