@@ -713,6 +713,18 @@ static void metrics_json(const VerifierMetrics *m, double l2, char *buf, size_t 
     cJSON_Delete(j);
 }
 
+/* The collect file's every attribute and dataset that the readers below touch, read once in a checked
+ * child first (h5util.h h5_checked_probe): libhdf5 crashing on a damaged file (issue 27, class 1) is
+ * then a one-line error naming it, never a crash of sprinter. */
+static int collect_probe(const char *path, const char *hidden, int padded, SpErr *err) {
+    static const char *const attrs[] = {"format", "feature_source", "lambda", "judge_rho", "draft_sha256", "draft"};
+    H5Probe d[5] = {{"label", H5C_I8}, {"prompt_index", H5C_I32}};
+    int n = 2;
+    if (hidden) d[n++] = (H5Probe){hidden, H5C_F32};
+    if (padded) d[n++] = (H5Probe){"pos", H5C_I32}, d[n++] = (H5Probe){"prefix_ids", H5C_I32};
+    return h5_checked_probe(path, attrs, (int)(sizeof attrs / sizeof *attrs), d, n, err);
+}
+
 /* The prefixes and the draft model for padded_batches, from a version-3 collect file of n rows. */
 static int pad_input_load(hid_t f, const char *path, int64_t n, const char *draft_sha, PadInput *pad, SpErr *err) {
     char draft[4096], sha[SP_SHA256_HEX];
@@ -746,6 +758,7 @@ static void pad_input_free(PadInput *pad) {
 
 int collect_padded_features(const char *path, const int64_t *rows, const int32_t *lens, int64_t m, float *out,
                             SpErr *err) {
+    if (collect_probe(path, NULL, 1, err)) return -1;
     hid_t f = h5_open_read(path, err);
     if (f < 0) return -1;
     char draft_sha[SP_SHA256_HEX];
@@ -786,6 +799,7 @@ int verifier_train(const char *path, const TrainSpec *t, const char *out_path, V
     memset(m, 0, sizeof *m);
     if (!(t->val_fraction > 0 && t->val_fraction < 1)) return sp_fail(err, "val_fraction %g must be in (0, 1)", t->val_fraction);
     if (!(t->l2 >= 0)) return sp_fail(err, "l2 %g must be >= 0", t->l2);
+    if (collect_probe(path, t->feature == VF_PREFIX ? "hidden_prefix" : "hidden", t->padded_batches, err)) return -1;
     hid_t f = h5_open_read(path, err);
     if (f < 0) return -1;
     float *h = NULL;

@@ -69,4 +69,17 @@ hid_t h5_open_read(const char *path, SpErr *err);
 typedef int (*H5CheckedFn)(void *arg, void **blob, size_t *len, SpErr *err);
 int h5_checked(const char *path, H5CheckedFn fn, void *arg, void **blob, size_t *len, SpErr *err);
 
+/* A checked pass over a file that an in-process reader then reads (readers whose reads are interleaved
+ * with other work, e.g. the verifier's collect files): in a checked child, opens path and reads every
+ * listed root attribute that exists and every listed dataset that exists, all of it, as the given type,
+ * exactly as the reader will. Errors that are not crashes are left to the in-process reader (it reports
+ * them in its own words); 0 when the child came through, else h5_checked's one-line crash error.
+ * (A file replaced between the pass and the read is not covered: the inputs are not being written.) */
+typedef struct H5Probe {
+    const char *name;
+    H5ColType type;
+} H5Probe;
+int h5_checked_probe(const char *path, const char *const *attrs, int n_attrs, const H5Probe *dsets, int n_dsets,
+                     SpErr *err);
+
 #endif
