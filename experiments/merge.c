@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -184,6 +185,41 @@ static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCount
     return rc;
 }
 
+/* What runner_merge created in out_dir (each 1 when it was not there before the merge opened it). */
+typedef struct Created {
+    int dir, db, tokens, lock;
+} Created;
+
+static int exists(const char *dir, const char *name) {
+    char path[4400];
+    struct stat st;
+    snprintf(path, sizeof path, "%s%s%s", dir, name[0] ? "/" : "", name);
+    return stat(path, &st) == 0;
+}
+
+/* A merge refused before it merged anything leaves out_dir as it found it: what it created there (the
+ * database, tokens/, the lock, the directory itself) goes; what was there before stays, and the
+ * directories go only when empty. db is closed by the caller first. */
+static void undo_created(const char *out_dir, const Created *c) {
+    char path[4400];
+    if (c->db) {
+        const char *const files[] = {"runs.sqlite", "runs.sqlite-wal", "runs.sqlite-shm", "runs.sqlite-journal"};
+        for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+            snprintf(path, sizeof path, "%s/%s", out_dir, files[i]);
+            unlink(path);
+        }
+    }
+    if (c->tokens) {
+        snprintf(path, sizeof path, "%s/tokens", out_dir);
+        rmdir(path); /* only when empty */
+    }
+    if (c->lock) {
+        snprintf(path, sizeof path, "%s/.sweep.lock", out_dir);
+        unlink(path);
+    }
+    if (c->dir) rmdir(out_dir); /* only when empty */
+}
+
 int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_specs, MergeCounts *mc, GridReport *gr,
                  SpErr *err) {
     memset(mc, 0, sizeof *mc);
@@ -194,14 +230,26 @@ int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_
         struct stat st;
         if (stat(shard_dirs[i], &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", shard_dirs[i]);
     }
+    Created created = {!exists(out_dir, ""), !exists(out_dir, "runs.sqlite"), !exists(out_dir, "tokens"),
+                       !exists(out_dir, ".sweep.lock")};
     int lock_fd = -1; /* a sweep writing out_dir uses the same lock and the same HASH.h5.tmp names */
     Db *db = NULL;
-    if (results_dir_open(out_dir, &lock_fd, err) || !(db = db_open(db_path, err))) {
+    int rc = results_dir_open(out_dir, &lock_fd, err);
+    if (rc == 0 && !(db = db_open(db_path, err))) rc = -1;
+    if (rc == 0) rc = merge_precheck(db, out_dir, shard_dirs, n, allow_specs, gr, err);
+    if (rc) { /* refused before anything was merged: nothing of this merge stays in out_dir */
+        grid_report_free(gr);
+        int64_t done = 0, failed = 0, toks = 0;
+        if (!db || db_progress(db, &done, &failed, &toks, NULL) || done || failed)
+            created.db = 0; /* not ours after all (a sweep between the look and the lock): kept */
+        db_close(db);
+        /* only while holding the lock (no sweep or merge is writing out_dir); a lock held by another
+         * process means out_dir is theirs, left alone */
+        if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) == 0) undo_created(out_dir, &created);
         if (lock_fd >= 0) close(lock_fd);
-        return -1;
+        return rc;
     }
     Grids grids = {0};
-    int rc = merge_precheck(db, out_dir, shard_dirs, n, allow_specs, gr, err);
     for (int i = 0; rc == 0 && i < n; i++) {
         if (same_dir(shard_dirs[i], out_dir) || gr->empty[i]) continue;
         rc = merge_one(db, out_dir, shard_dirs[i], mc, &grids, &gr->shards_with_grid, err);

@@ -93,12 +93,21 @@ static int read_summary_row(sqlite3_stmt *st, void *item, void *ctx, SpErr *err)
     return 0;
 }
 
+/* "target=XXXXXXXX draft=YYYYYYYY": the first 8 digits of a row's model contents ("" when unused). */
+static void models_label(char *buf, size_t cap, const char *target_sha, const char *draft_sha) {
+    snprintf(buf, cap, "%s%.8s%s%.8s", target_sha[0] ? "target=" : "", target_sha,
+             draft_sha[0] ? (target_sha[0] ? " draft=" : "draft=") : "", draft_sha);
+}
+
 /* The model contents of a run (group key, result columns), and the number of distinct draft or
  * target contents among the done runs (the larger). */
 static const char kModelKey[] = "COALESCE(r.draft_sha256, ''), COALESCE(r.target_sha256, '')";
 static const char kModelCount[] =
     "SELECT MAX((SELECT COUNT(DISTINCT draft_sha256) FROM runs WHERE status = 'done'),"
     " (SELECT COUNT(DISTINCT target_sha256) FROM runs WHERE status = 'done'))";
+static const char kModelsNote[] =
+    "note: these runs used several model contents; rows are split by them (target=, draft=: the first 8 digits of "
+    "the sha256 of the model files), and speed-ups are over the ar row of the same target\n";
 
 /* Rows per (method, data, temperature, parameters), or per method (by_method: pooled over those);
  * either way per draft and target content (sha256): runs of different models never share a row. */
@@ -241,9 +250,7 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
         char temp[32] = "";
         if (shape.show_temperature) snprintf(temp, sizeof temp, "T=%g", rows[i].temperature);
         char models[48] = "";
-        if (shape.show_models)
-            snprintf(models, sizeof models, "%s%.8s%s%.8s", rows[i].target_sha[0] ? "target=" : "", rows[i].target_sha,
-                     rows[i].draft_sha[0] ? (rows[i].target_sha[0] ? " draft=" : "draft=") : "", rows[i].draft_sha);
+        if (shape.show_models) models_label(models, sizeof models, rows[i].target_sha, rows[i].draft_sha);
         const char *parts[4] = {models, show_ds ? rows[i].dataset : "", temp, rows[i].label};
         size_t k = 0;
         for (int p = 0; p < 4; p++)
@@ -279,9 +286,7 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
                 (long long)r->runs, (long long)r->tokens, rate, sp, tpc, alpha, apd, efp, etp, r->t_audit);
     }
     if (n == 0) fprintf(out, "(no finished runs)\n");
-    if (n && shape.show_models)
-        fprintf(out, "note: these runs used several model contents; rows are split by them (target=, draft=: the first 8 "
-                     "digits of the sha256 of the model files), and speed-ups are over the ar row of the same target\n");
+    if (n && shape.show_models) fputs(kModelsNote, out);
     if (n)
         fprintf(out, "tok/call: tokens per target call incl. bonus (Spec-Bench's mean accepted tokens); accept: per-token "
                      "acceptance rate alpha = accepted share of the draft tokens the target checked; acc/dft: accepted / "
@@ -293,10 +298,12 @@ int db_summary(Db *db, FILE *out, int by_method, int tsv, SpErr *err) {
 
 /* ------------------------------------------------------------------ Spec-Bench's task table */
 
-/* One configuration (method, parameters, data, temperature) with its questions, every seed pooled. */
+/* One configuration (method, parameters, data, temperature, model contents) with its questions, every
+ * seed pooled: runs of different draft or target contents (sha256) are never one configuration. */
 typedef struct TaskConfig {
     char method[32], label[160], dataset[256];
     double temperature;
+    char draft_sha[SP_SHA256_HEX], target_sha[SP_SHA256_HEX]; /* "" when unused */
     SbQuestion *q;
     char **categories; /* [n] owned copies (q[i].category points into them) */
     int n, cap;
@@ -332,7 +339,7 @@ static int task_push(TaskConfig *c, const char *category, int64_t tokens, int64_
 
 enum {
     TASK_METHOD, TASK_DATASET, TASK_TEMPERATURE, TASK_CATEGORY, TASK_TOKENS, TASK_CALLS, TASK_SECONDS, TASK_TURNS,
-    TASK_TRUNCATED, TASK_PARAMS
+    TASK_TRUNCATED, TASK_DRAFT_SHA, TASK_TARGET_SHA, TASK_PARAMS
 };
 
 /* Every done run's questions (records/metrics.h: its prompt rows grouped by the first turn's
@@ -342,10 +349,10 @@ static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
     db_param_columns("r.", params, sizeof params);
     snprintf(sql, sizeof sql,
              "SELECT r.method, r.dataset, r.temperature, MIN(p.category), SUM(p.tokens), SUM(p.target_calls),"
-             " SUM(p.t_total), COUNT(*), SUM(p.prompt_truncated != 0), %s FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
+             " SUM(p.t_total), COUNT(*), SUM(p.prompt_truncated != 0), %s, %s FROM runs r JOIN prompts p ON p.run_hash = r.run_hash WHERE r.status = 'done'"
              " GROUP BY r.run_hash, p.prompt_index - COALESCE(p.turn, 0)"
              " ORDER BY MIN(r.run_index), MIN(p.prompt_index)",
-             params);
+             kModelKey, params);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(db->h, db->path, "task summary query", err);
     TaskConfig *c = NULL;
@@ -360,9 +367,12 @@ static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
         snprintf(dataset, sizeof dataset, "%s", base((const char *)sqlite3_column_text(st, TASK_DATASET)));
         const char *method = (const char *)sqlite3_column_text(st, TASK_METHOD);
         double temperature = sqlite3_column_double(st, TASK_TEMPERATURE);
+        const char *draft_sha = (const char *)sqlite3_column_text(st, TASK_DRAFT_SHA);
+        const char *target_sha = (const char *)sqlite3_column_text(st, TASK_TARGET_SHA);
         int k = 0;
         while (k < n && (strcmp(c[k].method, method) || strcmp(c[k].label, label) || strcmp(c[k].dataset, dataset) ||
-                         c[k].temperature != temperature))
+                         c[k].temperature != temperature || strcmp(c[k].draft_sha, draft_sha) ||
+                         strcmp(c[k].target_sha, target_sha)))
             k++;
         if (k == n) {
             if (n == cap) {
@@ -378,6 +388,8 @@ static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
             snprintf(c[n].label, sizeof c[n].label, "%s", label);
             snprintf(c[n].dataset, sizeof c[n].dataset, "%s", dataset);
             c[n].temperature = temperature;
+            snprintf(c[n].draft_sha, sizeof c[n].draft_sha, "%s", draft_sha);
+            snprintf(c[n].target_sha, sizeof c[n].target_sha, "%s", target_sha);
             n++;
         }
         if (task_push(&c[k], (const char *)sqlite3_column_text(st, TASK_CATEGORY), sqlite3_column_int64(st, TASK_TOKENS),
@@ -394,13 +406,30 @@ static int task_configs(Db *db, TaskConfig **out, int *n_out, SpErr *err) {
     return rc;
 }
 
-/* The ar configuration on the same data at the same temperature, NULL when there is none. */
+/* The ar configuration on the same data at the same temperature with the same target content, NULL
+ * when there is none. */
 static const TaskConfig *task_ar_of(const TaskConfig *c, int n, const TaskConfig *x) {
     for (int k = 0; k < n; k++)
         if (!strcmp(c[k].method, decode_method_name(DM_AR)) && !strcmp(c[k].dataset, x->dataset) &&
-            c[k].temperature == x->temperature)
+            c[k].temperature == x->temperature && !strcmp(c[k].target_sha, x->target_sha))
             return &c[k];
     return NULL;
+}
+
+/* Whether the done runs used several draft or target contents (the task rows are split by them). */
+static int task_show_models(Db *db, int *show, SpErr *err) {
+    char count[32];
+    if (sql_scalar_text(db->h, db->path, kModelCount, count, sizeof count, err)) return -1;
+    *show = atoi(count) > 1;
+    return 0;
+}
+
+/* A task row's label: "[target=... draft=...] data T=t [params]". */
+static void task_label(const TaskConfig *c, int show_models, char *buf, size_t cap) {
+    char models[48] = "";
+    if (show_models) models_label(models, sizeof models, c->target_sha, c->draft_sha);
+    snprintf(buf, cap, "%s%s%s T=%g%s%s", models, models[0] ? " " : "", c->dataset, c->temperature,
+             c->label[0] ? " " : "", c->label);
 }
 
 /* "summarization 80 of 80 turns, ...; overall k of n": the groups of c with a truncated prompt. */
@@ -432,38 +461,42 @@ int db_truncation_note(Db *db, FILE *out, SpErr *err) {
 
 int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
     TaskConfig *c = NULL;
-    int n = 0;
-    if (task_configs(db, &c, &n, err)) {
+    int n = 0, show_models = 0;
+    if (task_configs(db, &c, &n, err) || task_show_models(db, &show_models, err)) {
         task_configs_free(c, n);
         return -1;
     }
     if (tsv) {
         fprintf(out, "method\tdataset\ttemperature\tparams\ttask\tquestions\ttokens\ttarget_calls\tmean_accepted_tokens"
-                     "\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\tturns\ttruncated_turns\n");
+                     "\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\tturns\ttruncated_turns"
+                     "\tdraft_sha256\ttarget_sha256\n");
         for (int k = 0; k < n; k++) {
             const TaskConfig *ar = task_ar_of(c, n, &c[k]);
             for (int g = 0; g < SB_N_GROUPS; g++) {
                 const SbCell *x = &c[k].cells[g];
                 double ar_rate = ar ? ar->cells[g].mean_rate : NAN;
                 if (x->questions == 0) continue;
-                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%d\n", c[k].method,
-                        c[k].dataset, c[k].temperature, c[k].label[0] ? c[k].label : "-", specbench_group_name(g),
-                        x->questions, (long long)x->tokens, (long long)x->target_calls,
+                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%d\t%s\t%s\n",
+                        c[k].method, c[k].dataset, c[k].temperature, c[k].label[0] ? c[k].label : "-",
+                        specbench_group_name(g), x->questions, (long long)x->tokens, (long long)x->target_calls,
                         metric_ratio((double)x->tokens, (double)x->target_calls), x->mean_rate, ar_rate,
-                        metric_ratio(x->mean_rate, ar_rate), x->turns, x->truncated);
+                        metric_ratio(x->mean_rate, ar_rate), x->turns, x->truncated,
+                        c[k].draft_sha[0] ? c[k].draft_sha : "-", c[k].target_sha[0] ? c[k].target_sha : "-");
             }
         }
         task_configs_free(c, n);
         return 0;
     }
-    int wl = 6;
+    int wl = 13; /* "data T params" */
     for (int k = 0; k < n; k++) {
-        int l = (int)(strlen(c[k].dataset) + strlen(c[k].label)) + 8;
+        char lab[512];
+        task_label(&c[k], show_models, lab, sizeof lab);
+        int l = (int)strlen(lab);
         if (l > wl) wl = l;
     }
     fprintf(out, "Spec-Bench task groups: speedup over ar (mean of per-question tok/s, its evaluation/speed.py) and mean "
                  "accepted tokens (tokens per target forward, bonus included)\n");
-    fprintf(out, "%-11s %-*s", "method", wl, "data T params");
+    fprintf(out, "%-11s %-*s", "method", wl, show_models ? "models data T params" : "data T params");
     for (int g = 0; g < SB_N_GROUPS; g++) fprintf(out, " %15s", specbench_group_name(g));
     fputc('\n', out);
     if (n > 0) {
@@ -481,7 +514,7 @@ int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
     for (int k = 0; k < n; k++) {
         const TaskConfig *ar = task_ar_of(c, n, &c[k]);
         char lab[512];
-        snprintf(lab, sizeof lab, "%s T=%g%s%s", c[k].dataset, c[k].temperature, c[k].label[0] ? " " : "", c[k].label);
+        task_label(&c[k], show_models, lab, sizeof lab);
         fprintf(out, "%-11s %-*s", c[k].method, wl, lab);
         for (int g = 0; g < SB_N_GROUPS; g++) {
             const SbCell *x = &c[k].cells[g];
@@ -499,28 +532,37 @@ int db_summary_tasks(Db *db, FILE *out, int tsv, SpErr *err) {
                      "configuration's counts); truncated: turns whose prompt was longer than the context and kept only "
                      "its last part, losing its start (the first configuration's; --tsv: each one's); a category "
                      "outside Spec-Bench's 13 counts in overall only\n");
+    if (n > 0 && show_models) fputs(kModelsNote, out);
     task_configs_free(c, n);
     return 0;
 }
 
 int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err) {
     TaskConfig *c = NULL;
-    int n = 0;
-    if (task_configs(db, &c, &n, err)) {
+    int n = 0, show_models = 0;
+    if (task_configs(db, &c, &n, err) || task_show_models(db, &show_models, err)) {
         task_configs_free(c, n);
         return -1;
+    }
+    int wl = 40;
+    for (int k = 0; k < n; k++) {
+        char lab[512];
+        task_label(&c[k], show_models, lab, sizeof lab);
+        int l = (int)strlen(lab);
+        if (l > wl) wl = l;
     }
     if (tsv)
         fprintf(out, "method\tdataset\ttemperature\tparams\tcategory\ttask\tquestions\ttokens\ttarget_calls"
                      "\tmean_accepted_tokens\tmean_tokens_per_s\tar_mean_tokens_per_s\tspeedup_specbench\tturns"
-                     "\ttruncated_turns\n");
+                     "\ttruncated_turns\tdraft_sha256\ttarget_sha256\n");
     else
-        fprintf(out, "%-11s %-40s %-16s %-14s %9s %8s %8s %9s\n", "method", "data T params", "category", "task",
-                "questions", "speedup", "MAT", "truncated");
+        fprintf(out, "%-11s %-*s %-16s %-14s %9s %8s %8s %9s\n", "method", wl,
+                show_models ? "models data T params" : "data T params", "category", "task", "questions", "speedup",
+                "MAT", "truncated");
     for (int k = 0; k < n; k++) {
         const TaskConfig *ar = task_ar_of(c, n, &c[k]);
         char lab[512];
-        snprintf(lab, sizeof lab, "%s T=%g%s%s", c[k].dataset, c[k].temperature, c[k].label[0] ? " " : "", c[k].label);
+        task_label(&c[k], show_models, lab, sizeof lab);
         for (int i = 0; i < c[k].n; i++) { /* each category once, in the data's order */
             if (!specbench_category_first(c[k].q, i)) continue;
             const char *cat = c[k].categories[i];
@@ -529,22 +571,24 @@ int db_summary_categories(Db *db, FILE *out, int tsv, SpErr *err) {
             int g = specbench_group_of(cat);
             double mat = metric_ratio((double)x.tokens, (double)x.target_calls), speedup = metric_ratio(x.mean_rate, ar_rate);
             if (tsv) {
-                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%d\n", c[k].method,
-                        c[k].dataset, c[k].temperature, c[k].label[0] ? c[k].label : "-", cat[0] ? cat : "-",
-                        g >= 0 ? specbench_group_name(g) : "-", x.questions, (long long)x.tokens,
-                        (long long)x.target_calls, mat, x.mean_rate, ar_rate, speedup, x.turns, x.truncated);
+                fprintf(out, "%s\t%s\t%.9g\t%s\t%s\t%s\t%d\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%d\t%s\t%s\n",
+                        c[k].method, c[k].dataset, c[k].temperature, c[k].label[0] ? c[k].label : "-",
+                        cat[0] ? cat : "-", g >= 0 ? specbench_group_name(g) : "-", x.questions, (long long)x.tokens,
+                        (long long)x.target_calls, mat, x.mean_rate, ar_rate, speedup, x.turns, x.truncated,
+                        c[k].draft_sha[0] ? c[k].draft_sha : "-", c[k].target_sha[0] ? c[k].target_sha : "-");
             } else {
                 char sp[24], m[24];
                 fmt_ratio(sp, sizeof sp, speedup, isnan(speedup) ? 0 : 1, "%.2fx"); /* "-" without ar */
                 fmt_ratio(m, sizeof m, (double)x.tokens, (double)x.target_calls, "%.2f");
                 char tr[32];
                 snprintf(tr, sizeof tr, "%d/%d", x.truncated, x.turns);
-                fprintf(out, "%-11s %-40s %-16s %-14s %9d %8s %8s %9s\n", c[k].method, lab, cat[0] ? cat : "(none)",
+                fprintf(out, "%-11s %-*s %-16s %-14s %9d %8s %8s %9s\n", c[k].method, wl, lab, cat[0] ? cat : "(none)",
                         g >= 0 ? specbench_group_name(g) : "-", x.questions, sp, m, tr);
             }
         }
     }
     if (!tsv && n == 0) fprintf(out, "(no finished runs)\n");
+    if (!tsv && n > 0 && show_models) fputs(kModelsNote, out);
     task_configs_free(c, n);
     return 0;
 }

@@ -22,6 +22,8 @@
   into each turn's output; score rebuilds those prompts too;
 - a directory holding the same grid at two temperatures: `summary` keeps them apart, each speed-up
   over the ar row of its own temperature (the task table matches on temperature too);
+- a directory holding the same grid with two targets: `summary --by task` and `--by category` keep
+  them apart (a row per target sha256, labelled target= with a note), never pooled;
 - a greedy directory with ar, sd and sprinter (temperature 0, the sound label rule, as make specbench
   runs them): `analyze` writes FINDINGS rows 4, 5 and 6 for it, all in one protocol cell, with numbers:
   no "nan" in any verdict nor in rows 4-6;
@@ -362,6 +364,46 @@ def check_temperatures(t, a, out):
     t.check(temps == ["0", "1"], "the task table keeps the temperatures apart too: %s" % temps)
 
 
+def check_targets(t, a, out):
+    """The same grid with another target swept into a copy of out: the task and category tables keep the
+    two targets apart (a row per target sha256, the text tables labelled target= with a note), each
+    speed-up over the ar of its own target, never pooled."""
+    t2 = os.path.join(a.work, "target2")
+    shutil.rmtree(t2, ignore_errors=True)
+    subprocess.run([a.sprinter, "init-random", "--arch", "gpt2", "--config", os.path.join(a.work, "target.json"),
+                    "--seed", "7", "--out", t2], check=True, stdout=subprocess.DEVNULL)
+    for fn in ("vocab.json", "merges.txt"):
+        shutil.copy(os.path.join(fx.TOKENIZER, fn), t2)
+    both = os.path.join(a.work, "both_targets")
+    shutil.rmtree(both, ignore_errors=True)
+    shutil.copytree(out, both)
+    spec = os.path.join(a.work, "sb.ini")
+    other = os.path.join(a.work, "sb_t2.ini")
+    with open(spec) as f, open(other, "w") as g:
+        g.write(f.read().replace("target = %s/target\n" % a.work, "target = %s\n" % t2).replace("name = sb\n",
+                                                                                               "name = sbt2\n"))
+    p = run([a.sprinter, "sweep", other, "--out", both, "--quiet"])
+    for by in ("task", "category"):
+        s = run([a.sprinter, "summary", both, "--by", by, "--tsv"])
+        rows = list(csv.DictReader(io.StringIO(s.stdout), delimiter="\t"))
+        key = "task" if by == "task" else "category"
+        per = {}
+        for r in rows:
+            per.setdefault((r["method"], r[key]), []).append(r.get("target_sha256"))
+        t.check(p.returncode == 0 and s.returncode == 0 and per and
+                all(len(v) == 2 and len(set(v)) == 2 and None not in v for v in per.values()),
+                "two targets in one --out: summary --by %s --tsv has a row per target sha256 for each method and "
+                "%s, never pooled: %s %s" % (by, key, {k: len(v) for k, v in per.items()}, (p.stderr + s.stderr)[-300:]))
+        for r in rows:
+            if r["method"] == "ar" and r["speedup_specbench"] not in ("nan", ""):
+                t.check(abs(float(r["speedup_specbench"]) - 1) < 1e-9,
+                        "... ar's speed-up is over its own target's ar (%s %s: %s)" %
+                        (r[key], r.get("target_sha256", "?")[:8], r["speedup_specbench"]))
+        s = run([a.sprinter, "summary", both, "--by", by])
+        t.check(s.returncode == 0 and "target=" in s.stdout and "several model contents" in s.stdout,
+                "... summary --by %s labels the rows target= with a note: %s" % (by, s.stdout.strip()[-400:]))
+
+
 def check_committed(t, a):
     path = os.path.join(ROOT, "data", "datasets", "specbench.jsonl")
     qs = [json.loads(line) for line in open(path, encoding="utf-8")]
@@ -589,6 +631,7 @@ def main():
     check_categories(t, a, out, rows)
     check_chat_template(t, a, data)
     check_temperatures(t, a, out)
+    check_targets(t, a, out)
     check_committed(t, a)
     check_greedy_findings(t, a, data, len(QUESTIONS))
     check_truncation(t, a)

@@ -7,7 +7,8 @@
 - a shard left out of the merge: exit 4 and one line on stderr counting the runs of the grid that
   are missing, naming the shard; merging that shard afterwards completes the directory (exit 0,
   equal to the unsharded sweep). Shards of two specs: refused unless --allow-specs, then the grid
-  is the union of theirs. A shard whose database holds no tables: exit 4, named.
+  is the union of theirs, and a refused merge leaves nothing in --out (no --out where it created
+  one; an --out that existed kept as it was). A shard whose database holds no tables: exit 4, named.
 - runs of two target contents (swept into one --out, or merged) never share a summary row, and
   analyze refuses to pool them.
 - --jobs 2 (two worker processes) equals --jobs 1; killing a --jobs 2 sweep with SIGKILL takes its
@@ -122,8 +123,9 @@ def main():
     m = run([args.sprinter, "merge", "--quiet", "--out", mixed, other] + shard_dirs[:2])
     t.check(p.returncode == 0 and m.returncode == 1 and len(m.stderr.splitlines()) == 1 and
             "different specs" in m.stderr and other in m.stderr and "--allow-specs" in m.stderr and
-            not hashes(mixed),
-            "merge of two specs' shards without --allow-specs: exit 1 (%d), one line naming both, nothing merged: %s"
+            not os.path.exists(mixed),
+            "merge of two specs' shards without --allow-specs: exit 1 (%d), one line naming both, nothing merged "
+            "(no --out left): %s"
             % (m.returncode, m.stderr.strip()))
     m = run([args.sprinter, "merge", "--quiet", "--allow-specs", "--out", mixed, other] + shard_dirs[:2])
     lines = [x for x in m.stderr.splitlines() if "missing" in x]
@@ -202,6 +204,22 @@ def main():
     m = run([args.sprinter, "merge", "--quiet", "--out", mt, other] + t2dirs)
     t.check(all(x.returncode == 0 for x in p) and m.returncode == 1 and "different specs" in m.stderr,
             "shards of two targets: merge refused without --allow-specs (%d): %s" % (m.returncode, m.stderr.strip()))
+    t.check(not os.path.exists(mt), "... the refused merge leaves no --out behind (it created none): %s" %
+            (sorted(os.listdir(mt)) if os.path.isdir(mt) else "exists" if os.path.exists(mt) else "absent"))
+    pre = os.path.join(work, "two-targets-pre")
+    shutil.rmtree(pre, ignore_errors=True)
+    os.makedirs(pre)
+    with open(os.path.join(pre, "keep.txt"), "w") as f:
+        f.write("mine\n")
+    m = run([args.sprinter, "merge", "--quiet", "--out", pre, other] + t2dirs)
+    t.check(m.returncode == 1 and sorted(os.listdir(pre)) == ["keep.txt"],
+            "... refused into an --out that held a file: the directory kept as it was (%d): %s" %
+            (m.returncode, sorted(os.listdir(pre)) if os.path.isdir(pre) else "gone"))
+    os.makedirs(os.path.join(work, "two-targets-empty"), exist_ok=True)
+    m = run([args.sprinter, "merge", "--quiet", "--out", os.path.join(work, "two-targets-empty"), other] + t2dirs)
+    t.check(m.returncode == 1 and os.path.isdir(os.path.join(work, "two-targets-empty")) and
+            not os.listdir(os.path.join(work, "two-targets-empty")),
+            "... refused into an empty --out that existed: left there, empty (%d)" % m.returncode)
     m = run([args.sprinter, "merge", "--quiet", "--allow-specs", "--out", mt, other] + t2dirs)
     rc, rows = ar_rows(mt)
     t.check(m.returncode == 0 and rc == 0 and len(rows) == 2 and all(r["runs"] == "2" for r in rows),
