@@ -29,7 +29,6 @@
 #define FIND_LAG1_EFFECT 0.10 /* (3): lag-1 autocorrelation to detect */
 #define FIND_GAP_EFFECT 0.10  /* (3): gap in eta between the easiest and hardest quartile to detect */
 #define FIND_TOKENS 20        /* (5): FLOPs for this many tokens */
-#define FIND_MIN_REPS 2        /* (6): paired repetitions timed alone a speed verdict needs */
 #define FIND_Z95 1.959964     /* two-sided 95% normal quantile: the intervals mean +- FIND_Z95 SE */
 
 typedef struct FindRow {
@@ -596,7 +595,7 @@ static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
     double med_sd, lo_sd, hi_sd, med_ar, lo_ar, hi_ar;
     int n_sd = paired_ratios(sd, sp, &med_sd, &lo_sd, &hi_sd), n_ar = paired_ratios(ar, sp, &med_ar, &lo_ar, &hi_ar);
     add_run(w, ar), add_run(w, sd), add_run(w, sp);
-    if (n_sd >= FIND_MIN_REPS && n_ar >= FIND_MIN_REPS) {
+    if (n_sd >= TIMING_MIN_REPS && n_ar >= TIMING_MIN_REPS) {
         cat(w->measured, sizeof w->measured,
             "timed alone ([timing], %d paired repetitions, runs.sqlite timings): sprinter / sd speed %.2fx [%.2f, %.2f], "
             "/ ar %.2fx [%.2f, %.2f] (median [min, max] over the repetitions); target calls per token %.3f vs sd %.3f",
@@ -622,7 +621,7 @@ static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
         "sprinter %.3f; sprinter / sd %.2fx, / ar %.2fx; target calls per token %.3f vs sd %.3f",
         ar->ms_per_token, sd->ms_per_token, sp->ms_per_token, s_sd, s_ar, 1 / sp->tok_per_call, 1 / sd->tok_per_call);
     snprintf(w->verdict, sizeof w->verdict,
-             "no verdict: speed needs runs timed alone, at least %d repetitions ([timing] reps in the spec)", FIND_MIN_REPS);
+             "no verdict: speed needs runs timed alone, at least %d repetitions ([timing] reps in the spec)", TIMING_MIN_REPS);
     tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_sd_sweep_timing", s_sd, NAN, NAN, w->runs);
     tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_ar_sweep_timing", s_ar, NAN, NAN, w->runs);
 }
@@ -785,11 +784,6 @@ static const PeerPoint *point_of(const PeerPoint *pts, int n, const RunAn *a) {
     for (int i = 0; i < n; i++)
         if (pts[i].a == a) return &pts[i];
     return NULL;
-}
-
-static int peer_method(const char *method) {
-    return method_name_eq(method, DM_TYPICAL) || method_name_eq(method, DM_FSD) ||
-           method_name_eq(method, DM_OPTIMAL_LOSSY) || method_name_eq(method, DM_JUDGE);
 }
 
 static void cat_point_peer(FindRow *w, const char *what, const PeerPoint *p) {

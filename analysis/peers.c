@@ -7,23 +7,17 @@
 
 #include "params_table.h"
 
-/* Paired repetitions timed alone a speed-up needs to come from them (else the sweep's own). */
-#define PEER_MIN_REPS 2
-
-static int is_peer_method(const char *method) {
-    return method_name_eq(method, DM_TYPICAL) || method_name_eq(method, DM_FSD) ||
-           method_name_eq(method, DM_OPTIMAL_LOSSY) || method_name_eq(method, DM_JUDGE);
-}
+int peer_method(const char *method) { return method_name_is(method, MC_LOSSY_PEER); }
 
 /* The methods on the shift axis: the peers, sprinter, and ar / sd at shift 0. */
 static int on_axis(const char *method) {
-    return is_peer_method(method) || method_name_eq(method, DM_SPRINTER) || method_name_eq(method, DM_AR) ||
+    return peer_method(method) || method_name_eq(method, DM_SPRINTER) || method_name_eq(method, DM_AR) ||
            method_name_eq(method, DM_SD);
 }
 
 int peers_present(const Report *R) {
     for (int i = 0; i < R->rs.n; i++)
-        if (is_peer_method(R->rs.runs[i].method)) return 1;
+        if (peer_method(R->rs.runs[i].method)) return 1;
     return 0;
 }
 
@@ -77,7 +71,7 @@ static void fill_point(const Report *R, const RunAn *a, const RunAn *ar, const R
     pt->speedup = pt->speedup_lo = pt->speedup_hi = NAN;
     if (ar) {
         int n = paired_ratios(ar, a, &pt->speedup, &pt->speedup_lo, &pt->speedup_hi);
-        if (n >= PEER_MIN_REPS) pt->timed_reps = n;
+        if (n >= TIMING_MIN_REPS) pt->timed_reps = n;
         else pt->speedup = a->speedup_ar, pt->speedup_lo = pt->speedup_hi = NAN;
     }
     pt->tok_per_call = a->tok_per_call;
@@ -146,7 +140,7 @@ static void point_tsv(FILE *f, const PeerPoint *p) {
 static int peer_cells(const Report *R, const RunAn **firsts, int cap) {
     int n = 0;
     for (int i = 0; i < R->rs.n && n < cap; i++) {
-        if (!is_peer_method(R->an[i].ri->method)) continue;
+        if (!peer_method(R->an[i].ri->method)) continue;
         int seen = 0;
         for (int k = 0; k < n; k++) seen |= same_cell(firsts[k]->ri, R->an[i].ri);
         if (!seen) firsts[n++] = &R->an[i];

@@ -28,6 +28,8 @@ typedef struct PeerPoint {
     int front;                   /* on the Pareto front of (shift, speed-up) within its cell */
 } PeerPoint;
 
+/* 1 for a lossy peer method's name (typical, fsd, optimal-lossy, judge). */
+int peer_method(const char *method);
 /* 1 when the results hold runs of a lossy peer method (typical, fsd, optimal-lossy, judge). */
 int peers_present(const Report *R);
 /* The points of one cell (the runs of temperature T on data `dataset`, ar and sd included, the lossy

@@ -41,6 +41,7 @@ PairedMean paired_llpt(const RunInfo *x, const RunInfo *y);
 
 /* Speed from runs timed alone (runs.sqlite table timings, the spec's [timing]). */
 #define TIMING_MAX_REPS 1000 /* repetitions read (the spec allows [timing] reps <= 1000) */
+#define TIMING_MIN_REPS 2    /* paired repetitions a speed figure needs to come from the timings (row 6, lossy.md) */
 /* ms per token of run a in its timing of repetition rep, NaN when it has none. */
 double timed_ms(const RunAn *a, int rep);
 /* Speed ratios slow / fast over the repetitions both runs were timed in alone (paired: one

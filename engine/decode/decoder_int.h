@@ -100,12 +100,10 @@ int raw_probs(RunState *state, const float *logits, float *out);
 /* p for the token at position pos (logits of position pos - 1) from the audit lane, into
  * decoder->audit_probs (and audit_raw). Never counted as a target call. */
 int audit_p(RunState *state, int pos);
-/* The verifier's score of a drafted token from the draft's hidden state [d_draft], rounded to float
- * (as stored in its TokenEvent); counts the evaluation's time and FLOPs. */
-float verifier_eval(RunState *state, const float *hidden);
-/* The judge's score of a drafted token from the target's hidden state [d_target] at it, rounded to
- * float; counted as verifier time and FLOPs. */
-float judge_eval(RunState *state, const float *hidden);
+/* A head's score of a drafted token, rounded to float (as stored in its TokenEvent): the verifier
+ * (or SpecDec++'s stopping head) on the draft's hidden state [d_draft], the judge on the target's
+ * [d_target]; counts the evaluation's time and FLOPs as verifier work. */
+float head_eval(RunState *state, const Verifier *head, const float *hidden);
 /* Truncates every lane to at most n_committed - 1 cached positions (see above). */
 void truncate_lanes(RunState *state);
 

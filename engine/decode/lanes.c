@@ -89,25 +89,13 @@ int audit_p(RunState *state, int pos) {
     return decode_probs(state, logits, decoder->audit_probs) || raw_probs(state, logits, decoder->audit_raw);
 }
 
-float verifier_eval(RunState *state, const float *hidden) {
+float head_eval(RunState *state, const Verifier *head, const float *hidden) {
     DecodeStats *stats = &state->out->stats;
-    const Verifier *verifier = state->decoder->verifier;
     double t0 = sp_now_s();
-    float score = (float)verifier_score(verifier, hidden);
+    float score = (float)verifier_score(head, hidden);
     stats->t_verifier += sp_now_s() - t0;
     stats->verifier_evals++;
-    stats->flops_verifier += 2.0 * verifier->d;
-    return score;
-}
-
-float judge_eval(RunState *state, const float *hidden) {
-    DecodeStats *stats = &state->out->stats;
-    const Verifier *judge = state->decoder->judge;
-    double t0 = sp_now_s();
-    float score = (float)verifier_score(judge, hidden);
-    stats->t_verifier += sp_now_s() - t0;
-    stats->verifier_evals++;
-    stats->flops_verifier += 2.0 * judge->d;
+    stats->flops_verifier += 2.0 * head->d;
     return score;
 }
 

@@ -50,7 +50,7 @@ static int draft_block(RunState *state, float scores[SP_GAMMA_MAX + 1]) {
         if (i + 1 == cfg->gamma && !scored) break;
         if (draft_advance(state, n + n_drafted, 1, &logits, &hidden)) return -1;
         if (scored) {
-            scores[i] = verifier_eval(state, hidden);
+            scores[i] = head_eval(state, state->decoder->verifier, hidden);
             if (!verifier_accepts(scores[i], cfg->tau)) break;
         }
     }
@@ -123,7 +123,7 @@ static int judge_decides(RunState *state, const float *p, int32_t x, const float
     int V = state->decoder->vocab_size;
     event->label = (int8_t)judge_label_acceptable(p[x], p[sampler_argmax(p, V)], cfg->judge_rho);
     if (!state->decoder->judge) return 0;
-    event->score = judge_eval(state, h);
+    event->score = head_eval(state, state->decoder->judge, h);
     event->decision = (int8_t)verifier_accepts(event->score, cfg->tau_judge);
     return event->decision == 1;
 }

@@ -29,8 +29,8 @@ static int8_t decide_by_verifier(RunState *state, Sequential *seq, const TokenEv
     (void)seq;
     (void)event;
     Decoder *decoder = state->decoder;
-    *score = verifier_eval(state, decoder->verifier->feature == VF_PREFIX ? decoder->prefix_hidden
-                                                                          : decoder->draft_hidden);
+    const float *feature = decoder->verifier->feature == VF_PREFIX ? decoder->prefix_hidden : decoder->draft_hidden;
+    *score = head_eval(state, decoder->verifier, feature);
     return (int8_t)verifier_accepts(*score, state->cfg->tau);
 }
 

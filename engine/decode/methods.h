@@ -19,6 +19,8 @@
  *                     (sampling.h sampler_top_prob), whatever the decoding temperature (bild, pmin)
  *   NEEDS_JUDGE       needs a judge head: a verifier on the TARGET's hidden state (judge;
  *                     decoder_set_judge), unless tau_judge > 1 (the judge never accepts: plain sd)
+ *   LOSSY_PEER        a lossy verifier of sd's blocks (one target call per block), compared with
+ *                     SPRINTER at equal shift (analysis/peers.h): typical, fsd, optimal-lossy, judge
  */
 #ifndef SP_METHODS_H
 #define SP_METHODS_H
@@ -34,6 +36,7 @@ enum {
     MC_LOSSLESS = 1u << 5,
     MC_CONFIDENCE = 1u << 6,
     MC_NEEDS_JUDGE = 1u << 7,
+    MC_LOSSY_PEER = 1u << 8,
 };
 
 #define MC_BOTH (MC_USES_DRAFT | MC_USES_TARGET)
@@ -58,14 +61,14 @@ enum {
     X(ORACLE_MARKOV, "oracle-markov", MC_BOTH | MC_DECIDES | MC_SEQUENTIAL, Sequential)                        \
     /* lossy verification of an sd block (one target call per block; rules and laws in lossy_law.c): */        \
     /* Medusa's typical acceptance: accept x iff p(x) > min(typical_eps, typical_alpha exp(-H(p))) */          \
-    X(TYPICAL, "typical", MC_BOTH, Block)                                                                      \
+    X(TYPICAL, "typical", MC_BOTH | MC_LOSSY_PEER, Block)                                                      \
     /* fuzzy SD: accept x outright iff D(p, q) <= fsd_threshold, else the SD test */                           \
-    X(FSD, "fsd", MC_BOTH, Block)                                                                              \
+    X(FSD, "fsd", MC_BOTH | MC_LOSSY_PEER, Block)                                                              \
     /* Tran-Thien's mentored decoding: SD against r = argmax_r sum min(q, r) s.t. KL(r || p) <= lossy_kl */    \
-    X(OPTIMAL_LOSSY, "optimal-lossy", MC_BOTH, Block)                                                          \
+    X(OPTIMAL_LOSSY, "optimal-lossy", MC_BOTH | MC_LOSSY_PEER, Block)                                          \
     /* Judge Decoding (Bachmann et al., ICLR 2025): sd whose rejected drafts a head on the target's */        \
     /* state may still keep (method_sd.c) */                                                                   \
-    X(JUDGE, "judge", MC_BOTH | MC_NEEDS_JUDGE | MC_DECIDES, Block)
+    X(JUDGE, "judge", MC_BOTH | MC_LOSSY_PEER | MC_NEEDS_JUDGE | MC_DECIDES, Block)
 
 #define SP_METHOD_ENUM_(id, name, classes, family) DM_##id,
 typedef enum { SP_METHODS(SP_METHOD_ENUM_) DM_COUNT } DecodeMethod;
