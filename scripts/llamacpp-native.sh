@@ -2,7 +2,8 @@
 # Builds llama.cpp from the source that npm's node-llama-cpp@3.21.1 ships (llama/gitRelease.bundle),
 # natively (-DGGML_NATIVE=ON), once, into a cache folder outside the checkout keyed by the bundle's
 # SHA-256; later calls reuse it. Prints the folder holding the tools (llama-simple, llama-cli,
-# llama-bench, llama-speculative-simple, llama-quantize, llama-perplexity) on stdout, its only output.
+# llama-bench, llama-speculative-simple, llama-quantize, llama-perplexity, llama-tokenize) on stdout,
+# its only output. A tool added to TOOLS later is built incrementally into an existing build.
 #
 #   scripts/llamacpp-native.sh            build if needed, print the bin folder
 #   scripts/llamacpp-native.sh --where    print the bin folder if built, else exit 1 (builds nothing)
@@ -13,7 +14,7 @@
 set -euo pipefail
 
 NPM_PKG="node-llama-cpp@3.21.1"
-TOOLS=(llama-simple llama-cli llama-bench llama-speculative-simple llama-quantize llama-perplexity)
+TOOLS=(llama-simple llama-cli llama-bench llama-speculative-simple llama-quantize llama-perplexity llama-tokenize)
 cache="${SPRINTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sprinter}"
 mkdir -p "$cache"
 log() { echo "llamacpp-native: $*" >&2; }
@@ -35,7 +36,14 @@ fi
 key=$(sha256sum "$bundle" | cut -c1-16)
 root="$cache/llamacpp-$key"
 bin="$root/build/bin"
+missing_tools() { for t in "${TOOLS[@]}"; do [[ -x "$bin/$t" ]] || echo "$t"; done; }
 if [[ -f "$root/done" ]]; then
+  mapfile -t missing < <(missing_tools)
+  if ((${#missing[@]})); then
+    [[ "${1:-}" == "--where" ]] && exit 1
+    log "building ${missing[*]} into the existing build"
+    cmake --build "$root/build" -j "$(nproc)" --target "${missing[@]}" >&2
+  fi
   echo "$bin"
   exit 0
 fi
