@@ -31,6 +31,10 @@ Db *db_open(const char *path, SpErr *err) {
         return NULL;
     }
     snprintf(db->path, sizeof db->path, "%s", path);
+    if (sql_check_output(path, err)) { /* SQLite writes these files itself: same rule as any output */
+        free(db);
+        return NULL;
+    }
     int orc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (orc != SQLITE_OK) {
         char detail[160];
@@ -76,6 +80,7 @@ Db *db_open_read(const char *path, int *older, SpErr *err) {
                 path, version, DB_SCHEMA_MIN, DB_SCHEMA_VERSION);
     if (version != DB_SCHEMA_VERSION) {
         db_close(db);
+        if (*older) sql_forget_inputs(path); /* the caller's db_open upgrades this very file */
         return NULL;
     }
     return db;

@@ -27,7 +27,8 @@ typedef struct Db Db;
 Db *db_open(const char *path, SpErr *err);
 /* Opens an existing file for reading only (read-only media work: records/sqlutil.h sql_open_read)
  * when its schema is this sprinter's; NULL otherwise. *older = 1 (NULL, err not set) when it is an
- * older schema that db_open would upgrade first. For the read-only commands (summary). */
+ * older schema that db_open would upgrade first (its files are then no longer the command's inputs:
+ * records/sqlutil.h sql_forget_inputs). For the read-only commands (summary). */
 Db *db_open_read(const char *path, int *older, SpErr *err);
 void db_close(Db *db);
 /* The connection itself, for a module that owns its own table's queries (score.c: outputs).

@@ -274,6 +274,11 @@ int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_
     Created created = {0, !exists(out_dir, "runs.sqlite"), !exists(out_dir, "tokens"), !exists(out_dir, ".sweep.lock")};
     int lock_fd = -1; /* a sweep writing out_dir uses the same lock and the same HASH.h5.tmp names */
     Db *db = NULL;
+    for (int i = 0; i < n; i++) { /* the shards' databases are inputs: out_dir's may not be one of them */
+        char src_db[4200];
+        snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard_dirs[i]);
+        if (!same_dir(shard_dirs[i], out_dir)) sql_note_inputs(src_db);
+    }
     int rc = results_dir_open(out_dir, &created.dir, &lock_fd, err);
     if (rc == 0 && !(db = db_open(db_path, err))) rc = -1;
     if (rc == 0) rc = merge_precheck(db, out_dir, shard_dirs, n, allow_specs, gr, err);

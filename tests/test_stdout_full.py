@@ -273,6 +273,44 @@ def main():
                                                    lines[-1:]))
     t.check(n_self >= 15, "outputs over inputs tried: %d cases" % n_self)
 
+    # ... nor over the files SQLite opens itself (issue 27 item 4: the database, -wal, -journal, -shm are
+    # under the same rule, records/sqlutil.h sql_check_output): a merge whose --out database is a hard link
+    # or a symbolic link to the shard's database, a sweep whose --out database is a hard link to its data
+    # set, a sweep whose runs.sqlite-wal / -journal is a symbolic link to a file: exit 1, one line naming
+    # the path, before anything is written; the linked file keeps its bytes and the --out keeps its link.
+    res_db = os.path.join(w, "res", "runs.sqlite")
+    victim_data = os.path.join(w, "sqlvictim.jsonl")
+    shutil.copy(os.path.join(w, "data.jsonl"), victim_data)
+    spec_v = os.path.join(w, "sqlvictim.ini")
+    with open(spec) as f, open(spec_v, "w") as g:
+        g.write(f.read().replace(os.path.join(w, "data.jsonl"), victim_data))
+    sql_cases = [("merge", "a hard link to the shard's database", "runs.sqlite", "link", res_db, "input",
+                  ["merge", "--quiet", "--out", "{out}", os.path.join(w, "res")]),
+                 ("merge", "a symbolic link to the shard's database", "runs.sqlite", "symlink", res_db, "symbolic link",
+                  ["merge", "--quiet", "--out", "{out}", os.path.join(w, "res")]),
+                 ("sweep", "a hard link to its data set", "runs.sqlite", "link", victim_data, "input",
+                  ["sweep", spec_v, "--quiet", "--out", "{out}"]),
+                 ("sweep", "a symbolic link to a file", "runs.sqlite-wal", "symlink", victim_data, "symbolic link",
+                  ["sweep", spec_v, "--quiet", "--out", "{out}"]),
+                 ("sweep", "a symbolic link to a file", "runs.sqlite-journal", "symlink", victim_data,
+                  "symbolic link", ["sweep", spec_v, "--quiet", "--out", "{out}"])]
+    for k, (c, what, fname, how, victim, why, argv) in enumerate(sql_cases):
+        out = os.path.join(w, "sqlout%d" % k)
+        os.makedirs(out)
+        lk = os.path.join(out, fname)
+        os.link(victim, lk) if how == "link" else os.symlink(victim, lk)
+        before = digest(victim)
+        try:  # before the check, the hard-linked merge waited on its own lock (SQLite's busy timeout, 120 s)
+            p = subprocess.run([S] + [x.replace("{out}", out) for x in argv], capture_output=True, text=True,
+                               timeout=30)
+        except subprocess.TimeoutExpired:
+            p = subprocess.CompletedProcess(argv, -1, "", "timed out after 30 s")
+        lines = p.stderr.strip().splitlines()
+        intact = digest(victim) == before and (os.path.islink(lk) if how == "symlink" else os.path.isfile(lk))
+        t.check(p.returncode == 1 and len(lines) == 1 and lk in lines[0] and why in lines[0] and intact,
+                "%s --out whose %s is %s: exit 1, one line naming it (%s), %s intact (%s): exit %d %r" %
+                (c, fname, what, why, os.path.basename(victim), intact, p.returncode, lines[-1:]))
+
     # an empty output path is refused up front, naming the option's problem (issue 27, class 10)
     for c, name in (("export-gguf", "--out"), ("logits", "--out"), ("train-verifier", "--out")):
         a = [x.replace("{n}", "6") for x in args[c]]
