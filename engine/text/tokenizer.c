@@ -27,6 +27,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unicode/unorm2.h>
+#include <unicode/ustring.h>
 
 /* ---------------------------------------------------------------- growable buffers */
 
@@ -254,18 +256,80 @@ nomem:
     return sp_fail(err, "tokenizer: out of memory while encoding %zu bytes", len);
 }
 
+/* Appends the Unicode normalization (t->norm: NFC...) of the valid UTF-8 s[0..n) to out; -1 out of
+ * memory or an ICU failure. */
+static int normalize_run(const Tokenizer *t, const char *s, size_t n, Buf *out) {
+    int32_t n16 = 0, m16 = 0, n8 = 0;
+    UErrorCode st = U_ZERO_ERROR;
+    if (n > INT32_MAX / 4) return -1;
+    UChar *in = malloc((n + 1) * sizeof *in), *norm = NULL;
+    if (in) u_strFromUTF8(in, (int32_t)n + 1, &n16, s, (int32_t)n, &st);
+    /* a normalization is at most 3x (NFC) / 18x (NFKD) longer in UTF-16: ask ICU for the size */
+    if (in && U_SUCCESS(st)) m16 = unorm2_normalize(t->norm, in, n16, NULL, 0, &st);
+    if (st == U_BUFFER_OVERFLOW_ERROR) st = U_ZERO_ERROR;
+    if (in && U_SUCCESS(st) && (norm = malloc(((size_t)m16 + 1) * sizeof *norm)))
+        unorm2_normalize(t->norm, in, n16, norm, m16 + 1, &st);
+    if (norm && U_SUCCESS(st)) u_strToUTF8(NULL, 0, &n8, norm, m16, &st);
+    if (st == U_BUFFER_OVERFLOW_ERROR) st = U_ZERO_ERROR;
+    int rc = norm && U_SUCCESS(st) && tok_buf_reserve(out, (size_t)n8 + 1) == 0 ? 0 : -1;
+    if (rc == 0) {
+        u_strToUTF8(out->p + out->len, n8 + 1, NULL, norm, m16, &st);
+        if (U_SUCCESS(st)) out->len += (size_t)n8, out->p[out->len] = '\0';
+        else rc = -1;
+    }
+    free(in);
+    free(norm);
+    return rc;
+}
+
+/* out = text[0..len) under the tokenizer's Unicode normalizer: each maximal run of valid UTF-8 is
+ * normalized, invalid bytes are kept as they are (Hugging Face takes only valid UTF-8). */
+static int normalize_text(const Tokenizer *t, const char *text, size_t len, Buf *out) {
+    out->len = 0;
+    if (tok_buf_reserve(out, len + 1) < 0) return -1;
+    size_t run = 0, i = 0;
+    while (i <= len) {
+        uint32_t cp;
+        size_t k = i < len ? tok_utf8_decode((const unsigned char *)text + i, len - i, &cp) : 0;
+        if (k > 0) {
+            i += k;
+            continue;
+        }
+        if (i > run && normalize_run(t, text + run, i - run, out) < 0) return -1;
+        if (i < len && tok_buf_put(out, text + i, 1) < 0) return -1; /* an invalid byte */
+        run = ++i;
+    }
+    return 0;
+}
+
+static int is_ascii(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return 0;
+    return 1;
+}
+
+/* Byte-level BPE of one stretch of text: the normalizer (ASCII is left as it is by every Unicode
+ * normalization form), ByteLevel add_prefix_space, the pre-tokenizer, the merges. */
 static int gpt2_encode(const Tokenizer *t, const char *text, size_t len, IdVec *out, Work *w,
                        SpErr *err) {
-    if (!(t->add_prefix_space && len > 0 && text[0] != ' '))
-        return gpt2_encode_pieces(t, (const unsigned char *)text, len, out, w, err);
-    Buf prefixed = {0}; /* ByteLevel add_prefix_space: " " + text */
-    if (tok_buf_put(&prefixed, " ", 1) < 0 || tok_buf_put(&prefixed, text, len) < 0) {
-        free(prefixed.p);
-        return sp_fail(err, "tokenizer: out of memory while encoding %zu bytes", len);
+    Buf norm = {0}, prefixed = {0};
+    int rc = 0;
+    if (t->norm && !is_ascii(text, len)) {
+        if (normalize_text(t, text, len, &norm) < 0) goto fail;
+        text = norm.p, len = norm.len;
     }
-    int rc = gpt2_encode_pieces(t, (const unsigned char *)prefixed.p, prefixed.len, out, w, err);
+    if (t->add_prefix_space && len > 0 && text[0] != ' ') { /* " " + text */
+        if (tok_buf_put(&prefixed, " ", 1) < 0 || tok_buf_put(&prefixed, text, len) < 0) goto fail;
+        text = prefixed.p, len = prefixed.len;
+    }
+    rc = gpt2_encode_pieces(t, (const unsigned char *)text, len, out, w, err);
+    free(norm.p);
     free(prefixed.p);
     return rc;
+fail:
+    free(norm.p);
+    free(prefixed.p);
+    return sp_fail(err, "tokenizer: out of memory (or a Unicode normalizer failure) while encoding %zu bytes", len);
 }
 
 /* ---------------------------------------------------------------- Llama encode */

@@ -103,8 +103,10 @@ struct Tokenizer {
     int n_added;
     pcre2_code *word_re; /* "\\w" (Unicode), for single_word tokens; NULL when none has it */
     int add_bos, add_eos; /* tokenizer_config.json add_bos_token / add_eos_token, or the default */
-    /* GPT-2 */
-    pcre2_code *re;    /* pre-tokenizer; NULL when ByteLevel use_regex is false */
+    /* GPT-2 (byte-level) */
+    pcre2_code *re;    /* pre-tokenizer: GPT-2's pattern (ByteLevel use_regex) or the pattern of a
+                          Split pre-tokenizer (Llama 3, Qwen2); NULL when there is none */
+    const struct UNormalizer2 *norm; /* normalizer NFC / NFD / NFKC / NFKD (ICU's, not owned), or NULL */
     int add_prefix_space;
     int ignore_merges; /* a pre-token that is itself a token is not split */
     /* Llama */
