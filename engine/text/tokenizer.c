@@ -58,6 +58,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->dec.p);
     free(t->dec_span);
     pcre2_code_free(t->re);
+    free(t->split_regex);
     pcre2_code_free(t->word_re);
     free(t->added);
     free(t);
@@ -73,6 +74,16 @@ int tokenizer_add_eos(const Tokenizer *t) { return t->add_eos; }
 const char *tokenizer_token_str(const Tokenizer *t, int32_t id) {
     if (id < 0 || id >= t->v.n_ids || !t->v.flags[id]) return NULL;
     return t->dec.p + t->dec_span[id].off;
+}
+
+const char *tokenizer_split_regex(const Tokenizer *t) { return t->split_regex; }
+
+int tokenizer_is_added(const Tokenizer *t, int32_t id) {
+    return id >= 0 && id < t->v.n_ids && (t->v.flags[id] & TF_SPLIT_OUT);
+}
+
+int tokenizer_is_special(const Tokenizer *t, int32_t id) {
+    return id >= 0 && id < t->v.n_ids && (t->v.flags[id] & TF_SPECIAL);
 }
 
 const char *tokenizer_source(const Tokenizer *t) { return t->source[0] ? t->source : "tokenizer"; }

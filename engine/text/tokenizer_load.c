@@ -366,6 +366,7 @@ static int load_merges_json(Tokenizer *t, const cJSON *merges, const char *path,
 
 /* Registers id as an added token that encode splits out of the text (one entry per id). */
 static int push_added(Tokenizer *t, AddedTok a) {
+    t->v.flags[a.id] |= TF_SPLIT_OUT;
     for (int i = 0; i < t->n_added; i++)
         if (t->added[i].id == a.id) {
             t->added[i] = a; /* a repeated entry: the later one wins */
@@ -624,6 +625,7 @@ static int config_split(Tokenizer *t, const cJSON *split, const char *path, SpEr
         return sp_fail(err, "%s: pre_tokenizer Split.behavior: only \"Isolated\" is supported, not '%s'", path,
                        cJSON_IsString(behavior) ? behavior->valuestring : "?");
     if (invert != 0) return sp_fail(err, "%s: pre_tokenizer Split.invert: only false is supported", path);
+    if (!(t->split_regex = strdup(re->valuestring))) return sp_fail(err, "%s: out of memory", path);
     char what[4200];
     snprintf(what, sizeof what, "%s: pre_tokenizer Split.pattern", path);
     Buf pcre = {0};

