@@ -718,6 +718,71 @@ static void test_fuzzed_files(T *t, const char *sub) {
     free(buf);
 }
 
+/* A byte-level tokenizer as Llama 3 / Qwen2 lay theirs out, built here: NFC normalizer, Split regex
+ * "\S+|\s+" before ByteLevel, merges "a á" (bytes 61 E1) and "a Â" (61 C2), a special and a
+ * non-special added token, BOS from the post_processor. The byte-level token of byte b has id b. */
+static void test_split_nfc(T *t) {
+    char *vocab = gpt2_vocab_json("\"a\\u00e1\": 256, \"a\\u00c2\": 257");
+    if (!vocab) return;
+    char json[16384];
+    snprintf(json, sizeof json,
+             "{\"normalizer\": {\"type\": \"NFC\"},"
+             " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\S+|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false},"
+             " {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+             " \"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": \"ByteLevel\"},"
+             " {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<b>\", \"type_id\": 0}},"
+             " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]}]},"
+             " \"added_tokens\": [{\"id\": 258, \"content\": \"<b>\", \"special\": true},"
+             " {\"id\": 259, \"content\": \"<t>\", \"special\": false}],"
+             " \"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": [\"a \\u00e1\", \"a \\u00c2\"]}}",
+             vocab);
+    free(vocab);
+    clear_tmp(t);
+    write_file(t, "tokenizer.json", json, strlen(json));
+    SpErr err = {{0}};
+    Tokenizer *tok = tokenizer_load_dir(t->tmp, &err);
+    if (!check(tok != NULL, "split_nfc: load: %s", err.msg)) return;
+    check(tokenizer_split_regex(tok) && !strcmp(tokenizer_split_regex(tok), "\\S+|\\s+"), "split_nfc: the Split regex as written");
+    /* U+0085 is White_Space (Oniguruma, tiktoken): its own piece, no merge with the "a" before it */
+    EXPECT_IDS(tok, "split_nfc: U+0085 is \\s", "a\xC2\x85" "b", 0, 'a', 0xC2, 0x85, 'b');
+    /* U+180E is not (PCRE2's own \s says it is): one piece, "a" + E1 merge */
+    EXPECT_IDS(tok, "split_nfc: U+180E is not \\s", "a\xE1\xA0\x8E" "b", 0, 256, 0xA0, 0x8E, 'b');
+    EXPECT_IDS(tok, "split_nfc: U+00A0 is \\s", "a\xC2\xA0" "b", 0, 'a', 0xC2, 0xA0, 'b');
+    /* NFC: e + U+0301 is U+00E9 (C3 A9); a lone combining mark stays; invalid bytes are kept */
+    EXPECT_IDS(tok, "split_nfc: NFD to NFC", "e\xCC\x81", 0, 0xC3, 0xA9);
+    EXPECT_IDS(tok, "split_nfc: NFC stays", "\xC3\xA9", 0, 0xC3, 0xA9);
+    EXPECT_IDS(tok, "split_nfc: a lone mark", "\xCC\x81", 0, 0xCC, 0x81);
+    EXPECT_IDS(tok, "split_nfc: invalid bytes kept", "\xFF" "e\xCC\x81\xC3", 0, 0xFF, 0xC3, 0xA9, 0xC3);
+    /* added tokens are split out of the raw text; the special one is skipped by decode */
+    EXPECT_IDS(tok, "split_nfc: added tokens", "<t>x<b>", 0, 259, 'x', 258);
+    const int32_t ids[] = {259, 'x', 258};
+    expect_decode(tok, "split_nfc: decode keeps <t>, skips <b>", ids, 3, 1, "<t>x");
+    check(tokenizer_is_added(tok, 259) && !tokenizer_is_special(tok, 259) && tokenizer_is_special(tok, 258) &&
+              !tokenizer_is_added(tok, 'x'), "split_nfc: added / special flags");
+    /* BOS from TemplateProcessing */
+    check(tokenizer_add_bos(tok) && !tokenizer_add_eos(tok) && tokenizer_bos_id(tok) == 258,
+          "split_nfc: the post_processor adds <b> (258) as BOS");
+    int32_t *got = NULL;
+    size_t n = 0;
+    check(tokenizer_encode_text(tok, "x", 1, &got, &n, &err) == 0 && n == 2 && got[0] == 258 && got[1] == 'x',
+          "split_nfc: encode_text puts BOS first");
+    free(got);
+    tokenizer_free(tok);
+    /* tokenizer_config.json: bos_token null (Qwen), eos_token by name; an unknown name is refused */
+    const char *cfg = "{\"bos_token\": null, \"eos_token\": {\"content\": \"<t>\"}}";
+    write_file(t, "tokenizer_config.json", cfg, strlen(cfg));
+    if ((tok = tokenizer_load_dir(t->tmp, &err))) {
+        check(tokenizer_bos_id(tok) == -1 && tokenizer_eos_id(tok) == 259, "split_nfc: bos_token null, eos_token <t>");
+        tokenizer_free(tok);
+    } else {
+        check(0, "split_nfc: load with tokenizer_config.json: %s", err.msg);
+    }
+    cfg = "{\"eos_token\": \"<nope>\"}";
+    write_file(t, "tokenizer_config.json", cfg, strlen(cfg));
+    expect_dir_error(t, "eos_token not in the vocabulary", "tokenizer_config.json", "eos_token: '<nope>' is not in the vocabulary");
+}
+
 int main(int argc, char **argv) {
     check_tally.quiet = 1; /* over a thousand checks: print the failures only */
     T t = {0};
@@ -758,6 +823,7 @@ int main(int argc, char **argv) {
     test_added_tokens(&t);
     test_added_token_flags(&t);
     test_tokenizer_config(&t);
+    test_split_nfc(&t);
     test_fuzzed_files(&t, "llama");
     test_fuzzed_files(&t, "gpt2_json");
 
