@@ -12,6 +12,8 @@
  *   Invalid UTF-8: the regex never matches inside invalid sequences, so each maximal run of
  *   invalid bytes becomes a pre-token of its own; its bytes are encoded like any others, and
  *   decode gives the original bytes back.
+ *   Llama 3 / Qwen2: the same with a Split regex from tokenizer.json as the pre-tokenizer (its \s
+ *   made Unicode White_Space, as Oniguruma's), after the normalizer (NFC, ICU) when there is one.
  * Llama: text -> "▁" prepended, ' ' -> "▁" -> one symbol per code point (id -1 when the code
  *   point is not a token) -> merges -> symbols still without a token become <0xNN> byte tokens
  *   (byte_fallback) or <unk>. Invalid UTF-8 bytes are single unknown symbols, so they come out
@@ -509,8 +511,11 @@ static int encode_segment(const Tokenizer *t, const char *s, size_t len, int fir
  * each stretch). A match that is dropped (special_as_text on a special token, single_word next to
  * a word character) stays plain text as a whole, as in Hugging Face's matcher. lstrip / rstrip
  * make the token swallow the whitespace before / after it. Tokens are matched on the raw text,
- * also those marked normalized: the same for GPT-2 (no normalizer) and for tokens without spaces
- * or "▁" under the Llama normalizers. */
+ * also those marked normalized: the same for GPT-2 (no normalizer), for tokens without spaces
+ * or "▁" under the Llama normalizers, and under a Unicode normalizer (Qwen's NFC) unless the
+ * normalization of the text makes or unmakes the token's content (no token of Llama 3 or Qwen is
+ * marked normalized). Each stretch between the tokens is normalized on its own, as Hugging Face
+ * does it. */
 static int encode_split(const Tokenizer *t, const char *s, size_t len, int special_as_text, IdVec *out,
                         Work *w, SpErr *err) {
     size_t seg = 0; /* start of the pending plain-text stretch */
