@@ -721,11 +721,13 @@ static void test_fuzzed_files(T *t, const char *sub) {
 /* A byte-level tokenizer as Llama 3 / Qwen2 lay theirs out, built here: NFC normalizer, Split regex
  * "\S+|\s+" before ByteLevel, merges "a á" (bytes 61 E1) and "a Â" (61 C2), a special and a
  * non-special added token, BOS from the post_processor. The byte-level token of byte b has id b. */
-static void test_split_nfc(T *t) {
-    char *vocab = gpt2_vocab_json("\"a\\u00e1\": 256, \"a\\u00c2\": 257");
-    if (!vocab) return;
-    char json[16384];
-    snprintf(json, sizeof json,
+static void split_nfc_json(char *json, size_t cap, int ignore_merges) {
+    char *vocab = gpt2_vocab_json("\"a\\u00e1\": 256, \"a\\u00c2\": 257, \"xyz\": 260, \"xy\": 261");
+    if (!vocab) {
+        json[0] = '\0';
+        return;
+    }
+    snprintf(json, cap,
              "{\"normalizer\": {\"type\": \"NFC\"},"
              " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
              "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\S+|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false},"
@@ -735,15 +737,24 @@ static void test_split_nfc(T *t) {
              " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]}]},"
              " \"added_tokens\": [{\"id\": 258, \"content\": \"<b>\", \"special\": true},"
              " {\"id\": 259, \"content\": \"<t>\", \"special\": false}],"
-             " \"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": [\"a \\u00e1\", \"a \\u00c2\"]}}",
-             vocab);
+             " \"model\": {\"type\": \"BPE\", \"ignore_merges\": %s, \"vocab\": %s,"
+             " \"merges\": [\"a \\u00e1\", \"a \\u00c2\", \"x y\"]}}",
+             ignore_merges ? "true" : "false", vocab);
     free(vocab);
+}
+
+static void test_split_nfc(T *t) {
+    char json[16384];
+    split_nfc_json(json, sizeof json, 1);
     clear_tmp(t);
     write_file(t, "tokenizer.json", json, strlen(json));
     SpErr err = {{0}};
     Tokenizer *tok = tokenizer_load_dir(t->tmp, &err);
     if (!check(tok != NULL, "split_nfc: load: %s", err.msg)) return;
     check(tokenizer_split_regex(tok) && !strcmp(tokenizer_split_regex(tok), "\\S+|\\s+"), "split_nfc: the Split regex as written");
+    /* ignore_merges (Llama 3): a piece that is a token is that token, whatever the merges make */
+    EXPECT_IDS(tok, "split_nfc: ignore_merges takes the piece", "xyz", 0, 260);
+    EXPECT_IDS(tok, "split_nfc: ignore_merges, not a token", "xyzx", 0, 261, 'z', 'x');
     /* U+0085 is White_Space (Oniguruma, tiktoken): its own piece, no merge with the "a" before it */
     EXPECT_IDS(tok, "split_nfc: U+0085 is \\s", "a\xC2\x85" "b", 0, 'a', 0xC2, 0x85, 'b');
     /* U+180E is not (PCRE2's own \s says it is): one piece, "a" + E1 merge */
@@ -781,6 +792,16 @@ static void test_split_nfc(T *t) {
     cfg = "{\"eos_token\": \"<nope>\"}";
     write_file(t, "tokenizer_config.json", cfg, strlen(cfg));
     expect_dir_error(t, "eos_token not in the vocabulary", "tokenizer_config.json", "eos_token: '<nope>' is not in the vocabulary");
+    /* without ignore_merges the merges decide: x y -> xy, then z */
+    clear_tmp(t);
+    split_nfc_json(json, sizeof json, 0);
+    write_file(t, "tokenizer.json", json, strlen(json));
+    if ((tok = tokenizer_load_dir(t->tmp, &err))) {
+        EXPECT_IDS(tok, "split_nfc: merges without ignore_merges", "xyz", 0, 261, 'z');
+        tokenizer_free(tok);
+    } else {
+        check(0, "split_nfc: load without ignore_merges: %s", err.msg);
+    }
 }
 
 int main(int argc, char **argv) {
