@@ -24,7 +24,7 @@
  * prompts x 4 settings x 30 tokens), and the lossy runs' counters match their events; non-finite logits
  * return DECODE_ERR_NONFINITE, other errors -1; the authors' round (paper-code protocol: bonus,
  * finish_round, max_run 19, greedy) equals a step-by-step hand computation of their loop.
- * usage: test_decoding WORKDIR [laws-t1|lossy-t1|rest|all] (CTest: decoding_laws_t1, decoding_laws_lossy_t1,
+ * usage: test_decoding WORKDIR [laws|lossy|rest|all] (CTest: decoding_laws, decoding_laws_lossy,
  * decoding_laws_rest) */
 #include <gsl/gsl_cdf.h>
 #include <math.h>
@@ -816,14 +816,14 @@ static void test_paper_code_round(Fixture *f, const Verifier *ver) {
 }
 
 int main(int argc, char **argv) {
-    /* PART: laws-t1 (test_laws at temperature 1), lossy-t1 (test_lossy_laws at temperature 1), rest (both
-     * at temperature 0.8 with top-k 30, and every other check), or all (default): CTest runs the three
-     * as three tests (about a third of the work each), side by side */
+    /* PART: laws (test_laws at both sampling settings), lossy (test_lossy_laws at both), rest (every
+     * other check, at the second setting), or all (default): CTest runs the three as three tests, side
+     * by side (each check runs in exactly one part, with the same fixture and seeds as in all) */
     const char *part = argc >= 3 ? argv[2] : "all";
-    int all = !strcmp(part, "all"), part_t1 = all || !strcmp(part, "laws-t1");
-    int part_lossy = all || !strcmp(part, "lossy-t1"), part_rest = all || !strcmp(part, "rest");
-    if (argc < 2 || (!part_t1 && !part_lossy && !part_rest)) {
-        fprintf(stderr, "usage: test_decoding WORKDIR [laws-t1|lossy-t1|rest|all]\n");
+    int all = !strcmp(part, "all"), part_laws = all || !strcmp(part, "laws");
+    int part_lossy = all || !strcmp(part, "lossy"), part_rest = all || !strcmp(part, "rest");
+    if (argc < 2 || (!part_laws && !part_lossy && !part_rest)) {
+        fprintf(stderr, "usage: test_decoding WORKDIR [laws|lossy|rest|all]\n");
         return 2;
     }
     char dd[1024], td[1024];
@@ -852,14 +852,14 @@ int main(int argc, char **argv) {
     f.n_prefix = 3;
     f.sp = (SamplerParams){1.0f, 0, 1.0f};
     dists(&f);
-    if (part_t1) test_laws(&f, &ver, 1);
+    if (part_laws) test_laws(&f, &ver, 1);
     if (part_lossy) test_lossy_laws(&f, 1);
+    /* a second sampling setting: temperature 0.8 with top-k 30 */
+    f.sp = (SamplerParams){0.8f, 30, 1.0f};
+    dists(&f);
+    if (part_laws) test_laws(&f, &ver, 0);
+    if (part_lossy) test_lossy_laws(&f, 0);
     if (part_rest) {
-        /* a second sampling setting: temperature 0.8 with top-k 30 */
-        f.sp = (SamplerParams){0.8f, 30, 1.0f};
-        dists(&f);
-        test_laws(&f, &ver, 0);
-        test_lossy_laws(&f, 0);
         test_greedy(&f);
         test_confidence(&f);
         test_lossy_limits(&f);
