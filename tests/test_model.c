@@ -143,6 +143,23 @@ static void test_widen(void) {
     const float wb[] = {1.0f, -5.0f, 0.333984375f};
     widen(b, DT_BF16, 0, 3, got);
     check(got[0] == wb[0] && got[1] == wb[1] && got[2] == wb[2], "bf16 widening of exact values");
+    /* Q8_0 (ggml's quantize_row_q8_0_ref): max |x| = 127 gives d = 1 exactly, so q = roundf(x): halves
+     * away from zero (2.5 -> 3, where round-to-even would give 2); an all-zero block gets d = 0, q = 0;
+     * a block of max 2.54 gets d = half(0.02) and q = roundf(x / 0.02) */
+    float xq[3 * Q8_0_BLOCK] = {127.0f, -127.0f, 63.5f, -63.5f, 0.5f, -0.5f, 2.5f, -2.5f, 1.49f, 100.0f};
+    for (int j = 0; j < Q8_0_BLOCK; j++) xq[2 * Q8_0_BLOCK + j] = 0.02f * (float)j * (j % 2 ? -1.0f : 1.0f) + (j == 31 ? -1.92f : 0);
+    BlockQ8_0 q[3];
+    narrow(xq, 3 * Q8_0_BLOCK, DT_Q8_0, q);
+    const int8_t wq[10] = {127, -127, 64, -64, 1, -1, 3, -3, 1, 100};
+    int okq = q[0].d == 0x3c00 && memcmp(q[0].qs, wq, 10) == 0 && q[0].qs[10] == 0 && q[1].d == 0;
+    for (int j = 0; j < Q8_0_BLOCK; j++) okq &= q[1].qs[j] == 0;
+    /* block 2: values 0.02 j (sign alternating), the last -2.54: amax 2.54, d = 0.02 */
+    okq &= q[2].d == 0x251f; /* half(0.02f) = 0x251f (0.0200042724609375) */
+    okq &= q[2].qs[31] == -127 && q[2].qs[2] == 2 && q[2].qs[3] == -3;
+    check(okq, "Q8_0 quantization: ggml's rounding (d = max/127 as half, q = roundf(x * 127 / max))");
+    float back[Q8_0_BLOCK];
+    widen(q, DT_Q8_0, 2 * Q8_0_BLOCK + 3, 2, back); /* elements 67, 68 = block 2's quants 3, 4 */
+    check(back[0] == -3 * 0.0200042724609375f && back[1] == 4 * 0.0200042724609375f, "Q8_0 widening = d q at an offset");
 }
 
 /* splitmix64 -> uniform in [-1, 1) */
@@ -172,25 +189,32 @@ static void rnd_weight(DType dt, uint64_t *seed, void *W, size_t i) {
 static void test_few_rows(void) {
     const int shapes[][2] = {{1, 1}, {3, 7}, {8, 16}, {17, 33}, {64, 96}, {130, 257}, {41, 768}, {523, 160}}; /* {out, in}; the last > 256 kB (prefetching blocks) */
     const KernelIsa isas[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
-    const DType dts[] = {DT_F32, DT_BF16, DT_F16};
-    const char *dtn[] = {"f32", "bf16", "f16"};
+    const int q8_shapes[][2] = {{1, 32}, {3, 64}, {8, 96}, {17, 32}, {130, 256}, {41, 768}, {523, 160}, {9, 32}};
+    const DType dts[] = {DT_F32, DT_BF16, DT_F16, DT_Q8_0};
+    const char *dtn[] = {"f32", "bf16", "f16", "q8_0"};
     uint64_t seed = 42;
     for (size_t k = 0; k < sizeof isas / sizeof *isas; k++)
-        for (int t = 0; t < 3; t++) {
+        for (int t = 0; t < 4; t++) {
             if (!kernel_half_supported(isas[k], dts[t])) {
-                printf("few-row kernel: %s %s not supported by this CPU, skipped\n", kernel_isa_name(isas[k]), dtn[t]);
+                printf("few-row kernel: %s %s: no such kernel on this CPU, skipped\n", kernel_isa_name(isas[k]), dtn[t]);
                 continue;
             }
-            size_t esz = dts[t] == DT_F32 ? 4 : 2;
+            int q8 = dts[t] == DT_Q8_0;
             int bad = 0, cases = 0;
             for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
                 for (int n = 1; n <= KERNEL_MAX_ROWS; n++) {
-                    int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
+                    int out = q8 ? q8_shapes[sh][0] : shapes[sh][0], in = q8 ? q8_shapes[sh][1] : shapes[sh][1];
+                    int ldx = in + 3, ldy = out + 5;
                     int o0 = out > 4 ? 1 : 0, o1 = out > 4 ? out - 2 : out; /* a sub-range of outputs */
-                    void *W = malloc((size_t)out * in * esz);
+                    void *W = malloc(dtype_row_bytes(dts[t], (size_t)out * in));
                     float *Wf = malloc((size_t)out * in * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x);
                     float *y = malloc((size_t)n * ldy * sizeof *y);
-                    for (size_t i = 0; i < (size_t)out * in; i++) rnd_weight(dts[t], &seed, W, i);
+                    if (q8) { /* random floats quantized: the kernel must use d q exactly */
+                        for (size_t i = 0; i < (size_t)out * in; i++) Wf[i] = rnd_unit(&seed) * 2.0f;
+                        narrow(Wf, (size_t)out * in, DT_Q8_0, W);
+                    } else {
+                        for (size_t i = 0; i < (size_t)out * in; i++) rnd_weight(dts[t], &seed, W, i);
+                    }
                     widen(W, dts[t], 0, (size_t)out * in, Wf); /* exact (checked by test_widen) */
                     for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
                     for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f; /* sentinel */
@@ -222,7 +246,7 @@ static void test_few_rows(void) {
 
 /* The panel kernel (AVX-512) against float64 for every row count up to 2 x KERNEL_PANEL_ROWS + 1 (one,
  * two and three passes per panel), in- and out-major sources, partial last panels, strides and a
- * sub-range of panels (outputs outside it keep their sentinel), for f32, f16 and bf16 panels (the
+ * sub-range of panels (outputs outside it keep their sentinel), for f32, f16, bf16 and Q8_0 panels (the
  * reference uses the weights as stored, widened exactly). */
 static void test_panels(void) {
     if (!kernel_panel_supported()) {
@@ -230,22 +254,23 @@ static void test_panels(void) {
         return;
     }
     const int shapes[][2] = {{1, 1}, {7, 3}, {64, 16}, {65, 33}, {130, 257}, {200, 768}, {1408, 96}}; /* {out, in} */
-    const DType dts[] = {DT_F32, DT_F16, DT_BF16};
-    const char *dtn[] = {"f32", "f16", "bf16"};
-    for (int t = 0; t < 3; t++) {
+    const int q8_shapes[][2] = {{1, 32}, {7, 32}, {64, 64}, {65, 96}, {130, 256}, {200, 768}, {1408, 96}};
+    const DType dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0};
+    const char *dtn[] = {"f32", "f16", "bf16", "q8_0"};
+    for (int t = 0; t < 4; t++) {
         uint64_t seed = 7;
-        int bad = 0, cases = 0;
-        size_t es = dts[t] == DT_F32 ? 4 : 2;
+        int bad = 0, cases = 0, q8 = dts[t] == DT_Q8_0;
         for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
-            for (int major = 0; major <= 1; major++)
+            for (int major = q8; major <= 1; major++) /* Q8_0 is stored out-major only */
                 for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
-                    int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
+                    int out = q8 ? q8_shapes[sh][0] : shapes[sh][0], in = q8 ? q8_shapes[sh][1] : shapes[sh][1];
+                    int ldx = in + 3, ldy = out + 5;
                     int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
                     int p0 = n_panels > 2 ? 1 : 0, p1 = n_panels; /* skip the first panel when there are three */
                     size_t nw = (size_t)out * in;
                     float *W = malloc(nw * sizeof *W), *x = malloc((size_t)n * ldx * sizeof *x);
-                    void *Ws = malloc(nw * es);
-                    void *packed = aligned_alloc(64, panel_elems(in, out) * es + 64);
+                    void *Ws = malloc(dtype_row_bytes(dts[t], nw));
+                    void *packed = aligned_alloc(64, (panel_bytes(dts[t], in, out) + 127) / 64 * 64);
                     float *y = malloc((size_t)n * ldy * sizeof *y);
                     for (size_t i = 0; i < nw; i++) W[i] = rnd_unit(&seed);
                     narrow(W, nw, dts[t], Ws);  /* as stored */

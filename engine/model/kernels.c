@@ -69,9 +69,24 @@ static uint16_t float_to_half(float f) {
     return (uint16_t)h;
 }
 
+/* ggml's quantize_row_q8_0_ref: n (a multiple of Q8_0_BLOCK) floats -> n / Q8_0_BLOCK blocks. The
+ * products x id are plain f32 multiplies (no contraction: nothing here is fused) and roundf rounds
+ * halves away from zero, as ggml's reference does. */
+static void quantize_q8_0(const float *x, size_t n, BlockQ8_0 *y) {
+    for (size_t b = 0; b < n / Q8_0_BLOCK; b++) {
+        const float *xb = x + b * Q8_0_BLOCK;
+        float amax = 0.0f;
+        for (int j = 0; j < Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = float_to_half(d);
+        for (int j = 0; j < Q8_0_BLOCK; j++) y[b].qs[j] = (int8_t)roundf(xb[j] * id);
+    }
+}
+
 void narrow(const float *src, size_t n, DType t, void *dst) {
     uint16_t *h = dst;
     switch (t) {
+    case DT_Q8_0: quantize_q8_0(src, n, dst); break;
     case DT_F32: memmove(dst, src, n * sizeof *src); break;
     case DT_F16: for (size_t i = 0; i < n; i++) h[i] = float_to_half(src[i]); break;
     case DT_BF16: for (size_t i = 0; i < n; i++) h[i] = float_to_bf16(src[i]); break;
@@ -93,6 +108,14 @@ void widen(const void *src, DType t, size_t off, size_t n, float *dst) {
     case DT_BF16: {
         const uint16_t *s = (const uint16_t *)src + off;
         for (size_t i = 0; i < n; i++) dst[i] = bf16_to_float(s[i]);
+    } break;
+    case DT_Q8_0: { /* element e is quant e % 32 of block e / 32, times that block's scale */
+        const BlockQ8_0 *blk = src;
+        for (size_t i = 0; i < n; i++) {
+            size_t e = off + i;
+            const BlockQ8_0 *b = &blk[e / Q8_0_BLOCK];
+            dst[i] = half_to_float(b->d) * (float)b->qs[e % Q8_0_BLOCK];
+        }
     } break;
     }
 }
@@ -258,6 +281,44 @@ SP_AVX512_R1O8(blk_avx512_r1_o8_np, 0)
 SP_BF16(1, 4) SP_FOR_ROWS(SP_BF16, 2) SP_FOR_ROWS(SP_BF16, 1)
 SP_F16(1, 4) SP_FOR_ROWS(SP_F16, 2) SP_FOR_ROWS(SP_F16, 1)
 
+/* Q8_0 weights (AVX-512F): each block of 32 quants is widened in registers (int8 -> int32 -> f32) and
+ * multiplied by its half scale, then used for every x row: the same arithmetic as the widened
+ * reference (d q exactly, then products summed in f32). A weight row is in / 32 blocks of 34 bytes. */
+__attribute__((target("avx512f,f16c"))) static inline __m512 q8_half(const int8_t *q, __m512 d) {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q))), d);
+}
+__attribute__((target("avx512f,f16c"))) static inline __m512 q8_scale(uint16_t h) {
+    return _mm512_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))));
+}
+#define SP_Q8(R, O)                                                                                        \
+    __attribute__((target("avx512f,f16c"))) static void blk_q8_r##R##_o##O(const void *Wv, int in, const float *x, \
+                                                                          int ldx, float *y, int ldy, int o) { \
+        int nb = in / Q8_0_BLOCK;                                                                          \
+        const BlockQ8_0 *w0 = (const BlockQ8_0 *)Wv + (size_t)o * nb;                                      \
+        __m512 acc[O][R];                                                                                  \
+        _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                                \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) acc[a][b] = _mm512_setzero_ps();          \
+        for (int k = 0; k < nb; k++) {                                                                     \
+            __m512 lo[O], hi[O];                                                                           \
+            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) {                                          \
+                const BlockQ8_0 *blk = w0 + (size_t)a * nb + k;                                            \
+                __m512 d = q8_scale(blk->d);                                                               \
+                lo[a] = q8_half(blk->qs, d);                                                               \
+                hi[a] = q8_half(blk->qs + 16, d);                                                          \
+                _mm_prefetch((const char *)(blk + (size_t)O * nb), _MM_HINT_T0);                          \
+            }                                                                                              \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) {                                          \
+                const float *xb = x + (size_t)b * ldx + (size_t)k * Q8_0_BLOCK;                           \
+                __m512 xl = _mm512_loadu_ps(xb), xh = _mm512_loadu_ps(xb + 16);                            \
+                _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                        \
+                    acc[a][b] = _mm512_fmadd_ps(hi[a], xh, _mm512_fmadd_ps(lo[a], xl, acc[a][b]));        \
+            }                                                                                              \
+        }                                                                                                  \
+        for (int a = 0; a < O; a++)                                                                        \
+            for (int b = 0; b < R; b++) y[(size_t)b * ldy + o + a] = _mm512_reduce_add_ps(acc[a][b]);     \
+    }
+SP_Q8(1, 4) SP_FOR_ROWS(SP_Q8, 2) SP_FOR_ROWS(SP_Q8, 1)
+
 typedef struct BlockSet {
     int o_one, o_many;        /* outputs per block for n = 1 and for n >= 2 */
     BlockFn one;              /* R = 1, O = o_one */
@@ -270,6 +331,7 @@ static const BlockSet kAvx512 = {8, 4, blk_avx512_r1_o8, blk_avx512_r1_o8_np, SP
                                  SP_ROW_TABLE(avx512, 1)};
 static const BlockSet kBf16 = {4, 2, blk_bf16_r1_o4, NULL, SP_ROW_TABLE(bf16, 2), SP_ROW_TABLE(bf16, 1)};
 static const BlockSet kF16 = {4, 2, blk_f16_r1_o4, NULL, SP_ROW_TABLE(f16, 2), SP_ROW_TABLE(f16, 1)};
+static const BlockSet kQ8 = {4, 2, blk_q8_r1_o4, NULL, SP_ROW_TABLE(q8, 2), SP_ROW_TABLE(q8, 1)};
 
 /* Rows [0, n) as at most two groups of <= 6 (n <= 8), every group over the same output block. */
 static void rows_blocked(const BlockSet *k, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
@@ -333,13 +395,54 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
     SP_PANEL(NAME, 1, ELEM, LOAD) SP_PANEL(NAME, 2, ELEM, LOAD) SP_PANEL(NAME, 3, ELEM, LOAD)               \
     SP_PANEL(NAME, 4, ELEM, LOAD) SP_PANEL(NAME, 5, ELEM, LOAD) SP_PANEL(NAME, 6, ELEM, LOAD)               \
     SP_PANEL(NAME, 7, ELEM, LOAD) SP_PANEL(NAME, 8, ELEM, LOAD) SP_PANEL(NAME, 9, ELEM, LOAD)
+/* Q8_0 panels: per block of 32 inputs, the 64 outputs' half scales (128 bytes), then 32 panel rows of
+ * 64 int8 quants (one cache line each): 2176 bytes, a sequential stream like the other panels. Each
+ * quant vector is widened and multiplied by its outputs' scales (d q exactly), then broadcast-FMA'd. */
+#define Q8_PANEL_SCALES (KERNEL_PANEL * 2)
+#define Q8_PANEL_BLOCK (Q8_PANEL_SCALES + Q8_0_BLOCK * KERNEL_PANEL)
+#define SP_PANEL_Q8(R)                                                                                      \
+    __attribute__((target("avx512f"))) static void pnl_q8_r##R(const void *panel_v, int in, const float *x, int ldx, \
+                                                               float *y, int ldy, int nout) {               \
+        const unsigned char *panel = panel_v;                                                               \
+        __m512 acc[R][4];                                                                                   \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
+        for (int k = 0; k < in / Q8_0_BLOCK; k++) {                                                         \
+            const unsigned char *blk = panel + (size_t)k * Q8_PANEL_BLOCK;                                  \
+            __m512 dv[4];                                                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) dv[v] =                                     \
+                _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));                        \
+            const int8_t *qs = (const int8_t *)(blk + Q8_PANEL_SCALES);                                     \
+            const float *xk = x + (size_t)k * Q8_0_BLOCK;                                                   \
+            for (int i = 0; i < Q8_0_BLOCK; i++) {                                                          \
+                const int8_t *w = qs + (size_t)i * KERNEL_PANEL;                                            \
+                __m512 wv[4];                                                                               \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) wv[v] = _mm512_mul_ps(                 \
+                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(w + 16 * v)))), dv[v]); \
+                _mm_prefetch((const char *)w + 1024, _MM_HINT_T0); /* 16 panel rows ahead */               \
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                     \
+                    __m512 xb = _mm512_set1_ps(xk[(size_t)r * ldx + i]);                                    \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(wv[v], xb, acc[r][v]); \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int r = 0; r < R; r++)                                                                         \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                int left = nout - 16 * v;                                                                   \
+                if (left <= 0) break;                                                                       \
+                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
+                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
+            }                                                                                               \
+    }
+SP_PANEL_Q8(1) SP_PANEL_Q8(2) SP_PANEL_Q8(3) SP_PANEL_Q8(4) SP_PANEL_Q8(5) SP_PANEL_Q8(6) SP_PANEL_Q8(7)
+SP_PANEL_Q8(8) SP_PANEL_Q8(9)
 SP_PANEL_ALL(pnl, float, PNL_LOAD_F32)
 SP_PANEL_ALL(pnl_bf16, uint16_t, PNL_LOAD_BF16)
 SP_PANEL_ALL(pnl_f16, uint16_t, PNL_LOAD_F16)
 typedef void (*PanelFn)(const void *panel, int in, const float *x, int ldx, float *y, int ldy, int nout);
 #define SP_PANEL_TABLE(NAME) {NULL, NAME##_r1, NAME##_r2, NAME##_r3, NAME##_r4, NAME##_r5, NAME##_r6, NAME##_r7, NAME##_r8, NAME##_r9}
-static const PanelFn kPanelPass[3][KERNEL_PANEL_ROWS + 1] = {SP_PANEL_TABLE(pnl), SP_PANEL_TABLE(pnl_f16),
-                                                              SP_PANEL_TABLE(pnl_bf16)}; /* by DType */
+static const PanelFn kPanelPass[DT_COUNT][KERNEL_PANEL_ROWS + 1] = {
+    SP_PANEL_TABLE(pnl), SP_PANEL_TABLE(pnl_f16), SP_PANEL_TABLE(pnl_bf16), SP_PANEL_TABLE(pnl_q8)}; /* by DType */
 #endif
 
 int kernel_panel_supported(void) {
@@ -350,11 +453,32 @@ int kernel_panel_supported(void) {
 #endif
 }
 
-size_t panel_elems(int in, int out) {
-    return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * KERNEL_PANEL * (size_t)in;
+size_t panel_bytes(DType dt, int in, int out) {
+    return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * dtype_row_bytes(dt, (size_t)KERNEL_PANEL * (size_t)in);
+}
+
+/* Q8_0 panels from out-major Q8_0 rows (see SP_PANEL_Q8); outputs past `out` get scale 0, quants 0. */
+static void panel_pack_q8(const BlockQ8_0 *W, int in, int out, unsigned char *dst) {
+    int nb = in / Q8_0_BLOCK, n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
+    for (int p = 0; p < n_panels; p++)
+        for (int k = 0; k < nb; k++) {
+            unsigned char *blk = dst + ((size_t)p * nb + (size_t)k) * Q8_PANEL_BLOCK;
+            uint16_t *d = (uint16_t *)blk;
+            int8_t *qs = (int8_t *)(blk + Q8_PANEL_SCALES);
+            for (int j = 0; j < KERNEL_PANEL; j++) {
+                int o = p * KERNEL_PANEL + j;
+                const BlockQ8_0 *b = o < out ? &W[(size_t)o * nb + k] : NULL;
+                d[j] = b ? b->d : 0;
+                for (int i = 0; i < Q8_0_BLOCK; i++) qs[(size_t)i * KERNEL_PANEL + j] = b ? b->qs[i] : 0;
+            }
+        }
 }
 
 void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *panels) {
+    if (dt == DT_Q8_0) { /* Q8_0 is only ever stored out-major (its blocks run along a row) */
+        panel_pack_q8(W, in, out, panels);
+        return;
+    }
     int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
     size_t es = dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
     const char *src = W;
@@ -372,12 +496,12 @@ void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *p
 void matmul_panels(const void *panels, DType dt, int in, int out, const float *x, int n, int ldx, float *y, int ldy,
                    int p0, int p1) {
 #ifdef SP_HAVE_X86_KERNELS
-    size_t es = dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
+    size_t panel_size = dtype_row_bytes(dt, (size_t)KERNEL_PANEL * (size_t)in);
     const PanelFn *pass = kPanelPass[dt];
     int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS; /* balanced: 10 rows -> 5 + 5 */
     for (int p = p0; p < p1; p++) {
         int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
-        const char *panel = (const char *)panels + (size_t)p * KERNEL_PANEL * in * es;
+        const char *panel = (const char *)panels + (size_t)p * panel_size;
         for (int g = 0, r0 = 0; g < passes; g++) { /* the panel stays in L2 between passes */
             int rows = (n - r0 + (passes - g) - 1) / (passes - g);
             pass[rows](panel, in, x + (size_t)r0 * ldx, ldx, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout);
@@ -427,29 +551,39 @@ int kernel_half_supported(KernelIsa isa, DType dt) {
 #ifdef SP_HAVE_X86_KERNELS
     if (dt == DT_BF16) return kernel_isa_supported(isa);
     if (dt == DT_F16) return kernel_isa_supported(isa) && cpu_has_f16c();
+    if (dt == DT_Q8_0) return isa == ISA_AVX512 && kernel_isa_supported(isa) && cpu_has_f16c();
 #endif
     return 0;
 }
 
-/* Scalar reference for 16-bit weights (tests; CPUs without AVX2). */
-static void rows_scalar_half(DType dt, const uint16_t *W, int in, const float *x, int n, int ldx, float *y, int ldy,
-                             int o0, int o1) {
-    for (int o = o0; o < o1; o++) {
-        const uint16_t *w = W + (size_t)o * in;
+/* Scalar reference for 16-bit and Q8_0 weights (tests; CPUs without AVX2 / AVX-512): each weight row
+ * widened exactly (widen), then summed in order. */
+static void rows_scalar_widened(DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
+                                int o0, int o1) {
+    enum { CHUNK = 256 }; /* a multiple of Q8_0_BLOCK */
+    float wf[CHUNK];
+    for (int o = o0; o < o1; o++)
         for (int r = 0; r < n; r++) {
             const float *xr = x + (size_t)r * ldx;
             float s = 0;
-            for (int i = 0; i < in; i++) s += (dt == DT_BF16 ? bf16_to_float(w[i]) : half_to_float(w[i])) * xr[i];
+            for (int i0 = 0; i0 < in; i0 += CHUNK) {
+                int len = in - i0 < CHUNK ? in - i0 : CHUNK;
+                widen(W, dt, (size_t)o * in + (size_t)i0, (size_t)len, wf);
+                for (int i = 0; i < len; i++) s += wf[i] * xr[i0 + i];
+            }
             y[(size_t)r * ldy + o] = s;
         }
-    }
 }
 
 void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
                      int o0, int o1) {
     if (isa == ISA_AUTO) isa = kernel_isa_best();
 #ifdef SP_HAVE_X86_KERNELS
-    if (isa != ISA_SCALAR && dt != DT_F32) { /* 16-bit weights: the AVX2 blocks at either level */
+    if (isa == ISA_AVX512 && dt == DT_Q8_0) {
+        rows_blocked(&kQ8, W, in, x, n, ldx, y, ldy, o0, o1);
+        return;
+    }
+    if (isa != ISA_SCALAR && (dt == DT_BF16 || dt == DT_F16)) { /* 16-bit weights: the AVX2 blocks at either level */
         rows_blocked(dt == DT_BF16 ? &kBf16 : &kF16, W, in, x, n, ldx, y, ldy, o0, o1);
         return;
     }
@@ -465,7 +599,7 @@ void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float
     if (dt == DT_F32)
         rows_scalar(W, in, x, n, ldx, y, ldy, o0, o1);
     else
-        rows_scalar_half(dt, W, in, x, n, ldx, y, ldy, o0, o1);
+        rows_scalar_widened(dt, W, in, x, n, ldx, y, ldy, o0, o1);
 }
 
 /* Out-major W, n <= KERNEL_MAX_ROWS: output rows split across the BLAS thread count for big

@@ -46,11 +46,11 @@ KernelIsa kernel_isa_best(void);
 const char *kernel_isa_name(KernelIsa isa);
 
 /* 1 when matmul_few_rows runs weights of dtype dt at this ISA (f32: the ISA; bf16: AVX2; f16:
- * AVX2 + F16C; scalar: all). */
+ * AVX2 + F16C; Q8_0: AVX-512 + F16C; scalar: all). */
 int kernel_half_supported(KernelIsa isa, DType dt);
 
 /* y[r, o] = x[r, :] . W[o, :] for r < n (1 <= n <= KERNEL_MAX_ROWS), o in [o0, o1).
- * W: out-major [out, in] of dtype dt (f32, bf16 or f16, widened in registers); x: [n, in] (row
+ * W: out-major [out, in] of dtype dt (f32, bf16, f16 or Q8_0, widened in registers); x: [n, in] (row
  * stride ldx); y: [n, *] (row stride ldy). Every weight row is read from memory once for all n
  * rows. kernel_half_supported(isa, dt) must hold. */
 void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
@@ -67,9 +67,10 @@ void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float
 #define KERNEL_PANEL_ROWS 9 /* input rows one pass holds in registers (8, 9 spill a few to L1) */
 /* 1 when this CPU runs the panel kernel (AVX-512F). */
 int kernel_panel_supported(void);
-/* Elements of the packed copy of an [out, in] matrix: ceil(out / P) P in. */
-size_t panel_elems(int in, int out);
-/* Packs W (dtype dt, kept as it is: f32, f16 or bf16) into panels: W out-major [out, in] (out_major
+/* Bytes of the packed copy of an [out, in] matrix of dtype dt (Q8_0: in a multiple of Q8_0_BLOCK; its
+ * panels hold, per block of 32 inputs, the 64 outputs' scales then 32 rows of 64 quants). */
+size_t panel_bytes(DType dt, int in, int out);
+/* Packs W (dtype dt, kept as it is: f32, f16, bf16 or Q8_0; Q8_0 only out-major) into panels: W out-major [out, in] (out_major
  * = 1) or in-major [in, out] (GPT-2 Conv1D). panels: 64-byte aligned. */
 void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *panels);
 /* y[r, o] = x[r, :] . W[o, :] for r < n (any n >= 1; passes of <= KERNEL_PANEL_ROWS rows), outputs of

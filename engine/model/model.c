@@ -334,7 +334,8 @@ static int bind_layers(Binder *b) {
     return 0;
 }
 
-static size_t dtype_bytes(DType t) { return t == DT_F32 ? 4 : 2; }
+/* Bytes of matrix L as stored. */
+static size_t matrix_bytes(const LinearW *L) { return dtype_row_bytes(L->dtype, (size_t)L->in * (size_t)L->out); }
 
 /* A matrix the few-row kernel takes (f32 always; bf16/f16 where this CPU has the instructions). */
 static int kernel_takes(const LinearW *L) { return L->w && kernel_half_supported(ISA_AUTO, L->dtype); }
@@ -373,13 +374,12 @@ static int kernel_matrices(Model *m, LinearW **out) {
  * token). */
 static int packs_to_panels(const Model *m, const LinearW *L) {
     (void)m;
-    return kernel_panel_supported() && (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype) >= PANEL_MIN_BYTES;
+    return kernel_panel_supported() && matrix_bytes(L) >= PANEL_MIN_BYTES;
 }
 
 /* Arena bytes of matrix L in its new layout, rounded up to ARENA_ALIGN. */
 static size_t arena_bytes(const Model *m, const LinearW *L) {
-    size_t bytes = (packs_to_panels(m, L) ? panel_elems(L->in, L->out) : (size_t)L->in * (size_t)L->out) *
-                   dtype_bytes(L->dtype);
+    size_t bytes = packs_to_panels(m, L) ? panel_bytes(L->dtype, L->in, L->out) : matrix_bytes(L);
     return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
 }
 
@@ -410,7 +410,7 @@ static int relayout_weights(Model *m, SpErr *err) {
     char *at = (char *)arena;
     for (int i = 0; i < n; i++) {
         LinearW *L = mats[i];
-        size_t bytes = (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype), step = arena_bytes(m, L);
+        size_t bytes = matrix_bytes(L), step = arena_bytes(m, L);
         void *dst = at;
         int panels = packs_to_panels(m, L);
         if (panels)
@@ -418,7 +418,7 @@ static int relayout_weights(Model *m, SpErr *err) {
         else if (L->out_major)
             memcpy(dst, L->w, bytes);
         else
-            transpose_elems(L->w, L->in, L->out, dtype_bytes(L->dtype), dst); /* [in, out] -> [out, in] */
+            transpose_elems(L->w, L->in, L->out, dtype_row_bytes(L->dtype, 1), dst); /* [in, out] -> [out, in] (never Q8_0) */
         if (st_is_mapped(&m->st, L->w)) drop_pages(L->w, bytes);
         if (L == &m->lm_head && m->wte.data == L->w && !panels) m->wte.data = dst; /* tied: same [V, d] bytes */
         L->w = dst;
