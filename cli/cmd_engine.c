@@ -462,11 +462,13 @@ int cmd_info(int argc, char **argv) {
 /* ------------------------------------------------------------------ export-gguf */
 
 static const char kGgufHelp[] =
-    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16] [--tokenizer DIR]\n"
+    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--tokenizer DIR]\n"
     "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2 and Llama; GPT-Neo is refused: llama.cpp has\n"
     "  no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
     "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/model/gguf.h).\n"
-    "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even); norms and biases stay f32\n"
+    "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even), or q8_0 (ggml's Q8_0 blocks,\n"
+    "               rounded as llama-quantize does; the position embedding stays f32, rows that are not\n"
+    "               whole 32-value blocks f16, as llama-quantize leaves them); norms and biases stay f32\n"
     "  --tokenizer  the directory of vocab.json + merges.txt or tokenizer.json (default: the model's); ids\n"
     "               it lacks are written as unused [PADn] tokens (for random-init checkpoints)\n";
 
@@ -486,8 +488,9 @@ int cmd_export_gguf(int argc, char **argv) {
             if (!strcmp(optarg, "f32")) dt = DT_F32;
             else if (!strcmp(optarg, "f16")) dt = DT_F16;
             else if (!strcmp(optarg, "bf16")) dt = DT_BF16;
+            else if (!strcmp(optarg, "q8_0")) dt = DT_Q8_0;
             else {
-                fprintf(stderr, "sprinter export-gguf: --dtype: \"%s\" is not f32, f16 or bf16\n", optarg);
+                fprintf(stderr, "sprinter export-gguf: --dtype: \"%s\" is not f32, f16, bf16 or q8_0\n", optarg);
                 return 2;
             }
             break;

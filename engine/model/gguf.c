@@ -17,7 +17,9 @@
 #define GGUF_ALIGN 32
 #define GGUF_MAX_NAME 64 /* ggml's GGML_MAX_NAME, the terminating NUL included */
 enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };      /* gguf_type */
-enum { GT_F32 = 0, GT_F16 = 1, GT_BF16 = 30 };                                              /* ggml_type */
+enum { GT_F32 = 0, GT_F16 = 1, GT_Q8_0 = 8, GT_BF16 = 30 };                                /* ggml_type */
+enum { FT_F32 = 0, FT_F16 = 1, FT_Q8_0 = 7, FT_BF16 = 32 };                                  /* llama_ftype */
+#define GGML_QNT_VERSION 2 /* general.quantization_version of a quantized file */
 enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_UNUSED = 5 };                                    /* llama_token_type */
 
 /* ------------------------------------------------------------------ a growable byte buffer */
@@ -238,8 +240,19 @@ typedef struct Plan {
     int n, cap;
 } Plan;
 
-static size_t dtype_size(DType t) { return t == DT_F32 ? 4 : 2; }
-static uint32_t ggml_type(DType t) { return t == DT_F32 ? GT_F32 : t == DT_F16 ? GT_F16 : GT_BF16; }
+static uint32_t ggml_type(DType t) {
+    return t == DT_F32 ? GT_F32 : t == DT_F16 ? GT_F16 : t == DT_Q8_0 ? GT_Q8_0 : GT_BF16;
+}
+
+/* The GGUF dtype of a matrix when the file's dtype is dt. For Q8_0, llama-quantize's choices
+ * (llama-quant.cpp tensor_allows_quantization, tensor_type_fallback): the position embedding is not
+ * quantized (kept F32, as in the f32 file it quantizes), and a matrix whose rows (ne0) are not whole
+ * Q8_0 blocks falls back to F16. */
+static DType matrix_dtype(const char *gname, int64_t ne0, DType dt) {
+    if (dt != DT_Q8_0) return dt;
+    if (!strcmp(gname, "position_embd.weight")) return DT_F32;
+    return ne0 % Q8_0_BLOCK ? DT_F16 : DT_Q8_0;
+}
 
 /* Adds the HF tensor hf as GGUF tensor gname of ne = {ne0, ne1} (ne1 = 0: 1-D). */
 static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gname, int64_t ne0, int64_t ne1, DType dtype,
@@ -260,9 +273,9 @@ static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gn
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", gname);
     t->src = e, t->ndim = ne1 ? 2 : 1, t->ne[0] = ne0, t->ne[1] = ne1;
-    t->dtype = ne1 ? dtype : DT_F32; /* norms and biases stay F32 */
+    t->dtype = ne1 ? matrix_dtype(gname, ne0, dtype) : DT_F32; /* norms and biases stay F32 */
     t->xform = x, t->heads = heads;
-    t->nbytes = (uint64_t)(ne0 * (ne1 ? ne1 : 1)) * dtype_size(t->dtype);
+    t->nbytes = (uint64_t)dtype_row_bytes(t->dtype, (size_t)(ne0 * (ne1 ? ne1 : 1)));
     return 0;
 }
 
@@ -318,7 +331,8 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
 #define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", arch, suffix), k)
     kv_str(m, "general.architecture", arch);
     kv_str(m, "general.name", name);
-    kv_u32(m, "general.file_type", dt == DT_F32 ? 0 : dt == DT_F16 ? 1 : 32);
+    kv_u32(m, "general.file_type", dt == DT_F32 ? FT_F32 : dt == DT_F16 ? FT_F16 : dt == DT_Q8_0 ? FT_Q8_0 : FT_BF16);
+    if (dt == DT_Q8_0) kv_u32(m, "general.quantization_version", GGML_QNT_VERSION);
     kv_u32(m, KEY("context_length"), (uint32_t)c->max_pos);
     kv_u32(m, KEY("embedding_length"), (uint32_t)c->d_model);
     kv_u32(m, KEY("block_count"), (uint32_t)c->n_layers);

@@ -17,7 +17,10 @@
  *          ([in, out]) are transposed to [out, in].
  *   GPT-Neo is refused: llama.cpp has no GPT-Neo architecture.
  * Norm weights and biases are stored as F32 whatever the dtype; matrices in the chosen dtype (f32,
- * f16 or bf16, rounded to nearest even from the checkpoint's values).
+ * f16 or bf16, rounded to nearest even from the checkpoint's values; or Q8_0, quantized from the f32
+ * values after the transposition / permutation exactly as llama-quantize quantizes the f32 file:
+ * ggml's quantize_row_q8_0_ref, the position embedding left F32, rows that are not whole 32-value
+ * blocks F16, general.quantization_version 2).
  * Tokenizer: tokenizer.ggml.model "gpt2", pre "gpt-2" (the GPT-2 pre-tokenizer regex), tokens and
  * merges as the byte-level strings of vocab.json + merges.txt (else tokenizer.json), token types 1
  * normal, 3 control (added special tokens, bos, eos), 5 unused (ids the vocabulary lacks, named
@@ -43,5 +46,12 @@ typedef struct GgufSummary {
  * become unused [PADn] entries (random-init checkpoints of real shapes carry no tokenizer). */
 int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path, DType dtype, GgufSummary *sum,
                 SpErr *err);
+
+/* Opens the GGUF file at path (v2 or v3; tensors of type F32, F16, BF16 or Q8_0) as an archive whose
+ * entries carry llama.cpp's tensor names ("blk.0.attn_q.weight") and row-major shapes (ne reversed:
+ * every matrix [out, in], GPT-2's included; Llama's q / k rows in llama.cpp's RoPE order), data
+ * borrowed from the file map until st_close. a->gguf = 1. Errors name the file and the field. */
+struct StArchive;
+int gguf_open(const char *path, struct StArchive *a, SpErr *err);
 
 #endif

@@ -25,6 +25,7 @@
 #include "arch.h"
 #include "jsonutil.h"
 #include "kernels.h"
+#include "gguf.h"
 #include "safetensors.h"
 
 typedef struct Layer {
@@ -200,7 +201,7 @@ const StEntry *model_find_tensor(const StArchive *st, const char *name) {
 }
 
 static const char *st_label(const Model *m) {
-    return m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
+    return m->st.gguf ? GGUF_MODEL_FILE : m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
 }
 
 static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
@@ -209,24 +210,47 @@ static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
     if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
-/* Looks up spec, checks dtype and shape, returns a view. */
+static int own(Model *m, float *v, SpErr *err);
+
+/* Llama's q / k rows as llama.cpp stores them (gguf.h: within each head of d rows, GGUF row 2i + j is
+ * Hugging Face row j d/2 + i) back in Hugging Face's rotate-half order, into an owned copy. */
+static const void *unpermute_rope_rows(Model *m, const StEntry *e, int heads, SpErr *err) {
+    size_t rows = (size_t)e->shape[0], row_bytes = e->nbytes / rows, d = rows / (size_t)heads, half = d / 2;
+    char *dst = malloc(e->nbytes);
+    if (own(m, (float *)dst, err)) return NULL;
+    const char *src = e->data;
+    for (size_t h = 0; h < (size_t)heads; h++)
+        for (size_t i = 0; i < half; i++)
+            for (size_t j = 0; j < 2; j++)
+                memcpy(dst + (h * d + j * half + i) * row_bytes, src + (h * d + 2 * i + j) * row_bytes, row_bytes);
+    return dst;
+}
+
+/* Looks up spec (under its GGUF name in a GGUF file, where every matrix is stored [out, in]: a
+ * Conv1D's shape is the spec's transposed), checks dtype and shape, returns a view. */
 static int bind(Model *m, const TensorSpec *spec, Tensor *t, SpErr *err) {
-    const StEntry *e = model_find_tensor(&m->st, spec->name);
-    if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(m), spec->name);
+    int gguf = m->st.gguf, flip = gguf && spec->conv1d && spec->ndim == 2;
+    const char *name = gguf ? spec->gguf_name : spec->name;
+    const StEntry *e = gguf ? st_find(&m->st, name) : model_find_tensor(&m->st, name);
+    if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(m), name);
     const char *file = st_entry_file(&m->st, e);
     if (e->dtype == ST_F32) t->dtype = DT_F32;
     else if (e->dtype == ST_F16) t->dtype = DT_F16;
     else if (e->dtype == ST_BF16) t->dtype = DT_BF16;
-    else return sp_fail(err, "%s: tensor %s has dtype %s; supported: F32, F16, BF16", file, e->name, st_dtype_name(e->dtype));
+    else if (e->dtype == ST_Q8_0 && spec->ndim == 2) t->dtype = DT_Q8_0;
+    else return sp_fail(err, "%s: tensor %s has dtype %s; supported: F32, F16, BF16 (and Q8_0 matrices from GGUF)", file, e->name, st_dtype_name(e->dtype));
     int same = e->ndim == spec->ndim;
-    for (int i = 0; same && i < spec->ndim; i++) same = e->shape[i] == spec->shape[i];
+    for (int i = 0; same && i < spec->ndim; i++) same = e->shape[i] == spec->shape[flip ? spec->ndim - 1 - i : i];
     if (!same) {
         char have[128], want[128];
         shape_str(have, sizeof have, e->shape, e->ndim);
-        shape_str(want, sizeof want, spec->shape, spec->ndim);
+        int64_t ws[2] = {spec->shape[flip], spec->shape[!flip]};
+        shape_str(want, sizeof want, spec->ndim == 2 ? ws : spec->shape, spec->ndim);
         return sp_fail(err, "%s: tensor %s has shape %s, config says %s", file, e->name, have, want);
     }
     t->data = e->data;
+    if (gguf && spec->rope_heads && m->ai->gguf_permute_qk && !(t->data = unpermute_rope_rows(m, e, spec->rope_heads, err)))
+        return -1;
     t->ndim = e->ndim;
     for (int i = 0; i < e->ndim && i < 4; i++) t->shape[i] = e->shape[i];
     m->n_params += e->numel;
@@ -319,7 +343,7 @@ static int bind_layers(Binder *b) {
     if (next_tensor(b, &m->wte)) return -1;
     if (a->pos == POS_LEARNED && next_tensor(b, &m->wpe)) return -1;
     Slot s[S_COUNT];
-    int ns = layer_slots(a, c, s), out_major = a->weights == W_LINEAR;
+    int ns = layer_slots(a, c, s), out_major = a->weights == W_LINEAR || m->st.gguf; /* GGUF: all [out, in] */
     for (int i = 0; i < c->n_layers; i++)
         for (int k = 0; k < ns; k++)
             if (bind_slot(b, &s[k], out_major, &m->layers[i], a->mlp == MLP_SWIGLU)) return -1;
@@ -442,7 +466,8 @@ Model *model_load(const char *dir, SpErr *err) {
     int n_specs = 0;
     if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
     m->ai = arch_info(m->cfg.arch);
-    if (st_open_dir(dir, &m->st, err)) goto fail;
+    if (sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err)) goto fail;
+    if (access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err)) goto fail;
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) {
         sp_fail(err, "out of memory");

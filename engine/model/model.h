@@ -48,8 +48,11 @@ struct StArchive;
 struct StEntry;
 const struct StEntry *model_find_tensor(const struct StArchive *st, const char *name);
 
-/* Loads dir/config.json and dir/model.safetensors (or the sharded form named by
- * dir/model.safetensors.index.json). Shapes are checked against the config. */
+/* Loads dir/config.json and the weights: dir/model.gguf when it exists (a GGUF file as export-gguf or
+ * llama-quantize writes it: f32, f16, bf16 or Q8_0 matrices under llama.cpp's names), else
+ * dir/model.safetensors (or the sharded form named by dir/model.safetensors.index.json). Shapes are
+ * checked against the config. */
+#define GGUF_MODEL_FILE "model.gguf"
 Model *model_load(const char *dir, SpErr *err);
 void model_free(Model *m);
 const ModelConfig *model_config(const Model *m);
