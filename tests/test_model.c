@@ -301,6 +301,73 @@ static void test_panels(void) {
     }
 }
 
+/* The bf16 dot-product kernels (few rows: scalar reference and AVX512_BF16; pair panels, in- and
+ * out-major, odd in, partial panels, 1 to 2 x KERNEL_PANEL_ROWS + 1 rows) against float64 over the
+ * bf16 weights and the bf16-rounded activations: the kernels must use exactly those values. A
+ * control: the same check against the unrounded activations fails (rounding is really applied). */
+static void test_bf16_dot(void) {
+    const int shapes[][2] = {{1, 1}, {7, 3}, {64, 33}, {65, 64}, {130, 257}, {200, 768}}; /* {out, in} */
+    uint64_t seed = 11;
+    int bad_few = 0, bad_few_scalar = 0, bad_pnl = 0, cases = 0, control_differs = 0, have = kernel_bf16_dot_supported();
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
+            int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5, ldxb = bf16_dot_stride(in);
+            size_t nw = (size_t)out * in;
+            float *Wf = malloc(nw * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x), *xr = malloc((size_t)n * ldxb * sizeof *xr);
+            uint16_t *W = malloc(nw * 2), *Wt = malloc(nw * 2), *xb = malloc((size_t)n * ldxb * 2);
+            uint16_t *packed = aligned_alloc(64, (panel_bytes_bf16_dot(in, out) + 63) / 64 * 64);
+            float *y = malloc((size_t)n * ldy * sizeof *y);
+            for (size_t i = 0; i < nw; i++) Wf[i] = rnd_unit(&seed);
+            narrow(Wf, nw, DT_BF16, W);
+            widen(W, DT_BF16, 0, nw, Wf);
+            transpose_elems(W, out, in, 2, Wt); /* [in, out] */
+            for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
+            round_rows_bf16(x, n, ldx, in, xb, ldxb);
+            widen(xb, DT_BF16, 0, (size_t)n * ldxb, xr);
+            for (int pass = 0; pass < 4; pass++) { /* few rows scalar, few rows AVX512_BF16, panels out-, in-major */
+                if ((pass > 0 && !have) || (pass < 2 && n > KERNEL_MAX_ROWS)) continue;
+                for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
+                if (pass < 2) {
+                    matmul_few_rows_bf16_dot(pass == 0, W, in, xb, n, ldxb, y, ldy, 0, out);
+                } else {
+                    panel_pack_bf16_dot(pass == 2 ? W : Wt, in, out, pass == 2, packed);
+                    matmul_panels_bf16_dot(packed, in, out, xb, n, ldxb, y, ldy, 0, (out + KERNEL_PANEL - 1) / KERNEL_PANEL);
+                }
+                int bad = 0, far = 0;
+                for (int r = 0; r < n; r++)
+                    for (int o = 0; o < ldy; o++) {
+                        float got = y[(size_t)r * ldy + o];
+                        if (o >= out) {
+                            bad += got != 12345.0f;
+                            continue;
+                        }
+                        double ref = 0, raw = 0, mag = 0;
+                        for (int i = 0; i < in; i++) {
+                            ref += (double)Wf[(size_t)o * in + i] * xr[(size_t)r * ldxb + i];
+                            raw += (double)Wf[(size_t)o * in + i] * x[(size_t)r * ldx + i];
+                            mag += fabs((double)Wf[(size_t)o * in + i] * xr[(size_t)r * ldxb + i]);
+                        }
+                        bad += !(fabs(got - ref) <= 1e-6 * (1.0 + mag));
+                        far += !(fabs(got - raw) <= 1e-6 * (1.0 + mag));
+                    }
+                if (pass == 0) bad_few_scalar += bad;
+                else if (pass == 1) bad_few += bad;
+                else bad_pnl += bad;
+                control_differs += far > 0;
+            }
+            cases++;
+            free(Wf), free(x), free(xr), free(W), free(Wt), free(xb), free(packed), free(y);
+        }
+    check(bad_few_scalar == 0, "bf16-dot few-row scalar reference == float64 of bf16 products (%d cases, %d bad)", cases, bad_few_scalar);
+    if (!have) {
+        printf("bf16-dot kernels: no AVX512_BF16 on this CPU, skipped\n");
+        return;
+    }
+    check(bad_few == 0, "bf16-dot few-row kernel (AVX512_BF16) == float64 of bf16 products (%d bad)", bad_few);
+    check(bad_pnl == 0, "bf16-dot pair panels (AVX512_BF16) == float64 of bf16 products (%d bad)", bad_pnl);
+    check(control_differs > 0, "control: the bf16-dot results differ from the unrounded product (%d kernel runs differ)", control_differs);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_model WORKDIR\n");
@@ -315,6 +382,7 @@ int main(int argc, char **argv) {
     test_widen();
     test_few_rows();
     test_panels();
+    test_bf16_dot();
     const char *archs[] = {"gpt2", "gpt-neo", "llama"};
     const DType dts[] = {DT_F32, DT_F16, DT_BF16};
     const char *dtn[] = {"f32", "f16", "bf16"};

@@ -513,6 +513,159 @@ void matmul_panels(const void *panels, DType dt, int in, int out, const float *x
 #endif
 }
 
+/* ---- bf16 weights by the CPU's bf16 dot products (AVX512_BF16 vdpbf16ps) ----
+ * vdpbf16ps multiplies bf16 pairs and adds both products to an f32 lane: the activations must be bf16
+ * too, so each x row is rounded to bf16 (to nearest even, as llama.cpp rounds them) once per product
+ * into caller scratch, zero-padded to a multiple of BF16_DOT_PAD. */
+void round_rows_bf16(const float *x, int n, int ldx, int in, uint16_t *xb, int ldxb) {
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * ldx;
+        uint16_t *o = xb + (size_t)r * ldxb;
+        for (int i = 0; i < in; i++) o[i] = float_to_bf16(xr[i]);
+        for (int i = in; i < ldxb; i++) o[i] = 0;
+    }
+}
+
+int bf16_dot_stride(int in) { return (in + BF16_DOT_PAD - 1) / BF16_DOT_PAD * BF16_DOT_PAD; }
+
+size_t panel_bytes_bf16_dot(int in, int out) {
+    return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * KERNEL_PANEL * (size_t)((in + 1) / 2 * 2) * 2;
+}
+
+/* Pair panels: pair k of a panel holds, for j < KERNEL_PANEL, W[p P + j, 2k] and W[p P + j, 2k + 1]
+ * side by side (256 bytes, 4 vectors); an odd last input and outputs past `out` are 0. */
+void panel_pack_bf16_dot(const uint16_t *W, int in, int out, int out_major, uint16_t *panels) {
+    int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL, pairs = (in + 1) / 2;
+    for (int p = 0; p < n_panels; p++)
+        for (int k = 0; k < pairs; k++)
+            for (int j = 0; j < KERNEL_PANEL; j++)
+                for (int t = 0; t < 2; t++) {
+                    int o = p * KERNEL_PANEL + j, i = 2 * k + t;
+                    uint16_t *d = panels + (((size_t)p * pairs + (size_t)k) * KERNEL_PANEL + (size_t)j) * 2 + t;
+                    *d = o < out && i < in ? W[out_major ? (size_t)o * in + i : (size_t)i * out + o] : 0;
+                }
+}
+
+/* Scalar reference: sum over i of bf16 products in f32 (tests; CPUs without AVX512_BF16). */
+static void rows_scalar_bf16_dot(const uint16_t *W, int in, const uint16_t *xb, int n, int ldxb, float *y, int ldy,
+                                 int o0, int o1) {
+    for (int o = o0; o < o1; o++)
+        for (int r = 0; r < n; r++) {
+            float s = 0;
+            for (int i = 0; i < in; i++) s += bf16_to_float(W[(size_t)o * in + i]) * bf16_to_float(xb[(size_t)r * ldxb + i]);
+            y[(size_t)r * ldy + o] = s;
+        }
+}
+
+#ifdef SP_HAVE_X86_KERNELS
+#define SP_BF16DOT_TGT "avx512f,avx512bw,avx512bf16"
+/* Few rows: a block of O weight rows x R activation rows, 32 inputs per step (the last step masked). */
+#define SP_BF16DOT(R, O)                                                                                    \
+    __attribute__((target(SP_BF16DOT_TGT))) static void bd_r##R##_o##O(const uint16_t *W, int in, const uint16_t *xb, \
+                                                                      int ldxb, float *y, int ldy, int o) {    \
+        const uint16_t *w0 = W + (size_t)o * in;                                                            \
+        __m512 acc[O][R];                                                                                   \
+        _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                                 \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) acc[a][b] = _mm512_setzero_ps();           \
+        for (int i = 0; i < in; i += 32) {                                                                  \
+            __mmask32 m = in - i >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << (in - i)) - 1);       \
+            __m512i wv[O];                                                                                  \
+            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) {                                           \
+                wv[a] = _mm512_maskz_loadu_epi16(m, w0 + (size_t)a * in + i);                               \
+                _mm_prefetch((const char *)(w0 + (size_t)(O + a) * in + i), _MM_HINT_T0);                  \
+            }                                                                                               \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) {                                           \
+                __m512i xv = _mm512_loadu_si512(xb + (size_t)b * ldxb + i);                                 \
+                _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                         \
+                    acc[a][b] = _mm512_dpbf16_ps(acc[a][b], (__m512bh)wv[a], (__m512bh)xv);                 \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int a = 0; a < O; a++)                                                                         \
+            for (int b = 0; b < R; b++) y[(size_t)b * ldy + o + a] = _mm512_reduce_add_ps(acc[a][b]);      \
+    }
+SP_BF16DOT(1, 8) SP_BF16DOT(1, 1)
+SP_BF16DOT(2, 4) SP_BF16DOT(3, 4) SP_BF16DOT(4, 4) SP_BF16DOT(5, 4) SP_BF16DOT(6, 4)
+SP_BF16DOT(2, 1) SP_BF16DOT(3, 1) SP_BF16DOT(4, 1) SP_BF16DOT(5, 1) SP_BF16DOT(6, 1)
+typedef void (*BdFn)(const uint16_t *W, int in, const uint16_t *xb, int ldxb, float *y, int ldy, int o);
+static const BdFn kBdMany[7] = {NULL, bd_r1_o8, bd_r2_o4, bd_r3_o4, bd_r4_o4, bd_r5_o4, bd_r6_o4};
+static const BdFn kBdOne[7] = {NULL, bd_r1_o1, bd_r2_o1, bd_r3_o1, bd_r4_o1, bd_r5_o1, bd_r6_o1};
+
+/* Panels: per input pair, 4 pair vectors (64 outputs) times the row's pair broadcast. */
+#define SP_PANEL_BD(R)                                                                                      \
+    __attribute__((target(SP_BF16DOT_TGT))) static void pbd_r##R(const uint16_t *panel, int pairs, const uint16_t *xb, \
+                                                                int ldxb, float *y, int ldy, int nout) {       \
+        __m512 acc[R][4];                                                                                   \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
+        for (int k = 0; k < pairs; k++) {                                                                   \
+            const uint16_t *w = panel + (size_t)k * 2 * KERNEL_PANEL;                                       \
+            __m512i wv[4];                                                                                  \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) wv[v] = _mm512_load_si512(w + 32 * v);     \
+            for (int b = 0; b < 4; b++) /* 4 pairs (1 kB) ahead */                                          \
+                _mm_prefetch((const char *)(w + 8 * KERNEL_PANEL) + 64 * b, _MM_HINT_T0);                  \
+            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
+                uint32_t pr;                                                                                \
+                memcpy(&pr, xb + (size_t)r * ldxb + 2 * k, 4);                                              \
+                __m512i xv = _mm512_set1_epi32((int)pr);                                                    \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                         \
+                    acc[r][v] = _mm512_dpbf16_ps(acc[r][v], (__m512bh)wv[v], (__m512bh)xv);                 \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int r = 0; r < R; r++)                                                                         \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                int left = nout - 16 * v;                                                                   \
+                if (left <= 0) break;                                                                       \
+                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
+                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
+            }                                                                                               \
+    }
+SP_PANEL_BD(1) SP_PANEL_BD(2) SP_PANEL_BD(3) SP_PANEL_BD(4) SP_PANEL_BD(5) SP_PANEL_BD(6) SP_PANEL_BD(7)
+SP_PANEL_BD(8) SP_PANEL_BD(9)
+typedef void (*PbdFn)(const uint16_t *panel, int pairs, const uint16_t *xb, int ldxb, float *y, int ldy, int nout);
+static const PbdFn kPbd[KERNEL_PANEL_ROWS + 1] = {NULL, pbd_r1, pbd_r2, pbd_r3, pbd_r4, pbd_r5, pbd_r6, pbd_r7, pbd_r8, pbd_r9};
+#endif
+
+void matmul_few_rows_bf16_dot(int scalar, const uint16_t *W, int in, const uint16_t *xb, int n, int ldxb, float *y,
+                              int ldy, int o0, int o1) {
+#ifdef SP_HAVE_X86_KERNELS
+    if (!scalar) {
+        int g0 = n <= 6 ? n : (n + 1) / 2, g1 = n - g0; /* at most two groups of <= 6 rows */
+        int O = g0 == 1 ? 8 : 4;
+        int o = o0;
+        for (; o + O <= o1; o += O) {
+            kBdMany[g0](W, in, xb, ldxb, y, ldy, o);
+            if (g1) kBdMany[g1](W, in, xb + (size_t)g0 * ldxb, ldxb, y + (size_t)g0 * ldy, ldy, o);
+        }
+        for (; o < o1; o++) {
+            kBdOne[g0](W, in, xb, ldxb, y, ldy, o);
+            if (g1) kBdOne[g1](W, in, xb + (size_t)g0 * ldxb, ldxb, y + (size_t)g0 * ldy, ldy, o);
+        }
+        return;
+    }
+#endif
+    (void)scalar;
+    rows_scalar_bf16_dot(W, in, xb, n, ldxb, y, ldy, o0, o1);
+}
+
+void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint16_t *xb, int n, int ldxb, float *y,
+                            int ldy, int p0, int p1) {
+#ifdef SP_HAVE_X86_KERNELS
+    int pairs = (in + 1) / 2;
+    int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS;
+    for (int p = p0; p < p1; p++) {
+        int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
+        const uint16_t *panel = panels + (size_t)p * KERNEL_PANEL * 2 * pairs;
+        for (int g = 0, r0 = 0; g < passes; g++) {
+            int rows = (n - r0 + (passes - g) - 1) / (passes - g);
+            kPbd[rows](panel, pairs, xb + (size_t)r0 * ldxb, ldxb, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout);
+            r0 += rows;
+        }
+    }
+#else
+    (void)panels, (void)in, (void)out, (void)xb, (void)n, (void)ldxb, (void)y, (void)ldy, (void)p0, (void)p1;
+#endif
+}
+
 #ifdef SP_HAVE_X86_KERNELS
 #include <cpuid.h>
 /* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). */
@@ -521,6 +674,16 @@ static int cpu_has_f16c(void) {
     return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 }
 #endif
+
+int kernel_bf16_dot_supported(void) {
+#ifdef SP_HAVE_X86_KERNELS
+    unsigned a, b, c, d; /* CPUID leaf 7 subleaf 1, EAX bit 5: AVX512_BF16 */
+    return kernel_isa_supported(ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
+           __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+#else
+    return 0;
+#endif
+}
 
 int kernel_isa_supported(KernelIsa isa) {
     switch (isa) {
@@ -697,8 +860,50 @@ static void linear_panels(const LinearW *L, const float *x, int n, int ldx, floa
     }
 }
 
+/* One slice of a bf16-dot product: outputs [o0, o1) (few rows: in groups of KERNEL_MAX_ROWS) or
+ * panels [o0, o1). */
+static void bf16_dot_slice(const LinearW *L, const uint16_t *xb, int n, int ldxb, float *y, int ldy, int o0, int o1) {
+    if (L->panels) {
+        matmul_panels_bf16_dot(L->w, L->in, L->out, xb, n, ldxb, y, ldy, o0, o1);
+        return;
+    }
+    for (int r0 = 0; r0 < n; r0 += KERNEL_MAX_ROWS) {
+        int rows = n - r0 < KERNEL_MAX_ROWS ? n - r0 : KERNEL_MAX_ROWS;
+        matmul_few_rows_bf16_dot(0, L->w, L->in, xb + (size_t)r0 * ldxb, rows, ldxb, y + (size_t)r0 * ldy, ldy, o0, o1);
+    }
+}
+
+/* bf16 weights by dot products: x rounded to bf16 in the tile (as many rows at a time as it holds),
+ * outputs (few rows, multiples of 8) or panels split across the BLAS thread count for big matrices. */
+static void linear_bf16_dot(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile,
+                            size_t tile_elems) {
+    int ldxb = bf16_dot_stride(L->in), chunk = (int)(tile_elems * 2 / (size_t)ldxb);
+    uint16_t *xb = (uint16_t *)tile;
+    int units = L->panels ? (L->out + KERNEL_PANEL - 1) / KERNEL_PANEL : (L->out + 7) / 8, unit = L->panels ? 1 : 8;
+    int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
+    for (int r0 = 0; r0 < n; r0 += chunk) {
+        int rows = n - r0 < chunk ? n - r0 : chunk;
+        round_rows_bf16(x + (size_t)r0 * ldx, rows, ldx, L->in, xb, ldxb);
+        float *yr = y + (size_t)r0 * ldy;
+        int last = L->panels ? units : L->out;
+        if (T <= 1 || units < 2) {
+            bf16_dot_slice(L, xb, rows, ldxb, yr, ldy, 0, last);
+            continue;
+        }
+#pragma omp parallel num_threads(T)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            int u0 = (int)((long)units * t / nt) * unit, u1 = (int)((long)units * (t + 1) / nt) * unit;
+            if (u1 > last) u1 = last;
+            if (u0 < u1) bf16_dot_slice(L, xb, rows, ldxb, yr, ldy, u0, u1);
+        }
+    }
+}
+
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
-    if (L->panels)
+    if (L->bf16_dot)
+        linear_bf16_dot(L, x, n, ldx, y, ldy, tile, tile_elems);
+    else if (L->panels)
         linear_panels(L, x, n, ldx, y, ldy);
     else if (L->few_rows && n <= KERNEL_MAX_ROWS)
         linear_few_rows(L, x, n, ldx, y, ldy);

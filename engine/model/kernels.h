@@ -28,10 +28,13 @@ typedef struct LinearW {
                         * loader); linear() then takes that kernel for <= KERNEL_MAX_ROWS rows */
     int panels;        /* 1: packed into KERNEL_PANEL-wide panels of its dtype (panel_pack; the loader decides, on a
                         * CPU with AVX-512); linear() then takes matmul_panels for every row count */
+    int bf16_dot;      /* 1 (bf16 weights, the loader decides): activations rounded to bf16 and bf16 dot products,
+                        * on out-major rows (few_rows) or pair panels (panels: panel_pack_bf16_dot), any n */
 } LinearW;
 
 /* y[n, out] (row stride ldy) = x[n, in] (row stride ldx) W + bias.
- * tile: scratch of tile_elems floats, used only for f16/bf16. */
+ * tile: scratch of tile_elems floats, used only for f16/bf16/Q8_0 widening and bf16-rounded activations
+ * (bf16_dot: tile_elems >= bf16_dot_stride(in) / 2). */
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems);
 
 /* sum_i a[i] b[i] with 8 independent partial sums (vectorised; a single running sum is a chain of
@@ -78,6 +81,27 @@ void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *p
  * kernel_panel_supported(). */
 void matmul_panels(const void *panels, DType dt, int in, int out, const float *x, int n, int ldx, float *y, int ldy,
                    int p0, int p1);
+
+/* ---- bf16 weights by bf16 dot products (AVX512_BF16 vdpbf16ps), activations rounded to bf16 ----
+ * The numerics of llama.cpp's bf16 path: each activation is rounded to bf16 (nearest even) and the
+ * exact products of bf16 pairs are summed in f32. The exact path (kernels above) widens the weights
+ * and keeps the activations f32. x rows are rounded once per product (round_rows_bf16) into
+ * scratch rows of bf16_dot_stride(in) elements, zero-padded. */
+#define BF16_DOT_PAD 32
+int kernel_bf16_dot_supported(void); /* AVX-512F/BW and AVX512_BF16 */
+int bf16_dot_stride(int in);
+void round_rows_bf16(const float *x, int n, int ldx, int in, uint16_t *xb, int ldxb);
+/* y[r, o] = xb[r, :] . W[o, :], W out-major bf16 [out, in], n <= KERNEL_MAX_ROWS, o in [o0, o1);
+ * scalar: 1 runs the scalar reference (tests), else needs kernel_bf16_dot_supported(). */
+void matmul_few_rows_bf16_dot(int scalar, const uint16_t *W, int in, const uint16_t *xb, int n, int ldxb, float *y,
+                              int ldy, int o0, int o1);
+/* Pair panels: pair k of panel p holds W[p P + j, 2k], W[p P + j, 2k + 1] for j < P (0 past `out` and
+ * past an odd `in`); 64-byte aligned. */
+size_t panel_bytes_bf16_dot(int in, int out);
+void panel_pack_bf16_dot(const uint16_t *W, int in, int out, int out_major, uint16_t *panels);
+/* Any n >= 1, panels [p0, p1); needs kernel_bf16_dot_supported(). */
+void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint16_t *xb, int n, int ldxb, float *y,
+                            int ldy, int p0, int p1);
 
 /* dst[cols, rows] = src[rows, cols]^T for elem-byte elements (the loader stores Conv1D weights
  * out-major). */

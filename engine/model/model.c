@@ -48,6 +48,7 @@ struct Model {
     float **owned;
     int n_owned;
     int64_t n_params, weight_bytes;
+    int bf16_dot; /* bf16 matrices by bf16 dot products (model_bf16_dot_default), else widened exactly */
 };
 
 /* ------------------------------------------------------------------ tensor table */
@@ -401,9 +402,14 @@ static int packs_to_panels(const Model *m, const LinearW *L) {
     return kernel_panel_supported() && matrix_bytes(L) >= PANEL_MIN_BYTES;
 }
 
+/* A bf16 matrix the bf16 dot-product kernels take (the model's choice, on a CPU with AVX512_BF16). */
+static int takes_bf16_dot(const Model *m, const LinearW *L) { return m->bf16_dot && L->dtype == DT_BF16; }
+
 /* Arena bytes of matrix L in its new layout, rounded up to ARENA_ALIGN. */
 static size_t arena_bytes(const Model *m, const LinearW *L) {
-    size_t bytes = packs_to_panels(m, L) ? panel_bytes(L->dtype, L->in, L->out) : matrix_bytes(L);
+    size_t bytes = !packs_to_panels(m, L)  ? matrix_bytes(L)
+                   : takes_bf16_dot(m, L) ? panel_bytes_bf16_dot(L->in, L->out)
+                                          : panel_bytes(L->dtype, L->in, L->out);
     return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
 }
 
@@ -436,8 +442,10 @@ static int relayout_weights(Model *m, SpErr *err) {
         LinearW *L = mats[i];
         size_t bytes = matrix_bytes(L), step = arena_bytes(m, L);
         void *dst = at;
-        int panels = packs_to_panels(m, L);
-        if (panels)
+        int panels = packs_to_panels(m, L), bf16_dot = takes_bf16_dot(m, L);
+        if (panels && bf16_dot)
+            panel_pack_bf16_dot(L->w, L->in, L->out, L->out_major, dst);
+        else if (panels)
             panel_pack(L->w, L->dtype, L->in, L->out, L->out_major, dst);
         else if (L->out_major)
             memcpy(dst, L->w, bytes);
@@ -449,10 +457,16 @@ static int relayout_weights(Model *m, SpErr *err) {
         L->out_major = 1;
         L->panels = panels;
         L->few_rows = !panels;
+        L->bf16_dot = bf16_dot;
         at += step;
     }
     free(mats);
     return 0;
+}
+
+int model_bf16_dot_default(void) {
+    const char *v = getenv(BF16_ENV);
+    return kernel_bf16_dot_supported() && !(v && !strcmp(v, "exact"));
 }
 
 Model *model_load(const char *dir, SpErr *err) {
@@ -466,6 +480,7 @@ Model *model_load(const char *dir, SpErr *err) {
     int n_specs = 0;
     if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
     m->ai = arch_info(m->cfg.arch);
+    m->bf16_dot = model_bf16_dot_default();
     if (sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err)) goto fail;
     if (access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err)) goto fail;
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);

@@ -53,6 +53,12 @@ const struct StEntry *model_find_tensor(const struct StArchive *st, const char *
  * dir/model.safetensors (or the sharded form named by dir/model.safetensors.index.json). Shapes are
  * checked against the config. */
 #define GGUF_MODEL_FILE "model.gguf"
+/* bf16 matrices: on a CPU with AVX512_BF16 the activations are rounded to bf16 and multiplied by bf16
+ * dot products (kernels.h; llama.cpp's numerics and speed), unless the environment sets
+ * SPRINTER_BF16=exact: then (and on other CPUs) the weights are widened exactly and the activations
+ * stay f32. Read once per model_load. */
+#define BF16_ENV "SPRINTER_BF16"
+int model_bf16_dot_default(void);
 Model *model_load(const char *dir, SpErr *err);
 void model_free(Model *m);
 const ModelConfig *model_config(const Model *m);
