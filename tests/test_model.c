@@ -368,6 +368,66 @@ static void test_bf16_dot(void) {
     check(control_differs > 0, "control: the bf16-dot results differ from the unrounded product (%d kernel runs differ)", control_differs);
 }
 
+/* The Q8_0 x Q8_0 panel kernel (AVX512_VNNI) against float64 of what it must compute: per block,
+ * d_w d_x sum(q_w q_x) with the weights' quants and scales as stored and the activations quantized by
+ * quantize_rows_q8_act (whose quants must reproduce each value within half a step and the scale's rounding). Out-major
+ * sources, partial panels, 1 to 2 x KERNEL_PANEL_ROWS + 1 rows, a sub-range of panels. */
+static void test_q8_vnni(void) {
+    if (!kernel_q8_vnni_supported()) {
+        printf("Q8_0 x Q8_0 panels: no AVX512_VNNI on this CPU, skipped\n");
+        return;
+    }
+    const int shapes[][2] = {{1, 32}, {7, 64}, {64, 96}, {65, 256}, {200, 768}}; /* {out, in} */
+    uint64_t seed = 5;
+    int bad = 0, bad_q = 0, cases = 0;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
+            int out = shapes[sh][0], in = shapes[sh][1], nb = in / Q8_0_BLOCK, ldx = in + 3, ldy = out + 5;
+            int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL, p0 = n_panels > 2 ? 1 : 0;
+            size_t nw = (size_t)out * in;
+            float *Wf = malloc(nw * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x), *dx = malloc((size_t)n * nb * sizeof *dx);
+            BlockQ8_0 *W = malloc(dtype_row_bytes(DT_Q8_0, nw));
+            uint8_t *qx = malloc((size_t)n * in);
+            void *packed = aligned_alloc(64, (panel_bytes(DT_Q8_0, in, out) + 63) / 64 * 64);
+            float *y = malloc((size_t)n * ldy * sizeof *y);
+            for (size_t i = 0; i < nw; i++) Wf[i] = rnd_unit(&seed);
+            narrow(Wf, nw, DT_Q8_0, W);
+            for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed) * (i % 7 == 0 ? 3.0f : 1.0f);
+            quantize_rows_q8_act(x, n, ldx, in, qx, dx);
+            for (int r = 0; r < n; r++)
+                for (int i = 0; i < in; i++) {
+                    double v = (double)dx[(size_t)r * nb + i / Q8_0_BLOCK] * ((int)qx[(size_t)r * in + i] - 128);
+                    /* half a step, plus 127 times the scale's rounding to half (<= 2^-11 relative), as llama.cpp's */
+                    bad_q += !(fabs(v - x[(size_t)r * ldx + i]) <= (0.5 + 127.0 / 2048) * dx[(size_t)r * nb + i / Q8_0_BLOCK] + 1e-7);
+                }
+            for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
+            panel_pack_q8_vnni(W, in, out, packed);
+            matmul_panels_q8_vnni(packed, in, out, qx, dx, n, y, ldy, p0, n_panels);
+            for (int r = 0; r < n; r++)
+                for (int o = 0; o < ldy; o++) {
+                    float got = y[(size_t)r * ldy + o];
+                    if (o < p0 * KERNEL_PANEL || o >= out) {
+                        bad += got != 12345.0f;
+                        continue;
+                    }
+                    double ref = 0, mag = 0;
+                    for (int k = 0; k < nb; k++) {
+                        const BlockQ8_0 *b = &W[(size_t)o * nb + k];
+                        float dw = half_by_definition(b->d); /* the block's scale */
+                        long s = 0;
+                        for (int j = 0; j < Q8_0_BLOCK; j++) s += (long)b->qs[j] * ((int)qx[(size_t)r * in + k * Q8_0_BLOCK + j] - 128);
+                        ref += (double)dw * dx[(size_t)r * nb + k] * (double)s;
+                        mag += fabs((double)dw * dx[(size_t)r * nb + k] * (double)s);
+                    }
+                    bad += !(fabs(got - ref) <= 1e-5 * (1.0 + mag));
+                }
+            cases++;
+            free(Wf), free(x), free(dx), free(W), free(qx), free(packed), free(y);
+        }
+    check(bad_q == 0, "Q8_0 activation quantization: every value within half a step (+ the scale's rounding) (%d bad)", bad_q);
+    check(bad == 0, "Q8_0 x Q8_0 panels (AVX512_VNNI) == float64 of d_w d_x sum(q_w q_x) (%d cases, %d bad)", cases, bad);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_model WORKDIR\n");
@@ -383,6 +443,7 @@ int main(int argc, char **argv) {
     test_few_rows();
     test_panels();
     test_bf16_dot();
+    test_q8_vnni();
     const char *archs[] = {"gpt2", "gpt-neo", "llama"};
     const DType dts[] = {DT_F32, DT_F16, DT_BF16};
     const char *dtn[] = {"f32", "f16", "bf16"};

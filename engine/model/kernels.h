@@ -28,6 +28,8 @@ typedef struct LinearW {
                         * loader); linear() then takes that kernel for <= KERNEL_MAX_ROWS rows */
     int panels;        /* 1: packed into KERNEL_PANEL-wide panels of its dtype (panel_pack; the loader decides, on a
                         * CPU with AVX-512); linear() then takes matmul_panels for every row count */
+    int q8_vnni;       /* 1 (Q8_0 panels, the loader decides): activations quantized to Q8_0, int8 dot products
+                        * (panel_pack_q8_vnni layout), any n */
     int bf16_dot;      /* 1 (bf16 weights, the loader decides): activations rounded to bf16 and bf16 dot products,
                         * on out-major rows (few_rows) or pair panels (panels: panel_pack_bf16_dot), any n */
 } LinearW;
@@ -102,6 +104,17 @@ void panel_pack_bf16_dot(const uint16_t *W, int in, int out, int out_major, uint
 /* Any n >= 1, panels [p0, p1); needs kernel_bf16_dot_supported(). */
 void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint16_t *xb, int n, int ldxb, float *y,
                             int ldy, int p0, int p1);
+
+/* ---- Q8_0 weights times Q8_0-quantized activations (AVX512_VNNI), llama.cpp's numerics ----
+ * quantize_rows_q8_act: x [n, in] (in a multiple of Q8_0_BLOCK) -> qx [n, in] (q + 128, unsigned) and
+ * dx [n, in / 32] (each block's half-rounded scale): per block d = max|x| / 127, q = x 127 / max
+ * rounded to nearest even. Panels: panel_bytes(DT_Q8_0, ..) bytes, packed by panel_pack_q8_vnni from
+ * out-major Q8_0 rows; y[r, o] = sum over blocks of d_w d_x sum(q_w q_x), any n >= 1. */
+int kernel_q8_vnni_supported(void); /* AVX-512F/BW and AVX512_VNNI */
+void quantize_rows_q8_act(const float *x, int n, int ldx, int in, uint8_t *qx, float *dx);
+void panel_pack_q8_vnni(const void *W, int in, int out, void *panels);
+void matmul_panels_q8_vnni(const void *panels, int in, int out, const uint8_t *qx, const float *dx, int n, float *y,
+                           int ldy, int p0, int p1);
 
 /* dst[cols, rows] = src[rows, cols]^T for elem-byte elements (the loader stores Conv1D weights
  * out-major). */

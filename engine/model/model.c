@@ -49,6 +49,7 @@ struct Model {
     int n_owned;
     int64_t n_params, weight_bytes;
     int bf16_dot; /* bf16 matrices by bf16 dot products (model_bf16_dot_default), else widened exactly */
+    int q8_vnni;  /* Q8_0 panels by int8 dot products (model_q8_vnni_default), else widened exactly */
 };
 
 /* ------------------------------------------------------------------ tensor table */
@@ -443,7 +444,10 @@ static int relayout_weights(Model *m, SpErr *err) {
         size_t bytes = matrix_bytes(L), step = arena_bytes(m, L);
         void *dst = at;
         int panels = packs_to_panels(m, L), bf16_dot = takes_bf16_dot(m, L);
-        if (panels && bf16_dot)
+        int q8_vnni = panels && m->q8_vnni && L->dtype == DT_Q8_0;
+        if (q8_vnni)
+            panel_pack_q8_vnni(L->w, L->in, L->out, dst);
+        else if (panels && bf16_dot)
             panel_pack_bf16_dot(L->w, L->in, L->out, L->out_major, dst);
         else if (panels)
             panel_pack(L->w, L->dtype, L->in, L->out, L->out_major, dst);
@@ -458,10 +462,16 @@ static int relayout_weights(Model *m, SpErr *err) {
         L->panels = panels;
         L->few_rows = !panels;
         L->bf16_dot = bf16_dot;
+        L->q8_vnni = q8_vnni;
         at += step;
     }
     free(mats);
     return 0;
+}
+
+int model_q8_vnni_default(void) {
+    const char *v = getenv(Q8_ENV);
+    return kernel_q8_vnni_supported() && !(v && !strcmp(v, "widen"));
 }
 
 int model_bf16_dot_default(void) {
@@ -481,6 +491,7 @@ Model *model_load(const char *dir, SpErr *err) {
     if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
     m->ai = arch_info(m->cfg.arch);
     m->bf16_dot = model_bf16_dot_default();
+    m->q8_vnni = model_q8_vnni_default();
     if (sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err)) goto fail;
     if (access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err)) goto fail;
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);

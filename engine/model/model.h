@@ -59,6 +59,12 @@ const struct StEntry *model_find_tensor(const struct StArchive *st, const char *
  * stay f32. Read once per model_load. */
 #define BF16_ENV "SPRINTER_BF16"
 int model_bf16_dot_default(void);
+/* Q8_0 matrices packed into panels: on a CPU with AVX512_VNNI the activations are quantized to Q8_0
+ * per row and multiplied by int8 dot products (kernels.h; llama.cpp's numerics), unless the
+ * environment sets SPRINTER_Q8=widen: then (and for matrices under PANEL_MIN_BYTES, which the few-row
+ * kernel runs) the quants are widened exactly and the activations stay f32. */
+#define Q8_ENV "SPRINTER_Q8"
+int model_q8_vnni_default(void);
 Model *model_load(const char *dir, SpErr *err);
 void model_free(Model *m);
 const ModelConfig *model_config(const Model *m);
