@@ -387,29 +387,22 @@ static void test_q8_vnni(void) {
             size_t nw = (size_t)out * in;
             float *Wf = malloc(nw * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x), *dx = malloc((size_t)n * nb * sizeof *dx);
             BlockQ8_0 *W = malloc(dtype_row_bytes(DT_Q8_0, nw));
-            int8_t *qx = malloc((size_t)n * in);
-            int32_t *sx = malloc((size_t)n * nb * sizeof *sx);
+            uint8_t *qx = malloc((size_t)n * in);
             void *packed = aligned_alloc(64, (panel_bytes(DT_Q8_0, in, out) + 63) / 64 * 64);
             float *y = malloc((size_t)n * ldy * sizeof *y);
             for (size_t i = 0; i < nw; i++) Wf[i] = rnd_unit(&seed);
             narrow(Wf, nw, DT_Q8_0, W);
             for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed) * (i % 7 == 0 ? 3.0f : 1.0f);
-            quantize_rows_q8_act(x, n, ldx, in, qx, dx, sx);
+            quantize_rows_q8_act(x, n, ldx, in, qx, dx);
             for (int r = 0; r < n; r++)
                 for (int i = 0; i < in; i++) {
-                    double v = (double)dx[(size_t)r * nb + i / Q8_0_BLOCK] * qx[(size_t)r * in + i];
+                    double v = (double)dx[(size_t)r * nb + i / Q8_0_BLOCK] * ((int)qx[(size_t)r * in + i] - 128);
                     /* half a step, plus 127 times the scale's rounding to half (<= 2^-11 relative), as llama.cpp's */
                     bad_q += !(fabs(v - x[(size_t)r * ldx + i]) <= (0.5 + 127.0 / 2048) * dx[(size_t)r * nb + i / Q8_0_BLOCK] + 1e-7);
                 }
             for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
             panel_pack_q8_vnni(W, in, out, packed);
-            for (int r = 0; r < n; r++)
-                for (int k = 0; k < nb; k++) {
-                    int32_t sum = 0;
-                    for (int j = 0; j < Q8_0_BLOCK; j++) sum += qx[(size_t)r * in + k * Q8_0_BLOCK + j];
-                    bad_q += sx[(size_t)r * nb + k] != -128 * sum;
-                }
-            matmul_panels_q8_vnni(packed, in, out, qx, dx, sx, n, y, ldy, p0, n_panels);
+            matmul_panels_q8_vnni(packed, in, out, qx, dx, n, y, ldy, p0, n_panels);
             for (int r = 0; r < n; r++)
                 for (int o = 0; o < ldy; o++) {
                     float got = y[(size_t)r * ldy + o];
@@ -422,14 +415,14 @@ static void test_q8_vnni(void) {
                         const BlockQ8_0 *b = &W[(size_t)o * nb + k];
                         float dw = half_by_definition(b->d); /* the block's scale */
                         long s = 0;
-                        for (int j = 0; j < Q8_0_BLOCK; j++) s += (long)b->qs[j] * qx[(size_t)r * in + k * Q8_0_BLOCK + j];
+                        for (int j = 0; j < Q8_0_BLOCK; j++) s += (long)b->qs[j] * ((int)qx[(size_t)r * in + k * Q8_0_BLOCK + j] - 128);
                         ref += (double)dw * dx[(size_t)r * nb + k] * (double)s;
                         mag += fabs((double)dw * dx[(size_t)r * nb + k] * (double)s);
                     }
                     bad += !(fabs(got - ref) <= 1e-5 * (1.0 + mag));
                 }
             cases++;
-            free(Wf), free(x), free(dx), free(W), free(qx), free(sx), free(packed), free(y);
+            free(Wf), free(x), free(dx), free(W), free(qx), free(packed), free(y);
         }
     check(bad_q == 0, "Q8_0 activation quantization: every value within half a step (+ the scale's rounding) (%d bad)", bad_q);
     check(bad == 0, "Q8_0 x Q8_0 panels (AVX512_VNNI) == float64 of d_w d_x sum(q_w q_x) (%d cases, %d bad)", cases, bad);
