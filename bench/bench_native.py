@@ -160,7 +160,8 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--models", default="gpt2-124m,regime-target")
     ap.add_argument("--big-dir", default=os.path.join(os.path.expanduser("~"), ".cache", "sprinter", "quant"),
-                    help="where the random-init >= 1B Llama lives (llama1b/, generated once)")
+                    help="where the random-init >= 1B Llama (llama1b/) and gpt2-124m shape (gpt2/) live, generated once "
+                         "by init-random (bench/README.md)")
     ap.add_argument("--no-sd", action="store_true")
     a = ap.parse_args()
     r = sh(["bash", os.path.join(ROOT, "scripts", "llamacpp-native.sh")])
@@ -171,7 +172,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     regime = os.path.join(ROOT, "data", "models", "regime")
     tok = os.path.join(regime, "target")
-    sources = {"gpt2-124m": os.path.join(a.out_dir, "models", "gpt2-124m"), "regime-target": os.path.join(regime, "target"),
+    gpt2 = os.path.join(a.out_dir, "models", "gpt2-124m")  # make -f Makefile.bench forward's, else init-random's
+    if not os.path.exists(os.path.join(gpt2, "config.json")):
+        gpt2 = os.path.join(a.big_dir, "gpt2")
+    sources = {"gpt2-124m": gpt2, "regime-target": os.path.join(regime, "target"),
                "regime-draft": os.path.join(regime, "draft"), "llama-1b": os.path.join(a.big_dir, "llama1b")}
     threads = [int(t) for t in a.threads.split(",")]
     load0, t0 = loadavg(), datetime.datetime.now(datetime.timezone.utc)
