@@ -416,7 +416,9 @@ static size_t arena_bytes(const Model *m, const LinearW *L) {
 
 /* The kernel's matrices move from the file map into one owned arena in their stored dtype, 64-byte
  * aligned, backed by transparent huge pages where the kernel allows: matrices of >= PANEL_MIN_BYTES
- * (f32, f16, bf16) packed into panels for the broadcast kernel (kernels.h) where the CPU has AVX-512,
+ * (f32, f16, bf16, Q8_0) packed into panels for the broadcast kernel (kernels.h) where the CPU has
+ * AVX-512 (bf16 as pair panels for the bf16 dot products, Q8_0 in 4-input groups for the int8 ones,
+ * where the model takes those paths: takes_bf16_dot, Model.q8_vnni),
  * every other one out-major (GPT-2's
  * Conv1D [in, out] is transposed) for the few-row kernel. Both kernels stream their layout
  * sequentially, and 4 kB pages cost them ~20% of their bandwidth (TLB misses; hardware prefetchers
