@@ -12,7 +12,8 @@ Models: the trained regime target (Llama, GQA, untied), regime draft (Llama, tie
    its log-probabilities at every scored position (16-bit quantized over the top 16 nats; resolution
    <= 16 / 65535 = 2.4e-4); the engine loads the same GGUF file (a model directory holding
    config.json, the tokenizer and model.gguf) and runs the same chunks (BOS first where the file says
-   add_bos_token, as llama-perplexity does).
+   add_bos_token, as llama-perplexity does). Flash attention off: llama.cpp's CPU flash attention
+   rounds to f16 (its own log-probabilities move by up to 1e-2 between -fa on and off).
    - f32: max |log p_engine - log p_llama.cpp| <= F32_TOL over the top-16-nats entries;
    - q8_0 (llama-quantize's file): mean |log p_engine - log p_llama.cpp| no more than llama.cpp's own
      Q8_0 error, the mean |log p_llama.cpp(q8_0) - log p_llama.cpp(f32)| on the same positions (the
@@ -28,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -39,7 +41,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sweep_fixture as fx  # noqa: E402
 
 CTX, CHUNKS = 128, 4
-F32_TOL, Q8_MAX_TOL, PPL_REL = 2e-3, 0.25, 0.005
+# f32: llama.cpp's GELU (GPT-2) looks its input up in an f16 table (ggml-cpu vec.h GGML_GELU_FP16), which
+# moves GPT-2's log-probabilities by ~2e-3 at most; Llama's agree to ~1.4e-4 (the 16-bit storage of its
+# logits file is 2.4e-4 per step)
+F32_TOL, Q8_MAX_TOL, PPL_REL = 5e-3, 0.25, 0.005
 GGML_Q8_0 = 8
 SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 TYPE_BYTES = {0: (4, 1), 1: (2, 1), 30: (2, 1), GGML_Q8_0: (34, 32)}  # (bytes, values) per block
@@ -120,14 +125,20 @@ def read_kld_base(path):
 
 
 def llama_perplexity(tools, gguf, text, out):
-    r = sh([os.path.join(tools, "llama-perplexity"), "-m", gguf, "-f", text, "-c", CTX, "-b", CTX, "-t", 2,
-            "--chunks", CHUNKS, "-ctk", "f32", "-ctv", "f32", "--kl-divergence-base", out])
-    if r.returncode != 0:
-        raise RuntimeError("llama-perplexity %s: %s" % (gguf, r.stderr[-1500:]))
-    for line in (r.stdout + r.stderr).splitlines():
-        if "Final estimate: PPL =" in line:
-            return float(line.split("PPL =")[1].split()[0])
-    raise RuntimeError("llama-perplexity %s: no final estimate" % gguf)
+    """llama-perplexity's final estimate (its logits file written to out). Its logger thread can drop
+    the last lines at exit: the run is repeated (deterministic) until they come, at most 3 times."""
+    for _ in range(3):
+        r = sh([os.path.join(tools, "llama-perplexity"), "-m", gguf, "-f", text, "-c", CTX, "-b", CTX, "-t", 2,
+                "--chunks", CHUNKS, "-ctk", "f32", "-ctv", "f32", "-fa", "off", "--kl-divergence-base", out])
+        if r.returncode != 0:
+            raise RuntimeError("llama-perplexity %s: %s" % (gguf, r.stderr[-1500:]))
+        for line in (r.stdout + r.stderr).splitlines():
+            if "Final estimate: PPL =" in line:
+                return float(line.split("PPL =")[1].split()[0])
+        running = re.findall(r"\[(\d+)\]([\d.]+),", r.stdout)  # the running estimate after each chunk
+        if running and int(running[-1][0]) == CHUNKS:
+            return float(running[-1][1])
+    raise RuntimeError("llama-perplexity %s: no final estimate in 3 runs" % gguf)
 
 
 def engine_logprobs(sprinter, model_dir, tokens, n_chunk, bos, work):
