@@ -11,9 +11,22 @@
 
 /* An architecture's id: its row in arch.c's table (ArchInfo, arch.h) says what it means. Code reads
  * the row's traits (arch_info(cfg->arch)), not these ids. */
-typedef enum { ARCH_GPT2 = 1, ARCH_GPTNEO = 2, ARCH_LLAMA = 3 } Arch;
+typedef enum { ARCH_GPT2 = 1, ARCH_GPTNEO = 2, ARCH_LLAMA = 3, ARCH_QWEN2 = 4, ARCH_QWEN3 = 5 } Arch;
 /* MLP activation: tanh-approximated GELU (gelu_new), exact erf GELU, or SiLU (Llama SwiGLU). */
 typedef enum { ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3 } Act;
+
+/* config.json "rope_scaling" (Hugging Face modeling_rope_utils.py): how RoPE's inverse frequencies
+ * inv_freq[i] = theta^(-2i/hd) are rescaled. None: as they are. Linear: all divided by factor.
+ * Llama3 (_compute_llama3_parameters): with wavelen = 2 pi / inv_freq, L = original_max_pos,
+ *   wavelen < L / high_freq_factor: unchanged;  wavelen > L / low_freq_factor: / factor;
+ *   else, s = (L / wavelen - low) / (high - low):  inv_freq ((1 - s) / factor + s). */
+typedef enum { ROPE_SCALE_NONE = 0, ROPE_SCALE_LINEAR = 1, ROPE_SCALE_LLAMA3 = 2 } RopeScaleKind;
+typedef struct RopeScaling {
+    RopeScaleKind kind;
+    float factor;                             /* linear, llama3 */
+    float low_freq_factor, high_freq_factor;  /* llama3 */
+    int original_max_pos;                     /* llama3: original_max_position_embeddings */
+} RopeScaling;
 
 typedef struct ModelConfig {
     Arch arch;
@@ -26,7 +39,8 @@ typedef struct ModelConfig {
     int d_ff;         /* inner MLP width */
     int max_pos;      /* n_positions / max_position_embeddings */
     float norm_eps;   /* layer_norm_epsilon / rms_norm_eps */
-    float rope_theta; /* Llama only */
+    float rope_theta; /* RoPE architectures only */
+    RopeScaling rope_scaling;
     int tie_embeddings;
     Act act;
     int scale_attn_by_layer; /* GPT-2 scale_attn_by_inverse_layer_idx (its parse_quirks): scale /= layer + 1 */

@@ -31,6 +31,7 @@ typedef struct Layer {
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b; /* f32 copies, owned by Model.owned */
     LinearW qkv;                                /* GPT-2: fused [d, 3d] */
     LinearW q, k, v, o;                         /* GPT-Neo, Llama */
+    const float *qn_w, *kn_w;                   /* [hd] per-head q / k RMSNorm weights (Qwen3), f32 copies */
     LinearW fc, proj;                           /* GPT-2, GPT-Neo MLP */
     LinearW gate, up, down;                     /* Llama MLP */
 } Layer;
@@ -83,7 +84,7 @@ static int add_spec(SpecList *l, TensorRole role, int64_t d0, int64_t d1, const 
 /* One slot of a layer: a norm (weight [+ bias]) or a matrix (weight [+ bias]) that the row's traits
  * imply. The tensor table, the loader and the GGUF export all walk this list, in this order (which is
  * also init-random's: it draws the weights in table order). */
-typedef enum { S_ATTN_NORM, S_QKV, S_Q, S_K, S_V, S_O, S_MLP_NORM, S_GATE, S_UP, S_DOWN, S_COUNT } SlotId;
+typedef enum { S_ATTN_NORM, S_QKV, S_Q, S_K, S_V, S_O, S_Q_NORM, S_K_NORM, S_MLP_NORM, S_GATE, S_UP, S_DOWN, S_COUNT } SlotId;
 typedef struct Slot {
     SlotId id;
     const char *name; /* the row's pattern */
@@ -93,8 +94,9 @@ typedef struct Slot {
 } Slot;
 
 /* llama.cpp's names for the slots (blk.N.<name>.weight / .bias). */
-static const char *const slot_gguf[S_COUNT] = {"attn_norm", "attn_qkv",  "attn_q",   "attn_k",  "attn_v",
-                                               "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+static const char *const slot_gguf[S_COUNT] = {"attn_norm",   "attn_qkv",    "attn_q",      "attn_k",
+                                               "attn_v",      "attn_output", "attn_q_norm", "attn_k_norm",
+                                               "ffn_norm",    "ffn_gate",    "ffn_up",      "ffn_down"};
 
 static int layer_slots(const ArchInfo *a, const ModelConfig *c, Slot *s) {
     int64_t d = c->d_model, f = c->d_ff, qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
@@ -109,6 +111,10 @@ static int layer_slots(const ArchInfo *a, const ModelConfig *c, Slot *s) {
         s[n++] = (Slot){S_V, N->v, kvd, d, a->qkv_bias, 0};
     }
     s[n++] = (Slot){S_O, N->o, d, qd, a->o_bias, 0};
+    if (a->qk_norm == QK_NORM_HEAD_RMS) { /* one [hd] weight each, shared by the heads */
+        s[n++] = (Slot){S_Q_NORM, N->q_norm, c->head_dim, 0, 0, 0};
+        s[n++] = (Slot){S_K_NORM, N->k_norm, c->head_dim, 0, 0, 0};
+    }
     s[n++] = (Slot){S_MLP_NORM, N->mlp_norm, d, 0, nb, 0};
     if (a->mlp == MLP_SWIGLU) s[n++] = (Slot){S_GATE, N->gate, f, d, a->mlp_bias, 0};
     s[n++] = (Slot){S_UP, N->up, f, d, a->mlp_bias, 0};
@@ -302,6 +308,7 @@ static int next_linear(Binder *b, int out_major, LinearW *L) {
 
 /* Where a slot's tensors go in a Layer. */
 static int bind_slot(Binder *b, const Slot *s, int out_major, Layer *Ly, int swiglu) {
+    if (s->id == S_Q_NORM || s->id == S_K_NORM) return next_vec(b, s->id == S_Q_NORM ? &Ly->qn_w : &Ly->kn_w);
     if (s->id == S_ATTN_NORM || s->id == S_MLP_NORM) {
         const float **w = s->id == S_ATTN_NORM ? &Ly->ln1_w : &Ly->ln2_w, **bias = s->id == S_ATTN_NORM ? &Ly->ln1_b : &Ly->ln2_b;
         return next_vec(b, w) || (s->bias && next_vec(b, bias));
@@ -516,12 +523,26 @@ static float *alloc_f(size_t n, int *ok) {
     return p;
 }
 
+/* RoPE's inverse frequency i < hd/2 after the config's rope_scaling (RopeScaling, config.h;
+ * transformers' modeling_rope_utils.py), in double. */
+static double rope_inv_freq(const ModelConfig *c, int i) {
+    double inv_freq = 1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim);
+    const RopeScaling *r = &c->rope_scaling;
+    if (r->kind == ROPE_SCALE_LINEAR) return inv_freq / r->factor;
+    if (r->kind != ROPE_SCALE_LLAMA3) return inv_freq;
+    double wavelen = 2 * M_PI / inv_freq, L = r->original_max_pos;
+    if (wavelen < L / r->high_freq_factor) return inv_freq;             /* high frequencies: kept */
+    if (wavelen > L / r->low_freq_factor) return inv_freq / r->factor;  /* low frequencies: interpolated */
+    double smooth = (L / wavelen - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
+    return inv_freq * ((1 - smooth) / r->factor + smooth);              /* between: blended */
+}
+
 static void rope_tables(Session *s) {
     const ModelConfig *c = &s->m->cfg;
     int half = c->head_dim / 2;
     for (int i = 0; i < half; i++) {
         /* As Hugging Face: inv_freq in float32, angle = float32(pos * inv_freq). */
-        float inv_freq = (float)(1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim));
+        float inv_freq = (float)rope_inv_freq(c, i);
         for (int p = 0; p < s->max_ctx; p++) {
             float ang = (float)p * inv_freq;
             s->rope_cos[(size_t)p * half + i] = (float)cos((double)ang);
@@ -751,6 +772,10 @@ static void layer_forward(Session *s, int l, int n, int p0) {
         run_linear(s, &Ly->q, s->xn, n, d, s->q, qd);
         run_linear(s, &Ly->k, s->xn, n, d, Kl, kvd);
         run_linear(s, &Ly->v, s->xn, n, d, Vl, kvd);
+    }
+    if (m->ai->qk_norm == QK_NORM_HEAD_RMS) { /* q [n*H, hd] and k [n*Hkv, hd], rows contiguous, in place */
+        rmsnorm(s->q, Ly->qn_w, n * c->n_heads, hd, c->norm_eps, s->q);
+        rmsnorm(Kl, Ly->kn_w, n * c->n_kv_heads, hd, c->norm_eps, Kl);
     }
     if (m->ai->pos == POS_ROPE) {
         int half = hd / 2;
