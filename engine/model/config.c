@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,16 @@ static int parse_rope_scaling(Cfg *c, ModelConfig *m) {
         return sp_fail(c->err, "%s: rope_type \"dynamic\" is not supported (its frequencies change with the longest "
                                "sequence seen, which a KV cache cannot follow; llama.cpp has no such type)", label);
     return sp_fail(c->err, "%s: rope_type \"%.40s\" is not supported (default, linear, llama3)", label, type);
+}
+
+double rope_freq_divisor(const RopeScaling *r, double inv_freq) {
+    if (r->kind == ROPE_SCALE_LINEAR) return r->factor;
+    if (r->kind != ROPE_SCALE_LLAMA3) return 1.0;
+    double wavelen = 2 * M_PI / inv_freq, L = r->original_max_pos;
+    if (wavelen < L / r->high_freq_factor) return 1.0;      /* high frequencies: kept */
+    if (wavelen > L / r->low_freq_factor) return r->factor; /* low frequencies: interpolated */
+    double smooth = (L / wavelen - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
+    return 1.0 / ((1 - smooth) / r->factor + smooth);       /* between: blended */
 }
 
 /* eos_token_id: an id, or a list of ids (Llama-3.1 Instruct: [128001, 128008, 128009]), of which the

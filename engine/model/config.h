@@ -28,6 +28,10 @@ typedef struct RopeScaling {
     int original_max_pos;                     /* llama3: original_max_position_embeddings */
 } RopeScaling;
 
+/* What RopeScaling divides the inverse frequency inv_freq by (1 when none): also llama.cpp's
+ * rope_freqs factor, by which its RoPE divides the same frequency. */
+double rope_freq_divisor(const RopeScaling *r, double inv_freq);
+
 typedef struct ModelConfig {
     Arch arch;
     int vocab_size;   /* V */

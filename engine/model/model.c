@@ -523,18 +523,10 @@ static float *alloc_f(size_t n, int *ok) {
     return p;
 }
 
-/* RoPE's inverse frequency i < hd/2 after the config's rope_scaling (RopeScaling, config.h;
- * transformers' modeling_rope_utils.py), in double. */
+/* RoPE's inverse frequency i < hd/2, divided as the config's rope_scaling says (config.h). */
 static double rope_inv_freq(const ModelConfig *c, int i) {
     double inv_freq = 1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim);
-    const RopeScaling *r = &c->rope_scaling;
-    if (r->kind == ROPE_SCALE_LINEAR) return inv_freq / r->factor;
-    if (r->kind != ROPE_SCALE_LLAMA3) return inv_freq;
-    double wavelen = 2 * M_PI / inv_freq, L = r->original_max_pos;
-    if (wavelen < L / r->high_freq_factor) return inv_freq;             /* high frequencies: kept */
-    if (wavelen > L / r->low_freq_factor) return inv_freq / r->factor;  /* low frequencies: interpolated */
-    double smooth = (L / wavelen - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
-    return inv_freq * ((1 - smooth) / r->factor + smooth);              /* between: blended */
+    return inv_freq / rope_freq_divisor(&c->rope_scaling, inv_freq);
 }
 
 static void rope_tables(Session *s) {
