@@ -514,6 +514,7 @@ int write_index(Report *R, SpErr *err) {
             R->o->results_dir, R->rs.n, nv, R->rs.schema_version, R->o->alpha, R->o->bootstrap, R->o->seed,
             R->o->shift != 0 ? " **TEST MODE: every predicted mean is shifted by --test-shift; the checks are meant to "
                                "fail.**" : "");
+    sec_models(f, R);
     sec_deployed(f, R);
     sec_findings(f, R);
     sec_checks(f, R);

@@ -56,6 +56,8 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
     col_str(st, RUNS_label_rule, r->label_rule, sizeof r->label_rule);
     col_str(st, RUNS_verifier_sha256, r->verifier_sha256, sizeof r->verifier_sha256);
     col_str(st, RUNS_spec_name, r->spec_name, sizeof r->spec_name);
+    col_str(st, RUNS_draft_dir, r->draft_dir, sizeof r->draft_dir);
+    col_str(st, RUNS_target_dir, r->target_dir, sizeof r->target_dir);
     const char *config = (const char *)sqlite3_column_text(st, RUNS_config);
     verifier_data_of(config, r->verifier_data_sha256, sizeof r->verifier_data_sha256);
     const char *vn = config ? strstr(config, "\nverifier data_sha256=") : NULL;

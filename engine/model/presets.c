@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "rules.h"
 #include "jsonutil.h"
 #include "kernels.h"
 #include "safetensors.h"
@@ -363,7 +364,7 @@ int init_random_model(const cJSON *config, const char *name, DType dtype, uint64
     gsl_rng_set(ctx.rng, (unsigned long)(seed ^ (seed >> 32)));
     char seedbuf[32];
     snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
-    const char *meta[] = {"format", "pt", "sprinter_init_seed", seedbuf, NULL, NULL};
+    const char *meta[] = {"format", "pt", SP_INIT_SEED_KEY, seedbuf, NULL, NULL}; /* rules.h */
     if (sp_path_join(path, sizeof path, out_dir, "model.safetensors", err)) goto done;
     if (st_write_file(path, ws, n, meta, fill_tensor, &ctx, err)) goto done;
     char *text = cJSON_Print(config);
