@@ -517,8 +517,9 @@ int cmd_info(int argc, char **argv) {
 
 static const char kGgufHelp[] =
     "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16] [--tokenizer DIR]\n"
-    "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2 and Llama; GPT-Neo is refused: llama.cpp has\n"
-    "  no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
+    "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2, Llama, Qwen2, Qwen3; GPT-Neo is refused: llama.cpp\n"
+    "  has no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
+    "  rope scaling as llama.cpp reads it (llama3: a rope_freqs tensor; linear: rope.scaling.*),\n"
     "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/model/gguf.h).\n"
     "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even); norms and biases stay f32\n"
     "  --tokenizer  the directory of vocab.json + merges.txt or tokenizer.json (default: the model's); ids\n"

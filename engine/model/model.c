@@ -5,8 +5,9 @@
  *
  *   GPT-2 / GPT-Neo:  x = wte[tok] + wpe[pos]
  *                     x += Attn(LN1(x));  x += MLP(LN2(x))        MLP = proj(act(fc(.)))
- *   Llama:            x = embed[tok]
- *                     x += Attn(RMS1(x)); x += down(silu(gate(.)) * up(.))   (RoPE on q, k)
+ *   Llama, Qwen2/3:   x = embed[tok]
+ *                     x += Attn(RMS1(x)); x += down(silu(gate(.)) * up(.))   (RoPE on q, k, its
+ *                     frequencies rescaled by rope_scaling; Qwen3: RMSNorm on each head's q, k first)
  *   all:              hidden = final_norm(x);  logits = hidden lm_head^T
  *
  * Which of these a model runs comes from its row in arch.c's table (ArchInfo: norm, positions, qkv
