@@ -92,6 +92,11 @@ step logits 0 "$S" logits --model "$T" --ids 1,2,3
 step generate 0 "$S" generate --model "$T" --prompt "hello the" --max-new 6 --seed 1
 step init_random_llama 0 "$S" init-random --arch llama --preset tiny --seed 3 --out "$W/llama"
 step generate_llama 0 "$S" generate --model "$W/llama" --prompt-ids 1,2,3 --max-new 6 --temperature 0 --ignore-eos
+step init_random_qwen3 0 "$S" init-random --arch qwen3 --preset tiny --seed 3 --out "$W/qwen3"
+step generate_qwen3 0 "$S" generate --model "$W/qwen3" --prompt-ids 1,2,3 --max-new 6 --temperature 0 --ignore-eos
+step init_random_llama3 0 "$S" init-random --arch llama --preset llama-3-tiny --seed 3 --out "$W/llama3"
+step generate_llama3 0 "$S" generate --model "$W/llama3" --prompt-ids 1,2,3 --max-new 6 --temperature 0 --ignore-eos
+step info_preset 0 "$S" info --preset qwen3-8b
 step collect 0 "$S" collect --draft "$D" --target "$T" --data "$W/data.jsonl" --lambda 1 --out "$W/c.h5" \
     --n-prompts 3 --max-new 6
 step train_verifier 0 "$S" train-verifier --data "$W/c.h5" --out "$W/v.safetensors"
