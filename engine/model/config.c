@@ -96,6 +96,10 @@ static int parse_rope_scaling(Cfg *c, ModelConfig *m) {
     return sp_fail(c->err, "%s: rope_type \"%.40s\" is not supported (default, linear, llama3)", label, type);
 }
 
+double rope_inv_freq(const ModelConfig *cfg, int i) {
+    return 1.0 / pow((double)cfg->rope_theta, (double)(2 * i) / cfg->head_dim);
+}
+
 double rope_freq_divisor(const RopeScaling *r, double inv_freq) {
     if (r->kind == ROPE_SCALE_LINEAR) return r->factor;
     if (r->kind != ROPE_SCALE_LLAMA3) return 1.0;

@@ -59,6 +59,9 @@ typedef struct ModelConfig {
 struct cJSON;
 int config_parse(const struct cJSON *json, const char *file, ModelConfig *cfg, SpErr *err);
 int config_load(const char *path, ModelConfig *cfg, SpErr *err);
+/* RoPE's unscaled inverse frequency i < head_dim / 2: rope_theta^(-2i / head_dim), in double. The
+ * forward pass uses it / rope_freq_divisor(&cfg->rope_scaling, it). */
+double rope_inv_freq(const ModelConfig *cfg, int i);
 void config_free(ModelConfig *cfg);
 
 const char *arch_name(Arch a);

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
-#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -290,8 +289,7 @@ static int plan_rope_freqs(Plan *p, const ModelConfig *c, SpErr *err) {
     if (!t) return -1;
     if (!(t->gen = malloc((size_t)half * sizeof *t->gen))) return sp_fail(err, "out of memory");
     for (int i = 0; i < half; i++) {
-        double inv_freq = 1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim);
-        t->gen[i] = (float)rope_freq_divisor(&c->rope_scaling, inv_freq);
+        t->gen[i] = (float)rope_freq_divisor(&c->rope_scaling, rope_inv_freq(c, i));
     }
     snprintf(t->name, sizeof t->name, "rope_freqs.weight");
     t->ndim = 1, t->ne[0] = half, t->dtype = DT_F32, t->nbytes = (uint64_t)half * 4;

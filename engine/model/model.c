@@ -524,18 +524,13 @@ static float *alloc_f(size_t n, int *ok) {
     return p;
 }
 
-/* RoPE's inverse frequency i < hd/2, divided as the config's rope_scaling says (config.h). */
-static double rope_inv_freq(const ModelConfig *c, int i) {
-    double inv_freq = 1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim);
-    return inv_freq / rope_freq_divisor(&c->rope_scaling, inv_freq);
-}
-
 static void rope_tables(Session *s) {
     const ModelConfig *c = &s->m->cfg;
     int half = c->head_dim / 2;
     for (int i = 0; i < half; i++) {
-        /* As Hugging Face: inv_freq in float32, angle = float32(pos * inv_freq). */
-        float inv_freq = (float)rope_inv_freq(c, i);
+        /* As Hugging Face: inv_freq (rescaled by rope_scaling) in float32, angle = float32(pos * inv_freq). */
+        double unscaled = rope_inv_freq(c, i);
+        float inv_freq = (float)(unscaled / rope_freq_divisor(&c->rope_scaling, unscaled));
         for (int p = 0; p < s->max_ctx; p++) {
             float ang = (float)p * inv_freq;
             s->rope_cos[(size_t)p * half + i] = (float)cos((double)ang);
