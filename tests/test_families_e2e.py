@@ -12,6 +12,7 @@ narrower MLP (another seed); then
    name each model random-init with its seed; negative control: with runs.sqlite pointing at copies
    whose model.safetensors lacks the init-random mark, the same analysis calls them checkpoints and
    prints no such line.
+Also: eos_token_id as a list stops generation at any of its ids (Llama 3.1 Instruct's three).
 usage: test_families_e2e.py --sprinter BIN --work DIR
 """
 import argparse
@@ -175,7 +176,39 @@ def main():
             text = f.read()
         t.check(r.returncode == 0 and "random-init" not in text and "`%s_ckpt` (checkpoint)" % T in text,
                 "%s: negative control: unmarked copies are checkpoints, no random-init line (rc=%d)" % (fam, r.returncode))
+    eos_list(sp, os.path.join(os.path.abspath(a.work), "eos"), t)
     t.finish()
+
+
+def eos_list(sp, w, t):
+    """eos_token_id as a list (Llama-3.1 Instruct's [128001, 128008, 128009]): generation stops at any
+    of its ids, not only the first; a list without the generated token does not stop it."""
+    shutil.rmtree(w, ignore_errors=True)
+    m = os.path.join(w, "m")
+    r = sh([sp, "init-random", "--arch", "llama", "--preset", "llama-3-tiny", "--seed", 5, "--out", m])
+    gen = [sp, "generate", "--model", m, "--prompt-ids", "1,2,3", "--max-new", 8, "--temperature", 0]
+    free = sh(gen + ["--ignore-eos"])
+    ids = [int(x) for x in free.stdout.strip().split(",") if x]
+    if not t.check(r.returncode == 0 and len(ids) == 8, "eos list: a free greedy run of 8 tokens (%s)" % free.stderr):
+        return
+    k = max(i for i in range(len(ids)) if ids.index(ids[i]) == i)  # the last token making its first appearance
+    stop = ids[k]
+    absent = next(x for x in range(269) if x not in ids)
+    with open(os.path.join(m, "config.json")) as f:
+        cfg = json.load(f)
+    for eos, want in (([absent, stop], ids[:k + 1]), ([absent], ids)):
+        cfg["eos_token_id"] = eos
+        with open(os.path.join(m, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        r = sh(gen)
+        got = [int(x) for x in r.stdout.strip().split(",") if x]
+        t.check(r.returncode == 0 and got == want, "eos list %s: greedy generation gives %s (want %s)" % (eos, got, want))
+    cfg["eos_token_id"] = [absent, 269]
+    with open(os.path.join(m, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    r = sh(gen)
+    t.check(r.returncode == 1 and "eos_token_id" in r.stderr and r.stderr.count("\n") == 1,
+            "eos list with an id outside the vocabulary refused in one line: %s" % r.stderr.strip())
 
 
 if __name__ == "__main__":

@@ -110,16 +110,35 @@ double rope_freq_divisor(const RopeScaling *r, double inv_freq) {
     return 1.0 / ((1 - smooth) / r->factor + smooth);       /* between: blended */
 }
 
-/* eos_token_id: an id, or a list of ids (Llama-3.1 Instruct: [128001, 128008, 128009]), of which the
- * first is kept. */
-static int parse_eos(const cJSON *j, const char *file, int vocab, long long *eos, SpErr *err) {
+/* eos_token_id: an id, or a list of up to CFG_MAX_EOS ids (Llama-3.1 Instruct: [128001, 128008,
+ * 128009]); eos_id is the first. */
+static int parse_eos(const cJSON *j, const char *file, ModelConfig *m, SpErr *err) {
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
-    if (!cJSON_IsArray(e)) return sp_json_int(j, file, "eos_token_id", -1, vocab - 1, 1, -1, eos, err);
-    const cJSON *first = cJSON_GetArrayItem(e, 0);
-    if (!cJSON_IsNumber(first) || first->valuedouble < 0 || first->valuedouble >= vocab ||
-        first->valuedouble != (double)(long long)first->valuedouble)
-        return sp_fail(err, "%s: key \"eos_token_id\" must be an id in [0, %d) or a non-empty list of them", file, vocab);
-    *eos = (long long)first->valuedouble;
+    long long id;
+    m->n_eos = 0;
+    if (!cJSON_IsArray(e)) {
+        if (sp_json_int(j, file, "eos_token_id", -1, m->vocab_size - 1, 1, -1, &id, err)) return -1;
+        if (id >= 0) m->eos_ids[m->n_eos++] = (int)id;
+    } else {
+        int n = cJSON_GetArraySize(e);
+        if (n < 1 || n > CFG_MAX_EOS)
+            return sp_fail(err, "%s: key \"eos_token_id\" lists %d ids (1 to %d supported)", file, n, CFG_MAX_EOS);
+        const cJSON *x;
+        cJSON_ArrayForEach(x, e) {
+            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= m->vocab_size ||
+                x->valuedouble != (double)(long long)x->valuedouble)
+                return sp_fail(err, "%s: key \"eos_token_id\" [%d] must be a token id in [0, %d)", file, m->n_eos,
+                               m->vocab_size);
+            m->eos_ids[m->n_eos++] = (int)x->valuedouble;
+        }
+    }
+    m->eos_id = m->n_eos ? m->eos_ids[0] : -1;
+    return 0;
+}
+
+int config_is_eos(const ModelConfig *cfg, int32_t tok) {
+    for (int i = 0; i < cfg->n_eos; i++)
+        if (cfg->eos_ids[i] == tok) return 1;
     return 0;
 }
 
@@ -185,14 +204,13 @@ int config_parse(const cJSON *json, const char *file, ModelConfig *m, SpErr *err
         goto fail;
     }
     double std;
-    long long bos, eos;
+    long long bos;
     if (sp_json_float(json, file, "initializer_range", 0, 10, 1, 0.02, &std, err) ||
         sp_json_int(json, file, "bos_token_id", -1, m->vocab_size - 1, 1, -1, &bos, err) ||
-        parse_eos(json, file, m->vocab_size, &eos, err))
+        parse_eos(json, file, m, err))
         goto fail;
     m->init_std = (float)std;
     m->bos_id = (int)bos;
-    m->eos_id = (int)eos;
     return 0;
 fail:
     config_free(m);

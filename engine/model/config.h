@@ -15,6 +15,9 @@ typedef enum { ARCH_GPT2 = 1, ARCH_GPTNEO = 2, ARCH_LLAMA = 3, ARCH_QWEN2 = 4, A
 /* MLP activation: tanh-approximated GELU (gelu_new), exact erf GELU, or SiLU (Llama SwiGLU). */
 typedef enum { ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3 } Act;
 
+/* The most ids an eos_token_id list may hold. */
+#define CFG_MAX_EOS 8
+
 /* config.json "rope_scaling" (Hugging Face modeling_rope_utils.py): how RoPE's inverse frequencies
  * inv_freq[i] = theta^(-2i/hd) are rescaled. None: as they are. Linear: all divided by factor.
  * Llama3 (_compute_llama3_parameters): with wavelen = 2 pi / inv_freq, L = original_max_pos,
@@ -51,7 +54,8 @@ typedef struct ModelConfig {
     float init_std;        /* initializer_range: used only by init-random */
     int window_size;       /* GPT-Neo local attention window */
     uint8_t *layer_local;  /* [L] 1 where the layer uses local attention (GPT-Neo's parse_quirks); else NULL */
-    int bos_id, eos_id;    /* -1 when absent */
+    int bos_id, eos_id;    /* -1 when absent; eos_id is the first of eos_ids */
+    int eos_ids[CFG_MAX_EOS], n_eos; /* eos_token_id, an id or a list (Llama 3.1 Instruct: 3); 0 when absent */
 } ModelConfig;
 
 /* Parses a Hugging Face config.json object (`file` names it in errors). On success the caller owns
@@ -59,6 +63,9 @@ typedef struct ModelConfig {
 struct cJSON;
 int config_parse(const struct cJSON *json, const char *file, ModelConfig *cfg, SpErr *err);
 int config_load(const char *path, ModelConfig *cfg, SpErr *err);
+/* 1 when tok is one of the config's end-of-sequence ids (generation stops at any of them, as
+ * transformers' generate does). */
+int config_is_eos(const ModelConfig *cfg, int32_t tok);
 /* RoPE's unscaled inverse frequency i < head_dim / 2: rope_theta^(-2i / head_dim), in double. The
  * forward pass uses it / rope_freq_divisor(&cfg->rope_scaling, it). */
 double rope_inv_freq(const ModelConfig *cfg, int i);
