@@ -500,7 +500,12 @@ def selftest():
              "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 40,
              "vocab_size": 50, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
     ids = list(rng.integers(0, 50, 12))
-    for cfg in (gpt2, neo, llama):
+    qwen2 = dict(llama, model_type="qwen2", rope_theta=1e6)
+    qwen3 = dict(llama, model_type="qwen3", head_dim=16, rope_theta=1e6)
+    llama3 = dict(llama, max_position_embeddings=64, rope_scaling={
+        "rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64})
+    for cfg in (gpt2, neo, llama, qwen2, qwen3, llama3):
         t = _rand_tensors(cfg, rng)
         lg, hid = forward_tensors(cfg, t, ids)
         lg32, _ = forward_tensors(cfg, t, ids, dtype=torch.float32)
@@ -551,6 +556,31 @@ def selftest():
     rk = k * cos + rotate_half(k) * sin
     check("rope: pos 0 identity", torch.allclose(rq[0], q))
     check("rope: relative", abs(float(rq[5] @ rk[3] - rq[2] @ rk[0])) < 1e-10)
+    # llama3 scaling: high frequencies kept, low ones divided by factor, the band between blended
+    # monotonically; factor 1 is no scaling at all
+    inv = 1.0 / (500000.0 ** (torch.arange(0, 16, 2, dtype=torch.float64) / 16))
+    rs = llama3["rope_scaling"]
+    sc = scaled_inv_freq(inv, rs)
+    wl = 2 * math.pi / inv
+    hi, lo = wl < 64 / 4.0, wl > 64 / 1.0
+    ratio = inv / sc
+    check("llama3 scaling: three bands present at head_dim 16, theta 5e5, original 64",
+          bool(hi.any() and lo.any() and (~hi & ~lo).any()), str(wl.numpy().round(1)))
+    check("llama3 scaling: high kept, low / factor, between in (1, factor)",
+          bool(torch.allclose(ratio[hi], torch.ones(int(hi.sum()), dtype=torch.float64)) and
+               torch.allclose(ratio[lo], torch.full((int(lo.sum()),), 4.0, dtype=torch.float64)) and
+               ((ratio[~hi & ~lo] > 1) & (ratio[~hi & ~lo] < 4)).all()), str(ratio.numpy().round(3)))
+    check("llama3 scaling: factor 1 is none", torch.allclose(scaled_inv_freq(inv, dict(rs, factor=1.0)), inv))
+    # Qwen3: the per-head q/k RMSNorm makes the logits blind to the scale of q_proj and k_proj
+    t = _rand_tensors(qwen3, rng)
+    t2 = {k: (v * 3.0 if k.endswith(("q_proj.weight", "k_proj.weight")) else v) for k, v in t.items()}
+    a, _ = forward_tensors(qwen3, t, ids)
+    b, _ = forward_tensors(qwen3, t2, ids)
+    c, _ = forward_tensors(qwen3, t2, ids, mutate=("no_qk_norm",))
+    # (up to rms_norm_eps, which the scale moves relative to the variance)
+    check("qwen3: q/k norm makes logits invariant to scaling q_proj, k_proj", np.abs(a - b).max() < 1e-4,
+          f"{np.abs(a - b).max():.2e}")
+    check("qwen3: without q/k norm the scale matters", np.abs(a - c).max() > 1e-2, f"{np.abs(a - c).max():.3f}")
     # bf16 round trip and rounding
     x = np.array([1.0, 1.00390625, 1.01171875, -3.5e-3, 1e30], dtype=np.float32)
     y = stio.bf16_bits_to_f32(stio.f32_to_bf16_bits(x))
