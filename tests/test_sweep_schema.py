@@ -269,11 +269,11 @@ def main():
     shutil.copytree(pristine, v5)
     db5 = os.path.join(v5, "runs.sqlite")
     con = sqlite3.connect(db5)
-    con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
     con.commit()
     con.close()
     s5 = schema(db5)
-    want = "%s: meta.schema_version is 9, this sprinter reads versions 1 to 8 (written by a newer sprinter)" % db5
+    want = "%s: meta.schema_version is 10, this sprinter reads versions 1 to 9 (written by a newer sprinter)" % db5
     for cmd, args in (("summary", [v5]), ("sweep", [spec, "--out", v5, "--quiet"])):
         p = run([S, cmd] + args)
         lines = p.stderr.strip().splitlines()

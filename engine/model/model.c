@@ -1032,8 +1032,6 @@ static int check_request(const ForwardBatch *b, const SessionRows *req, int i, c
         if (all[j].session == s) return sp_fail(err, "forward batch: requests %d and %d name the same session", j, i);
     if (req->n_tail < 1 || req->n_tail > req->n)
         return sp_fail(err, "forward batch: request %d: %d tokens cannot return logits for %d rows", i, req->n, req->n_tail);
-    if (req->n > b->a.rows)
-        return sp_fail(err, "forward batch: request %d has %d rows, the batch holds %d", i, req->n, b->a.rows);
     if (check_call(s, req->tokens, req->n, err)) return sp_err_prefix(err, "forward batch: request %d", i);
     return 0;
 }
@@ -1086,10 +1084,15 @@ static void batch_run(ForwardBatch *b, SessionRows *req, int n) {
 int forward_batch(ForwardBatch *b, SessionRows *req, int n, SpErr *err) {
     for (int i = 0; i < n; i++)
         if (check_request(b, &req[i], i, req, err)) return -1;
-    /* consecutive requests in calls of at most max_rows rows */
+    /* consecutive requests in calls of at most max_rows rows; a request of more runs as its own call */
     for (int i = 0; i < n;) {
+        if (req[i].n > b->a.rows) {
+            SessionRows *r = &req[i++];
+            if (session_forward_tail(r->session, r->tokens, r->n, r->n_tail, &r->logits, &r->hidden, err)) return -1;
+            continue;
+        }
         int j = i, rows = 0;
-        while (j < n && rows + req[j].n <= b->a.rows) rows += req[j++].n;
+        while (j < n && req[j].n <= b->a.rows && rows + req[j].n <= b->a.rows) rows += req[j++].n;
         batch_run(b, req + i, j - i);
         i = j;
     }

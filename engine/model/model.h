@@ -110,12 +110,13 @@ int session_candidates(Session *s, const int32_t *tokens, int n, const float **l
  * each session's own buffers, as its own call leaves them (the same pointers, valid until that session's
  * next call), and are bit-identical to them: a row's arithmetic never depends on the other requests
  * (model.c, "forward"). A ForwardBatch owns the stacked activations of at most max_rows rows (one
- * call of more is run in consecutive parts); it borrows the sessions for the call only. Not
+ * call of more is run in consecutive parts, a request of more rows as its own session call); it
+ * borrows the sessions for the call only. Not
  * thread-safe; a session may appear in one request of a call. */
 typedef struct SessionRows {
     Session *session;
     const int32_t *tokens; /* [n] */
-    int n, n_tail;         /* 1 <= n_tail <= n <= the session's max_batch and the batch's max_rows */
+    int n, n_tail;         /* 1 <= n_tail <= n <= the session's max_batch */
     const float *logits;   /* out: [n_tail, V] */
     const float *hidden;   /* out: [n, d] final-norm states of all n rows */
 } SessionRows;
