@@ -8,30 +8,51 @@
  * time, in index order, each up to its next request or its end, then runs all requests of a round
  * in one forward_batch per model (the draft's; the target's and the audit copy's together) and
  * resumes them, again one at a time in index order. A round mixes what the decodes need then: draft
- * rows of some, verification blocks of others, prefills. Only one thread runs at a time (a
- * semaphore hand-off), so the decodes share nothing unguarded, and as forward_batch's rows are
+ * rows of some, verification blocks of others, prefills. Each decode is a context of its own on the
+ * caller's thread (ucontext: a stack each, swapcontext at a request; a thread per decode with a
+ * semaphore hand-off cost ~0.1 ms per switch on a loaded machine, more than a draft step), so they
+ * share nothing unguarded and nothing runs concurrently, and as forward_batch's rows are
  * bit-identical to each session's own call (model.h), every decode's tokens, events and RNG draws
  * are those of decoder_run alone: only its timings differ (they include the wait for the others).
  * Each decode keeps its own Decoder (sessions, KV caches, rollbacks, buffers), method state and RNG.
+ * Not reentrant across threads: one decoder_run_batch per thread at a time (each its own link).
  */
-#include <pthread.h>
-#include <semaphore.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include "decoder_int.h"
+
+/* AddressSanitizer must be told when the stack changes (its fake stacks and shadow of each context). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SP_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SP_ASAN_FIBERS 1
+#endif
+#endif
+#ifdef SP_ASAN_FIBERS
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+#endif
 
 /* Rows a round's batch holds per decode before it runs in parts: a verification block of gamma <= 15
  * and its drafts (longer requests, prefills, run in parts or as their own calls: the same results). */
 #define BATCH_ROWS_PER_DECODE 16
+/* Each decode's stack (mapped, so only the pages it touches are memory), with a guard page below. */
+#define DECODE_STACK_BYTES ((size_t)1 << 20)
 
 typedef enum { JOB_RUNNING, JOB_WAITING, JOB_DONE } JobState;
 
 typedef struct JobSlot {
     DecodeJob *job;
     struct BatchLink *link;
-    pthread_t thread;
-    sem_t go;            /* posted by the scheduler: run (first turn, or the request's result is in) */
+    ucontext_t ctx;      /* the decode's context: it runs decoder_run on its own stack */
+    char *stack;         /* [DECODE_STACK_BYTES + page] mapped, the lowest page a guard */
+    size_t map_bytes;
     JobState state;
     const Model *model;  /* the request's model */
     SessionRows req;     /* the request; logits / hidden filled in by the scheduler */
@@ -44,21 +65,40 @@ struct BatchLink {
     int n;
     SessionRows *reqs; /* [n] a round's requests of one model */
     int *req_slot;     /* [n] their decodes */
-    sem_t sched; /* posted by a decode when it waits on a request or is done */
+    ucontext_t sched;  /* the scheduler's context (the caller's stack) */
+    const void *sched_bottom; /* its stack, as AddressSanitizer reports it */
+    size_t sched_size;
     const Model *models[3];
     ForwardBatch *batches[3]; /* one per distinct model */
     int n_models;
 };
 
-/* The decode's thread: decoder_run, then done. */
-static void *job_main(void *arg) {
-    JobSlot *slot = arg;
+/* Switches from context `from` to `to` (to's stack: bottom, size; NULL for the scheduler's). */
+static void switch_to(ucontext_t *from, ucontext_t *to, const void *bottom, size_t size) {
+#ifdef SP_ASAN_FIBERS
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, bottom, size);
+    swapcontext(from, to);
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#else
+    (void)bottom, (void)size;
+    swapcontext(from, to);
+#endif
+}
+
+/* The decode's context: decoder_run, then done (uc_link returns to the scheduler). The slot's address
+ * comes in two halves: makecontext passes ints. */
+static void job_main(unsigned lo, unsigned hi) {
+    JobSlot *slot = (JobSlot *)(((uintptr_t)hi << 32) | (uintptr_t)lo);
+#ifdef SP_ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(NULL, &slot->link->sched_bottom, &slot->link->sched_size);
+#endif
     DecodeJob *job = slot->job;
-    sem_wait(&slot->go);
     job->rc = decoder_run(job->decoder, job->cfg, job->prompt, job->n_prompt, job->rng, &job->out, &job->err);
     slot->state = JOB_DONE;
-    sem_post(&slot->link->sched);
-    return NULL;
+#ifdef SP_ASAN_FIBERS
+    __sanitizer_start_switch_fiber(NULL, slot->link->sched_bottom, slot->link->sched_size); /* this stack ends */
+#endif
 }
 
 int batch_link_forward(struct BatchLink *link, int index, const Model *model, Session *session, const int32_t *tokens, int n,
@@ -67,8 +107,7 @@ int batch_link_forward(struct BatchLink *link, int index, const Model *model, Se
     slot->model = model;
     slot->req = (SessionRows){session, tokens, n, n_tail, NULL, NULL};
     slot->state = JOB_WAITING;
-    sem_post(&link->sched);
-    sem_wait(&slot->go);
+    switch_to(&slot->ctx, &link->sched, link->sched_bottom, link->sched_size);
     if (slot->req_rc) {
         *err = slot->req_err;
         return -1;
@@ -78,11 +117,28 @@ int batch_link_forward(struct BatchLink *link, int index, const Model *model, Se
     return 0;
 }
 
-/* Gives decode i the turn and waits until it waits on a request or is done. */
+/* Gives decode i the turn; returns when it waits on a request or is done. */
 static void take_turn(struct BatchLink *link, int i) {
-    link->slots[i].state = JOB_RUNNING;
-    sem_post(&link->slots[i].go);
-    sem_wait(&link->sched);
+    JobSlot *slot = &link->slots[i];
+    slot->state = JOB_RUNNING;
+    switch_to(&link->sched, &slot->ctx, slot->stack + getpagesize(), DECODE_STACK_BYTES);
+}
+
+/* The decode's context on a stack of its own, to start at job_main; -1 if out of memory. */
+static int slot_start(JobSlot *slot, struct BatchLink *link) {
+    size_t page = (size_t)getpagesize();
+    slot->map_bytes = DECODE_STACK_BYTES + page;
+    void *map = mmap(NULL, slot->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return -1;
+    slot->stack = map;
+    mprotect(slot->stack, page, PROT_NONE); /* an overflow faults instead of writing below */
+    if (getcontext(&slot->ctx)) return -1;
+    slot->ctx.uc_stack.ss_sp = slot->stack + page;
+    slot->ctx.uc_stack.ss_size = DECODE_STACK_BYTES;
+    slot->ctx.uc_link = &link->sched;
+    uintptr_t p = (uintptr_t)slot;
+    makecontext(&slot->ctx, (void (*)(void))job_main, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
+    return 0;
 }
 
 /* The batch of model m (made on first use), or NULL with err. */
@@ -127,31 +183,21 @@ int decoder_run_batch(DecodeJob *jobs, int n, SpErr *err) {
     link.slots = calloc((size_t)n, sizeof *link.slots);
     link.reqs = calloc((size_t)n, sizeof *link.reqs);
     link.req_slot = calloc((size_t)n, sizeof *link.req_slot);
-    if (!link.slots || !link.reqs || !link.req_slot) {
-        free(link.slots), free(link.reqs), free(link.req_slot);
-        return sp_fail(err, "out of memory");
-    }
-    int rc = 0, started = 0;
-    if (sem_init(&link.sched, 0, 0)) {
-        free(link.slots), free(link.reqs), free(link.req_slot);
-        return sp_fail(err, "sem_init failed");
-    }
-    for (int i = 0; i < n; i++) {
+    int rc = !link.slots || !link.reqs || !link.req_slot ? sp_fail(err, "out of memory") : 0;
+    for (int i = 0; i < n && !rc; i++) {
         JobSlot *slot = &link.slots[i];
         slot->job = &jobs[i];
         slot->link = &link;
         memset(&jobs[i].out, 0, sizeof jobs[i].out);
         jobs[i].err = (SpErr){{0}};
         jobs[i].rc = -1;
-        jobs[i].decoder->link = &link;
-        jobs[i].decoder->link_index = i;
-        if (sem_init(&slot->go, 0, 0) || pthread_create(&slot->thread, NULL, job_main, slot)) {
-            rc = sp_fail(err, "could not start decode thread %d of %d", i, n);
-            break;
-        }
-        started++;
+        if (slot_start(slot, &link)) rc = sp_fail(err, "out of memory for the stack of decode %d of %d", i, n);
     }
     if (rc == 0) {
+        for (int i = 0; i < n; i++) {
+            jobs[i].decoder->link = &link;
+            jobs[i].decoder->link_index = i;
+        }
         for (int i = 0; i < n; i++) take_turn(&link, i);
         for (;;) {
             int waiting = 0;
@@ -172,17 +218,11 @@ int decoder_run_batch(DecodeJob *jobs, int n, SpErr *err) {
             for (int i = 0; i < n; i++)
                 if (link.slots[i].state == JOB_WAITING) take_turn(&link, i);
         }
-    } else { /* release the started ones: each runs alone to its end */
-        for (int i = 0; i < started; i++) jobs[i].decoder->link = NULL;
-        for (int i = 0; i < started; i++) take_turn(&link, i);
+        for (int i = 0; i < n; i++) jobs[i].decoder->link = NULL;
     }
-    for (int i = 0; i < started; i++) {
-        pthread_join(link.slots[i].thread, NULL);
-        sem_destroy(&link.slots[i].go);
-    }
-    for (int i = 0; i < n; i++) jobs[i].decoder->link = NULL;
+    for (int i = 0; link.slots && i < n; i++)
+        if (link.slots[i].stack) munmap(link.slots[i].stack, link.slots[i].map_bytes);
     for (int k = 0; k < link.n_models; k++) forward_batch_free(link.batches[k]);
-    sem_destroy(&link.sched);
     free(link.slots), free(link.reqs), free(link.req_slot);
     return rc;
 }

@@ -183,7 +183,7 @@ typedef struct DecodeJob {
  * and gets exactly its tokens, events and statistics (all but the timings, which include the wait
  * for the others), while each round of their forward passes runs as one forward_batch per model.
  * Each job's rc / err / out are its own; returns -1 (err) only if the batch could not be started
- * (then the jobs that did start ran alone). */
+ * (out of memory: then no job ran). One call per thread at a time. */
 int decoder_run_batch(DecodeJob *jobs, int n, SpErr *err);
 
 /* Decisions given in advance, in drafting order (1 accept, 0 reject); past n: reject. */
