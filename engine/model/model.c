@@ -530,13 +530,41 @@ typedef struct Call {
     int n_multi; /* rows [0, n_multi) belong to sessions of >= 2 rows; each later row is a one-row session */
 } Call;
 
-/* Zeroed floats, 64-byte aligned (cache lines: the few-row kernel's x rows are full-width loads). */
+/* Zeroed floats, 64-byte aligned (cache lines: the few-row kernel's x rows are full-width loads), freed
+ * by free_f. Buffers of at least MAP_MIN_BYTES are mapped: zero pages that cost nothing until touched
+ * (a session's buffers are sized for its longest call, [max_batch, V] logits and the KV cache, of
+ * which a decode touches a few rows; B decoders of a batched sweep would otherwise zero B times all
+ * of it). A 64-byte header before the floats holds the mapping's size (0: aligned_alloc). */
+#define MAP_MIN_BYTES ((size_t)1 << 20)
+#define ALLOC_HEADER ((size_t)64)
+
 static float *alloc_f(size_t n, int *ok) {
-    size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes);
-    if (p) memset(p, 0, bytes);
-    else *ok = 0;
-    return p;
+    size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64, total = bytes + ALLOC_HEADER;
+    char *base;
+    if (bytes >= MAP_MIN_BYTES) {
+        base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) base = NULL;
+        else memcpy(base, &total, sizeof total);
+    } else {
+        base = aligned_alloc(64, total);
+        if (base) {
+            memset(base, 0, total);
+        }
+    }
+    if (!base) {
+        *ok = 0;
+        return NULL;
+    }
+    return (float *)(base + ALLOC_HEADER);
+}
+
+static void free_f(float *p) {
+    if (!p) return;
+    char *base = (char *)p - ALLOC_HEADER;
+    size_t mapped;
+    memcpy(&mapped, base, sizeof mapped);
+    if (mapped) munmap(base, mapped);
+    else free(base);
 }
 
 /* Activations for R rows; 0 into *ok (left 1 otherwise) when out of memory. */
@@ -566,7 +594,7 @@ static int acts_alloc(const Model *m, int R, Acts *a) {
 
 static void acts_free(Acts *a) {
     float *bufs[] = {a->x, a->xn, a->q, a->k, a->v, a->att, a->ff_a, a->ff_b, a->hidden, a->logits, a->tile};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free_f(bufs[i]);
 }
 
 static void rope_tables(Session *s) {
@@ -624,7 +652,7 @@ void session_free(Session *s) {
     if (!s) return;
     acts_free(&s->a);
     float *bufs[] = {s->scores, s->kc, s->vc, s->rope_cos, s->rope_sin, s->probe_k, s->probe_v, s->cand_k, s->cand_v};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free_f(bufs[i]);
     free(s);
 }
 
@@ -946,10 +974,10 @@ int session_candidates(Session *s, const int32_t *tokens, int n, const float **l
         int ok = 1;
         float *k = alloc_f((size_t)s->max_batch * w, &ok), *v = alloc_f((size_t)s->max_batch * w, &ok);
         if (!ok) {
-            free(k), free(v);
+            free_f(k), free_f(v);
             return sp_fail(err, "out of memory");
         }
-        free(s->cand_k), free(s->cand_v);
+        free_f(s->cand_k), free_f(s->cand_v);
         s->cand_k = k, s->cand_v = v, s->cand_cap = s->max_batch;
     }
     s->cand = 1;
@@ -1017,7 +1045,7 @@ void forward_batch_free(ForwardBatch *b) {
     free(b->seg);
     free(b->order);
     free(b->tseg);
-    free(b->tail);
+    free_f(b->tail);
     free(b);
 }
 
