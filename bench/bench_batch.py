@@ -21,6 +21,7 @@ batch.md in --out-dir; every figure records the load average it was measured at.
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -107,10 +108,13 @@ def ensure_gpt2_pair(sprinter, models):
 def sweep(sprinter, spec, out, batch, cache):
     shutil.rmtree(out, ignore_errors=True)
     la = load1()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     p = subprocess.run([sprinter, "sweep", spec, "--out", out, "--batch", str(batch), "--quiet", "--threads", "1",
                         "--verifier-cache", cache], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     secs = time.time() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
         raise SystemExit("bench_batch: sweep %s --batch %d failed:\n%s" % (spec, batch, p.stderr[-2000:]))
     con = sqlite3.connect(os.path.join(out, "runs.sqlite"))
@@ -118,8 +122,9 @@ def sweep(sprinter, spec, out, batch, cache):
                             "GROUP BY r.run_hash").fetchall())
     tpsb = [x for (x,) in con.execute("SELECT tokens_per_s_batched FROM runs")]
     con.close()
-    return {"seconds": secs, "tokens": sum(runs.values()), "runs": runs, "load1_before": la,
-            "tokens_per_s": sum(runs.values()) / secs, "tokens_per_s_batched_runs": tpsb}
+    return {"seconds": secs, "cpu_seconds": cpu, "tokens": sum(runs.values()), "runs": runs, "load1_before": la,
+            "tokens_per_s": sum(runs.values()) / secs, "tokens_per_cpu_s": sum(runs.values()) / cpu,
+            "tokens_per_s_batched_runs": tpsb}
 
 
 def summary(xs):
@@ -167,12 +172,16 @@ def main():
                 raise SystemExit("bench_batch: %s: batch %d and batch 1 runs differ" % (name, a.batch))
             reps.append({"batch1": {k: v for k, v in got[1].items() if k != "runs"},
                          "batchB": {k: v for k, v in got[a.batch].items() if k != "runs"},
-                         "ratio": got[a.batch]["tokens_per_s"] / got[1]["tokens_per_s"], "order": list(order)})
-            print("%s rep %d: batch 1 %.1f tok/s (%.1f s), batch %d %.1f tok/s (%.1f s): %.2fx  (load %.1f)" % (
-                name, r, got[1]["tokens_per_s"], got[1]["seconds"], a.batch, got[a.batch]["tokens_per_s"],
-                got[a.batch]["seconds"], reps[-1]["ratio"], load1()), flush=True)
+                         "ratio": got[a.batch]["tokens_per_s"] / got[1]["tokens_per_s"],
+                         "cpu_ratio": got[a.batch]["tokens_per_cpu_s"] / got[1]["tokens_per_cpu_s"], "order": list(order)})
+            print("%s rep %d: batch 1 %.1f tok/s (%.1f s, %.1f cpu s), batch %d %.1f tok/s (%.1f s, %.1f cpu s): %.2fx, "
+                  "per cpu s %.2fx  (load %.1f)" % (
+                      name, r, got[1]["tokens_per_s"], got[1]["seconds"], got[1]["cpu_seconds"], a.batch,
+                      got[a.batch]["tokens_per_s"], got[a.batch]["seconds"], got[a.batch]["cpu_seconds"],
+                      reps[-1]["ratio"], reps[-1]["cpu_ratio"], load1()), flush=True)
         result["sweeps"][name] = {"methods": methods, "max_new": max_new, "reps": reps,
                                   "ratio": summary([x["ratio"] for x in reps]),
+                                  "cpu_ratio": summary([x["cpu_ratio"] for x in reps]),
                                   "tokens_per_s_batch1": summary([x["batch1"]["tokens_per_s"] for x in reps]),
                                   "tokens_per_s_batchB": summary([x["batchB"]["tokens_per_s"] for x in reps]),
                                   "tokens": reps[0]["batch1"]["tokens"]}
@@ -194,13 +203,16 @@ def main():
         if result["sweeps"]:
             f.write("## Whole sweeps, batch %d vs 1 (paired, %d repetitions)\n\n" % (a.batch, a.reps))
             f.write("| setting | methods | tokens | batch 1 tok/s (median [min, max]) | batch %d tok/s | ratio "
-                    "median [min, max] | load 1m |\n|---|---|---|---|---|---|---|\n" % a.batch)
+                    "median [min, max] | ratio of tokens per CPU second | load 1m |\n|---|---|---|---|---|---|---|---|\n"
+                    % a.batch)
             for name, s in result["sweeps"].items():
-                b1, bb, r = s["tokens_per_s_batch1"], s["tokens_per_s_batchB"], s["ratio"]
+                b1, bb, r, c = s["tokens_per_s_batch1"], s["tokens_per_s_batchB"], s["ratio"], s["cpu_ratio"]
                 loads = [x["batch1"]["load1_before"] for x in s["reps"]] + [x["batchB"]["load1_before"] for x in s["reps"]]
-                f.write("| %s | %s | %d | %.1f [%.1f, %.1f] | %.1f [%.1f, %.1f] | %.2fx [%.2f, %.2f] | %.1f-%.1f |\n" % (
-                    name, s["methods"], s["tokens"], b1["median"], b1["min"], b1["max"], bb["median"], bb["min"],
-                    bb["max"], r["median"], r["min"], r["max"], min(loads), max(loads)))
+                f.write("| %s | %s | %d | %.1f [%.1f, %.1f] | %.1f [%.1f, %.1f] | %.2fx [%.2f, %.2f] | %.2fx [%.2f, %.2f] "
+                        "| %.1f-%.1f |\n" % (
+                            name, s["methods"], s["tokens"], b1["median"], b1["min"], b1["max"], bb["median"], bb["min"],
+                            bb["max"], r["median"], r["min"], r["max"], c["median"], c["min"], c["max"], min(loads),
+                            max(loads)))
         if result["forward"]:
             f.write("\n## forward_batch: B one-row requests per step (bench_batch), against the roofline\n\n"
                     "roofline = B x bandwidth / weight bytes (a step streams the weights once).\n\n"
