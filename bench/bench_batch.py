@@ -8,9 +8,9 @@ Sweeps (one thread, the verifier trained once into a cache before any timed swee
 sweeps decode only):
   regime     the regime pair (data/models/regime), paper_sound's methods (ar, draft, sd, sprinter,
              specdecpp, pmin, bild), temperature 1, 20 new tokens
-  gpt2-124m  a random GPT-2 124M target (init-random --preset gpt2, seed 1; vocabulary 50257 from the
-             GPT-2 BPE fixture padded with tokens no merge makes) with a random 2-layer GPT-2 draft of
-             the same vocabulary; ar and sd (gamma 4), temperature 1, 16 new tokens
+  gpt2-124m  a random GPT-2 124M target (the gpt2 preset's shape with a context of 96, GPT2_CTX, seed
+             1; vocabulary 50257 from the GPT-2 BPE fixture padded with tokens no merge makes) with a
+             random 2-layer GPT-2 draft of the same vocabulary; ar and sd (gamma 4), T = 1, 16 new tokens
 Each repetition sweeps every setting once at batch 1 and once at batch B into fresh directories, in
 alternating order (paired against the same machine state); tokens/s = the sweep's tokens over the
 sweep command's wall time (process start, model loading and the database included). The ratio is
@@ -32,6 +32,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE_TOK = os.path.join(ROOT, "tests", "tokenizer", "fixtures", "gpt2")
 DATA = os.path.join(ROOT, "data", "datasets", "encyclopedic.jsonl")
+# The gpt2-124m pair's context: the fixture tokenizer has 268 tokens (mostly bytes), so the dataset's
+# prompts are ~4x longer in its tokens than in GPT-2's BPE; a context of 96 keeps each prompt's last
+# 96 - 16 - gamma - 1 = 75 tokens, as long as a GPT-2 BPE prompt of these texts. The shape is gpt2's
+# (124M) but for 928 rows fewer of the position table (2.9 MB of 498 MB).
+GPT2_CTX = 96
 
 SPEC = """[sweep]
 name = {name}
@@ -87,10 +92,14 @@ def gpt2_tokenizer(out, vocab_size):
 
 
 def ensure_gpt2_pair(sprinter, models):
-    target, draft = os.path.join(models, "gpt2-124m"), os.path.join(models, "gpt2-draft-50257")
+    target, draft = os.path.join(models, "gpt2-124m-ctx%d" % GPT2_CTX), os.path.join(models, "gpt2-draft-50257")
     if not os.path.exists(os.path.join(target, "vocab.json")):
         shutil.rmtree(target, ignore_errors=True)
-        subprocess.run([sprinter, "init-random", "--arch", "gpt2", "--preset", "gpt2", "--seed", "1", "--out", target],
+        cfg = os.path.join(models, "gpt2-124m-ctx.json")
+        with open(cfg, "w") as f:  # the preset's shape but n_positions (see GPT2_CTX)
+            json.dump({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12,
+                       "n_positions": GPT2_CTX, "bos_token_id": 50256, "eos_token_id": 50256}, f)
+        subprocess.run([sprinter, "init-random", "--arch", "gpt2", "--config", cfg, "--seed", "1", "--out", target],
                        check=True, stdout=subprocess.DEVNULL)
         gpt2_tokenizer(target, 50257)
     if not os.path.exists(os.path.join(draft, "vocab.json")):
@@ -98,7 +107,7 @@ def ensure_gpt2_pair(sprinter, models):
         cfg = os.path.join(models, "gpt2-draft-50257.json")
         with open(cfg, "w") as f:
             json.dump({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 256, "n_layer": 2, "n_head": 4,
-                       "n_positions": 1024, "bos_token_id": 50256, "eos_token_id": 50256}, f)
+                       "n_positions": GPT2_CTX, "bos_token_id": 50256, "eos_token_id": 50256}, f)
         subprocess.run([sprinter, "init-random", "--arch", "gpt2", "--config", cfg, "--seed", "2", "--out", draft],
                        check=True, stdout=subprocess.DEVNULL)
         gpt2_tokenizer(draft, 50257)
@@ -121,10 +130,17 @@ def sweep(sprinter, spec, out, batch, cache):
     runs = dict(con.execute("SELECT r.run_hash, SUM(p.tokens) FROM runs r JOIN prompts p ON p.run_hash = r.run_hash "
                             "GROUP BY r.run_hash").fetchall())
     tpsb = [x for (x,) in con.execute("SELECT tokens_per_s_batched FROM runs")]
+    # per method: the decode's own throughput (batch 1: tokens over the prompts' t_total, the audit
+    # excluded; batched: tokens_per_s_batched, the wall time of its batches, audits included)
+    per_method = {m: (b if b is not None else (tok / t if t else None)) for m, tok, t, b in con.execute(
+        "SELECT r.method, SUM(p.tokens), SUM(p.t_total), r.tokens_per_s_batched FROM runs r JOIN prompts p "
+        "ON p.run_hash = r.run_hash GROUP BY r.run_hash")}
+    prompt_tokens = con.execute("SELECT AVG(n_prompt_tokens) FROM prompts").fetchone()[0]
     con.close()
     return {"seconds": secs, "cpu_seconds": cpu, "tokens": sum(runs.values()), "runs": runs, "load1_before": la,
             "tokens_per_s": sum(runs.values()) / secs, "tokens_per_cpu_s": sum(runs.values()) / cpu,
-            "tokens_per_s_batched_runs": tpsb}
+            "tokens_per_s_batched_runs": tpsb, "decode_tokens_per_s_by_method": per_method,
+            "mean_prompt_tokens": prompt_tokens}
 
 
 def summary(xs):
@@ -184,7 +200,12 @@ def main():
                                   "cpu_ratio": summary([x["cpu_ratio"] for x in reps]),
                                   "tokens_per_s_batch1": summary([x["batch1"]["tokens_per_s"] for x in reps]),
                                   "tokens_per_s_batchB": summary([x["batchB"]["tokens_per_s"] for x in reps]),
-                                  "tokens": reps[0]["batch1"]["tokens"]}
+                                  "tokens": reps[0]["batch1"]["tokens"],
+                                  "mean_prompt_tokens": reps[0]["batch1"]["mean_prompt_tokens"],
+                                  "decode_ratio_by_method": {
+                                      m: summary([x["batchB"]["decode_tokens_per_s_by_method"][m] /
+                                                  x["batch1"]["decode_tokens_per_s_by_method"][m] for x in reps])
+                                      for m in reps[0]["batch1"]["decode_tokens_per_s_by_method"]}}
     if "forward" in only:
         d, t = ensure_gpt2_pair(sprinter, models)
         for name, mdir in (("gpt2-124m", t), ("regime-target", os.path.join(regime, "target")),
@@ -213,6 +234,13 @@ def main():
                             name, s["methods"], s["tokens"], b1["median"], b1["min"], b1["max"], bb["median"], bb["min"],
                             bb["max"], r["median"], r["min"], r["max"], c["median"], c["min"], c["max"], min(loads),
                             max(loads)))
+            f.write("\nPer method, the decode's own throughput (batch 1: tokens / the prompts' t_total, audit excluded; "
+                    "batch %d: runs.tokens_per_s_batched, the batches' wall time, audits included), ratio median "
+                    "[min, max]:\n\n| setting | mean prompt tokens | method | ratio |\n|---|---|---|---|\n" % a.batch)
+            for name, s in result["sweeps"].items():
+                for m, r in sorted(s["decode_ratio_by_method"].items()):
+                    f.write("| %s | %.1f | %s | %.2fx [%.2f, %.2f] |\n" % (name, s["mean_prompt_tokens"], m, r["median"],
+                                                                         r["min"], r["max"]))
         if result["forward"]:
             f.write("\n## forward_batch: B one-row requests per step (bench_batch), against the roofline\n\n"
                     "roofline = B x bandwidth / weight bytes (a step streams the weights once).\n\n"
