@@ -8,7 +8,8 @@
 #   - replay_inputs on fuzz/regressions and fuzz/corpus (every parser on every hostile input we keep);
 #   - the CLI on two tiny random GPT-2 models (tests/sweep_fixture.py) and a tiny Llama: info,
 #     tokenize (both ways), logits, generate, init-random, collect, train-verifier, decode (ar, sd,
-#     sprinter, oracle-iid with --audit), a 4-run sweep (and again with 2 prompts batched), summary, score, dtv, analyze; and error
+#     sprinter, oracle-iid with --audit), a 4-run sweep (and again with 2 prompts batched), summary,
+#     score, dtv, analyze; and error
 #     paths (missing model, context overflow, bad spec, sprinter without a verifier), where cleanup
 #     code is least exercised.
 # A step fails when valgrind reports an invalid access, a use of uninitialised memory that decides a
