@@ -6,7 +6,7 @@ time.
 For every method of engine/decode/methods.h that a spec takes (collect is verifier collection, not a
 sweep method), on random-init GPT-2, GPT-Neo and Llama pairs (tiny, GPT-2's BPE fixture tokenizer)
 and on the committed regime pair, at temperature 0 and 1, `sprinter sweep --batch 1` and
-`--batch 8` (10 prompts: a group of 8, then one of 2) must give identical sweep_dump output: every
+`--batch 8` (9 prompts: a group of 8 in lock step, then one alone) must give identical sweep_dump output: every
 runs and prompts row (run hashes and canonical configuration text included) and every token-log
 dataset, floats as bit patterns; only wall-clock columns (t_*, timestamps) and how the run was
 executed (runs.exec_batch, tokens_per_s_batched) are left out. The batched runs must say they were
@@ -48,11 +48,11 @@ target = {target}
 
 [data]
 datasets = {data}
-n_prompts = 10
+n_prompts = 9
 offset = 20
 
 [decode]
-max_new_tokens = 10
+max_new_tokens = 8
 temperature = {temp}
 
 [grid]
@@ -68,8 +68,8 @@ p_min = 0.5
 
 [verifier]
 data = {data}
-n_prompts = 12
-max_new = 8
+n_prompts = 8
+max_new = 6
 seed = 3
 """
 
