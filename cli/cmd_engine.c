@@ -177,8 +177,9 @@ done:
 static const char kTokenizeHelp[] =
     "usage: sprinter tokenize --model DIR (--text TEXT | --decode IDS) [--bos] [--special-as-text]\n"
     "  --model DIR     directory with the tokenizer, in the first of these layouts it holds:\n"
-    "                    tokenizer.json (Hugging Face tokenizers: byte-level BPE as GPT-2, or\n"
-    "                      SentencePiece-style BPE with byte fallback as Llama / Mistral);\n"
+    "                    tokenizer.json (Hugging Face tokenizers: byte-level BPE as GPT-2, Llama 3.x\n"
+    "                      and Qwen2/2.5/3, or SentencePiece-style BPE with byte fallback as\n"
+    "                      Llama 1/2 / Mistral);\n"
     "                    vocab.json + merges.txt (GPT-2 as transformers saves it);\n"
     "                    encoder.json + vocab.bpe (GPT-2 as OpenAI published it)\n"
     "  --text TEXT     print the token ids of TEXT, space-separated\n"

@@ -172,6 +172,20 @@ def seeds_tokenizers():
     j = json.loads(read(FIX, "llama", "tokenizer.json"))
     del j["model"]["vocab"]["<0x41>"]
     put("tokenizer_json", "bad-missing-byte.json", json.dumps(j))
+    # the Llama 3 / Qwen2 layout: NFC, a Split regex before ByteLevel, BOS from the post-processor
+    j = json.loads(read(FIX, "gpt2_json", "tokenizer.json"))
+    j["normalizer"] = {"type": "NFC"}
+    j["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
+                                               " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+         "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    j["model"]["ignore_merges"] = True
+    j["post_processor"] = {"type": "TemplateProcessing", "single": [
+        {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]}
+    put("tokenizer_json", "valid-split-nfc.json", json.dumps(j))
+    j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"
+    put("tokenizer_json", "bad-split-removed.json", json.dumps(j))
     put("tokenizer_json", "bad-unigram.json", '{"model": {"type": "Unigram", "vocab": []}}')
     put("tokenizer_json", "bad-syntax.json", '{"model": {"type": "BPE", "vocab": {"a": 0,')
 

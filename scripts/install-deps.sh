@@ -8,7 +8,7 @@
 # Runs as root (or via sudo when available). Safe to rerun.
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libgsl-dev libpcre2-dev
+pkgs=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libgsl-dev libpcre2-dev libicu-dev
       libhdf5-dev libsqlite3-dev libinih-dev sqlite3 nettle-dev hdf5-tools gnuplot-nox)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3 python3-torch python3-numpy)

@@ -432,9 +432,41 @@ static void test_errors(T *t) {
          " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}",
          "byte-level token for byte 0x00"},
         {"byte level with unsupported normalizer",
-         "{\"normalizer\": {\"type\": \"NFC\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}},"
+         "{\"normalizer\": {\"type\": \"Lowercase\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}},"
          " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}",
-         "normalizer"},
+         "normalizer: type 'Lowercase'"},
+        {"split with a string pattern",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.pattern: only a Regex"},
+        {"split removing its matches",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Removed\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.behavior"},
+        {"split inverted",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Isolated\", \"invert\": true}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.invert"},
+        {"split regex with Oniguruma's \\h (a hex digit there)",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\h+\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.pattern: \\h is not supported"},
+        {"split regex with \\S in a class",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"[\\\\Sa]\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "\\S is not supported inside a class"},
+        {"split regex that does not compile",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(a\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "Split.pattern: cannot compile the regex at offset 2"},
+        {"byte level after split with its own regex",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false}]}}",
+         "ByteLevel after a Split must have use_regex and add_prefix_space false"},
+        {"three pre-tokenizers",
+         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+         "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a+\"}, \"behavior\": \"Isolated\"}, {\"type\": \"Digits\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}}",
+         "only as [Split, ByteLevel]"},
     };
     for (size_t i = 0; i < sizeof bad_json / sizeof bad_json[0]; i++) {
         write_file(t, "tokenizer.json", bad_json[i].json, strlen(bad_json[i].json));
@@ -686,6 +718,92 @@ static void test_fuzzed_files(T *t, const char *sub) {
     free(buf);
 }
 
+/* A byte-level tokenizer as Llama 3 / Qwen2 lay theirs out, built here: NFC normalizer, Split regex
+ * "\S+|\s+" before ByteLevel, merges "a á" (bytes 61 E1) and "a Â" (61 C2), a special and a
+ * non-special added token, BOS from the post_processor. The byte-level token of byte b has id b. */
+static void split_nfc_json(char *json, size_t cap, int ignore_merges) {
+    char *vocab = gpt2_vocab_json("\"a\\u00e1\": 256, \"a\\u00c2\": 257, \"xyz\": 260, \"xy\": 261");
+    if (!vocab) {
+        json[0] = '\0';
+        return;
+    }
+    snprintf(json, cap,
+             "{\"normalizer\": {\"type\": \"NFC\"},"
+             " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\S+|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false},"
+             " {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+             " \"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": \"ByteLevel\"},"
+             " {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<b>\", \"type_id\": 0}},"
+             " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]}]},"
+             " \"added_tokens\": [{\"id\": 258, \"content\": \"<b>\", \"special\": true},"
+             " {\"id\": 259, \"content\": \"<t>\", \"special\": false}],"
+             " \"model\": {\"type\": \"BPE\", \"ignore_merges\": %s, \"vocab\": %s,"
+             " \"merges\": [\"a \\u00e1\", \"a \\u00c2\", \"x y\"]}}",
+             ignore_merges ? "true" : "false", vocab);
+    free(vocab);
+}
+
+static void test_split_nfc(T *t) {
+    char json[16384];
+    split_nfc_json(json, sizeof json, 1);
+    clear_tmp(t);
+    write_file(t, "tokenizer.json", json, strlen(json));
+    SpErr err = {{0}};
+    Tokenizer *tok = tokenizer_load_dir(t->tmp, &err);
+    if (!check(tok != NULL, "split_nfc: load: %s", err.msg)) return;
+    check(tokenizer_split_regex(tok) && !strcmp(tokenizer_split_regex(tok), "\\S+|\\s+"), "split_nfc: the Split regex as written");
+    /* ignore_merges (Llama 3): a piece that is a token is that token, whatever the merges make */
+    EXPECT_IDS(tok, "split_nfc: ignore_merges takes the piece", "xyz", 0, 260);
+    EXPECT_IDS(tok, "split_nfc: ignore_merges, not a token", "xyzx", 0, 261, 'z', 'x');
+    /* U+0085 is White_Space (Oniguruma, tiktoken): its own piece, no merge with the "a" before it */
+    EXPECT_IDS(tok, "split_nfc: U+0085 is \\s", "a\xC2\x85" "b", 0, 'a', 0xC2, 0x85, 'b');
+    /* U+180E is not (PCRE2's own \s says it is): one piece, "a" + E1 merge */
+    EXPECT_IDS(tok, "split_nfc: U+180E is not \\s", "a\xE1\xA0\x8E" "b", 0, 256, 0xA0, 0x8E, 'b');
+    EXPECT_IDS(tok, "split_nfc: U+00A0 is \\s", "a\xC2\xA0" "b", 0, 'a', 0xC2, 0xA0, 'b');
+    /* NFC: e + U+0301 is U+00E9 (C3 A9); a lone combining mark stays; invalid bytes are kept */
+    EXPECT_IDS(tok, "split_nfc: NFD to NFC", "e\xCC\x81", 0, 0xC3, 0xA9);
+    EXPECT_IDS(tok, "split_nfc: NFC stays", "\xC3\xA9", 0, 0xC3, 0xA9);
+    EXPECT_IDS(tok, "split_nfc: a lone mark", "\xCC\x81", 0, 0xCC, 0x81);
+    EXPECT_IDS(tok, "split_nfc: invalid bytes kept", "\xFF" "e\xCC\x81\xC3", 0, 0xFF, 0xC3, 0xA9, 0xC3);
+    /* added tokens are split out of the raw text; the special one is skipped by decode */
+    EXPECT_IDS(tok, "split_nfc: added tokens", "<t>x<b>", 0, 259, 'x', 258);
+    const int32_t ids[] = {259, 'x', 258};
+    expect_decode(tok, "split_nfc: decode keeps <t>, skips <b>", ids, 3, 1, "<t>x");
+    check(tokenizer_is_added(tok, 259) && !tokenizer_is_special(tok, 259) && tokenizer_is_special(tok, 258) &&
+              !tokenizer_is_added(tok, 'x'), "split_nfc: added / special flags");
+    /* BOS from TemplateProcessing */
+    check(tokenizer_add_bos(tok) && !tokenizer_add_eos(tok) && tokenizer_bos_id(tok) == 258,
+          "split_nfc: the post_processor adds <b> (258) as BOS");
+    int32_t *got = NULL;
+    size_t n = 0;
+    check(tokenizer_encode_text(tok, "x", 1, &got, &n, &err) == 0 && n == 2 && got[0] == 258 && got[1] == 'x',
+          "split_nfc: encode_text puts BOS first");
+    free(got);
+    tokenizer_free(tok);
+    /* tokenizer_config.json: bos_token null (Qwen), eos_token by name; an unknown name is refused */
+    const char *cfg = "{\"bos_token\": null, \"eos_token\": {\"content\": \"<t>\"}}";
+    write_file(t, "tokenizer_config.json", cfg, strlen(cfg));
+    if ((tok = tokenizer_load_dir(t->tmp, &err))) {
+        check(tokenizer_bos_id(tok) == -1 && tokenizer_eos_id(tok) == 259, "split_nfc: bos_token null, eos_token <t>");
+        tokenizer_free(tok);
+    } else {
+        check(0, "split_nfc: load with tokenizer_config.json: %s", err.msg);
+    }
+    cfg = "{\"eos_token\": \"<nope>\"}";
+    write_file(t, "tokenizer_config.json", cfg, strlen(cfg));
+    expect_dir_error(t, "eos_token not in the vocabulary", "tokenizer_config.json", "eos_token: '<nope>' is not in the vocabulary");
+    /* without ignore_merges the merges decide: x y -> xy, then z */
+    clear_tmp(t);
+    split_nfc_json(json, sizeof json, 0);
+    write_file(t, "tokenizer.json", json, strlen(json));
+    if ((tok = tokenizer_load_dir(t->tmp, &err))) {
+        EXPECT_IDS(tok, "split_nfc: merges without ignore_merges", "xyz", 0, 261, 'z');
+        tokenizer_free(tok);
+    } else {
+        check(0, "split_nfc: load without ignore_merges: %s", err.msg);
+    }
+}
+
 int main(int argc, char **argv) {
     check_tally.quiet = 1; /* over a thousand checks: print the failures only */
     T t = {0};
@@ -726,6 +844,7 @@ int main(int argc, char **argv) {
     test_added_tokens(&t);
     test_added_token_flags(&t);
     test_tokenizer_config(&t);
+    test_split_nfc(&t);
     test_fuzzed_files(&t, "llama");
     test_fuzzed_files(&t, "gpt2_json");
 

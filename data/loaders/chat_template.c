@@ -309,6 +309,17 @@ static Val filter(Ctx *c, Scope *sc, const Expr *e) {
         return n < 0 ? (ct_fail(c, e->line, "length of a %s", kind_name(x.k)), v_undef()) : v_int(n);
     }
     if (!strcmp(f, "string")) return v_str(to_str(c, x, e->line));
+    if (!strcmp(f, "items")) { /* a mapping's (key, value) pairs, in insertion order */
+        if (x.k != V_DICT) return ct_fail(c, e->line, "filter items needs a mapping, not a %s", kind_name(x.k)), v_undef();
+        Val l = make_list(c, x.d->n);
+        for (int k = 0; l.items && k < x.d->n; k++) {
+            Val pair = make_list(c, 2);
+            if (!pair.items) return v_undef();
+            pair.items[0] = v_str(x.d->keys[k]), pair.items[1] = x.d->vals[k];
+            l.items[k] = pair;
+        }
+        return l;
+    }
     if (!strcmp(f, "first") || !strcmp(f, "last")) {
         if (x.k != V_LIST) return ct_fail(c, e->line, "filter %s needs a list", f), v_undef();
         return x.n ? x.items[f[0] == 'f' ? 0 : x.n - 1] : v_undef();
@@ -425,9 +436,21 @@ static Val binop(Ctx *c, const Expr *e, Val a, Val b) {
 /* Python's index normalisation for x[i] (negative from the end); -1 when out of range. */
 static int norm_index(long long i, int n) { return i < 0 ? (i + n >= 0 ? (int)(i + n) : -1) : (i < n ? (int)i : -1); }
 
-static long long clamp_bound(long long i, int n) {
-    if (i < 0) i += n;
-    return i < 0 ? 0 : i > n ? n : i;
+/* Python's slice(lo, hi, step).indices(n) (CPython's PySlice_AdjustIndices): the first index *a,
+ * *count elements, each step after the last; lo / hi V_NONE for omitted bounds. */
+static void slice_indices(Val lo, Val hi, long long step, int n, long long *a, long long *b, long long *count) {
+    long long start = lo.k == V_INT ? lo.i : step < 0 ? n - 1 : 0, stop = hi.k == V_INT ? hi.i : step < 0 ? -1 : n;
+    if (lo.k == V_INT) {
+        if (start < 0) start = start + n < 0 ? (step < 0 ? -1 : 0) : start + n;
+        else if (start >= n) start = step < 0 ? n - 1 : n;
+    }
+    if (hi.k == V_INT) {
+        if (stop < 0) stop = stop + n < 0 ? (step < 0 ? -1 : 0) : stop + n;
+        else if (stop >= n) stop = step < 0 ? n - 1 : n;
+    }
+    if (step < 0) *count = stop < start ? (start - stop - 1) / -step + 1 : 0;
+    else *count = start < stop ? (stop - start - 1) / step + 1 : 0;
+    *a = start, *b = stop;
 }
 
 static Val eval(Ctx *c, Scope *sc, const Expr *e) {
@@ -459,19 +482,32 @@ static Val eval(Ctx *c, Scope *sc, const Expr *e) {
     case E_SLICE: {
         Val obj = eval(c, sc, e->a);
         Val lo = e->b ? eval(c, sc, e->b) : v_none(), hi = e->c ? eval(c, sc, e->c) : v_none();
+        Val st = e->d ? eval(c, sc, e->d) : v_none();
         if (c->failed) return v_undef();
-        if ((lo.k != V_NONE && lo.k != V_INT) || (hi.k != V_NONE && hi.k != V_INT))
+        if ((lo.k != V_NONE && lo.k != V_INT) || (hi.k != V_NONE && hi.k != V_INT) || (st.k != V_NONE && st.k != V_INT))
             return ct_fail(c, e->line, "slice bounds must be integers"), v_undef();
+        if (st.k == V_INT && st.i == 0) return ct_fail(c, e->line, "slice step cannot be zero"), v_undef();
         int n = obj.k == V_LIST ? obj.n : obj.k == V_STR ? (int)utf8_count(obj.s) : -1;
         if (n < 0) return ct_fail(c, e->line, "slicing a %s", kind_name(obj.k)), v_undef();
-        long long a = lo.k == V_INT ? clamp_bound(lo.i, n) : 0, b = hi.k == V_INT ? clamp_bound(hi.i, n) : n;
-        if (b < a) b = a;
-        if (obj.k == V_STR) {
-            size_t from = utf8_offset(obj.s, a), to = utf8_offset(obj.s, b);
+        long long step = st.k == V_INT ? st.i : 1, a, b, count;
+        slice_indices(lo, hi, step, n, &a, &b, &count);
+        if (obj.k == V_STR && step == 1) {
+            size_t from = utf8_offset(obj.s, a), to = utf8_offset(obj.s, a + count);
             return v_str(ct_str_n(c, obj.s + from, to - from));
         }
-        Val l = make_list(c, (int)(b - a));
-        if (l.items && b > a) memcpy(l.items, obj.items + a, (size_t)(b - a) * sizeof *l.items);
+        if (obj.k == V_STR) { /* code points a, a + step, ... */
+            char *out = ct_alloc(c, 4 * (size_t)count + 1);
+            size_t len = 0;
+            for (long long k = 0; out && k < count; k++) {
+                size_t off = utf8_offset(obj.s, a + k * step), m = (size_t)cp_len((const unsigned char *)obj.s + off);
+                memcpy(out + len, obj.s + off, m), len += m;
+            }
+            if (!out) return ct_fail(c, 0, "out of memory"), v_undef();
+            out[len] = '\0';
+            return v_str(out);
+        }
+        Val l = make_list(c, (int)count);
+        for (long long k = 0; l.items && k < count; k++) l.items[k] = obj.items[a + k * step];
         return l;
     }
     case E_CALL: return call_fn(c, sc, e);
@@ -509,6 +545,15 @@ static Val eval(Ctx *c, Scope *sc, const Expr *e) {
 
 static int run_body(Ctx *c, Scope *sc, const Body *b);
 
+/* The loop variable, or the two of "for a, b in pairs": each item a list of two. */
+static int bind_loop_vars(Ctx *c, Scope *inner, const Node *n, Val item) {
+    if (!n->var2) return dict_set(c, &inner->vars, n->var, item);
+    if (item.k != V_LIST || item.n != 2)
+        return ct_fail(c, n->line, "cannot unpack a %s into the two loop variables %s, %s", kind_name(item.k), n->var,
+                       n->var2);
+    return dict_set(c, &inner->vars, n->var, item.items[0]) || dict_set(c, &inner->vars, n->var2, item.items[1]);
+}
+
 static int run_for(Ctx *c, Scope *sc, const Node *n) {
     Val it = eval(c, sc, n->e);
     if (c->failed) return -1;
@@ -529,7 +574,7 @@ static int run_for(Ctx *c, Scope *sc, const Node *n) {
             dict_set(c, loop, "first", v_bool(k == 0)) || dict_set(c, loop, "last", v_bool(k == it.n - 1)) ||
             dict_set(c, loop, "length", v_int(it.n)) || dict_set(c, loop, "revindex", v_int(it.n - k)) ||
             dict_set(c, loop, "revindex0", v_int(it.n - k - 1)) || dict_set(c, &inner.vars, "loop", lv) ||
-            dict_set(c, &inner.vars, n->var, it.items[k]) || run_body(c, &inner, &n->body))
+            bind_loop_vars(c, &inner, n, it.items[k]) || run_body(c, &inner, &n->body))
             return -1;
     }
     return 0;

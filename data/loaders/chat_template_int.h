@@ -98,7 +98,8 @@ struct Expr {
     EKind k;
     Val lit;          /* E_LIT */
     const char *name; /* E_NAME, E_ATTR, E_FILTER, E_TEST; E_BIN: the operator */
-    Expr *a, *b, *c;  /* operands; E_SLICE: a[b:c]; E_COND: b if a else c */
+    Expr *a, *b, *c;  /* operands; E_SLICE: a[b:c:d]; E_COND: b if a else c */
+    Expr *d;          /* E_SLICE: the step, NULL when none */
     Arg *args;        /* E_LIST items, E_CALL / E_FILTER arguments */
     int n_args;
     int negate; /* E_TEST: is not; E_BIN "in": not in */
@@ -124,6 +125,7 @@ struct Node {
     Body *bodies;
     int n_branches;
     const char *var, *attr; /* N_FOR loop variable; N_SET name (attr: ns.attr) */
+    const char *var2;       /* N_FOR: the second variable of "for a, b in pairs", else NULL */
     Body body;              /* N_FOR */
     int line;
 };

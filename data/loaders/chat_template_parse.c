@@ -334,10 +334,12 @@ static Expr *parse_postfix(Ctx *c, Toks *t, int depth) {
             Expr *lo = NULL, *hi = NULL;
             if (!is_op(t, ":") && !(lo = parse_expr(c, t, depth + 1))) return NULL;
             if (accept_op(t, ":")) {
-                if (!is_op(t, "]") && !(hi = parse_expr(c, t, depth + 1))) return NULL;
+                Expr *step = NULL;
+                if (!is_op(t, "]") && !is_op(t, ":") && !(hi = parse_expr(c, t, depth + 1))) return NULL;
+                if (accept_op(t, ":") && !is_op(t, "]") && !(step = parse_expr(c, t, depth + 1))) return NULL;
                 Expr *s = node(c, E_SLICE, t->line);
                 if (!s) return NULL;
-                s->a = e, s->b = lo, s->c = hi;
+                s->a = e, s->b = lo, s->c = hi, s->d = step;
                 e = s;
             } else {
                 Expr *s = node(c, E_INDEX, t->line);
@@ -585,7 +587,11 @@ static Node *parse_for(Ctx *c, const Segs *segs, int *i, int depth) {
     if (block_toks(c, s, &t)) return NULL;
     if (peek(&t)->k != T_NAME) return ct_fail(c, s->line, "expected a loop variable after 'for'"), NULL;
     n->var = peek(&t)->s, t.pos++;
-    if (is_op(&t, ",")) return ct_fail(c, s->line, "unpacking loop variables is not supported"), NULL;
+    if (accept_op(&t, ",")) { /* for a, b in pairs */
+        if (peek(&t)->k != T_NAME) return ct_fail(c, s->line, "expected a second loop variable after ','"), NULL;
+        n->var2 = peek(&t)->s, t.pos++;
+        if (is_op(&t, ",")) return ct_fail(c, s->line, "unpacking more than two loop variables is not supported"), NULL;
+    }
     if (!accept_name(&t, "in")) return ct_fail(c, s->line, "expected 'in' in a for loop"), NULL;
     if (!(n->e = parse_expr(c, &t, 0))) return NULL;
     if (is_name(&t, "if") || is_name(&t, "recursive")) return ct_fail(c, s->line, "loop filters and recursive loops are not supported"), NULL;

@@ -18,7 +18,7 @@
 #define GGUF_MAX_NAME 64 /* ggml's GGML_MAX_NAME, the terminating NUL included */
 enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };      /* gguf_type */
 enum { GT_F32 = 0, GT_F16 = 1, GT_BF16 = 30 };                                              /* ggml_type */
-enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_UNUSED = 5 };                                    /* llama_token_type */
+enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_USER_DEFINED = 4, TOK_UNUSED = 5 };              /* llama_token_type */
 
 /* ------------------------------------------------------------------ a growable byte buffer */
 
@@ -83,7 +83,32 @@ typedef struct Vocab {
     char **merges;
     int n_merges;
     int add_bos, add_eos; /* the engine tokenizer's (tokenizer_config.json add_bos_token / add_eos_token) */
+    const char *pre;      /* tokenizer.ggml.pre: llama.cpp's name of the pre-tokenizer (kGgufPre) */
+    int32_t bos, eos;     /* the tokenizer's (post_processor, tokenizer_config.json), -1 if none */
 } Vocab;
+
+/* llama.cpp's names (tokenizer.ggml.pre, llama-vocab.cpp) of the byte-level pre-tokenizers the engine
+ * reads: the Split regex of tokenizer.json, as the file spells it, and the name; NULL: GPT-2's own
+ * ByteLevel regex. llama.cpp does not apply tokenizer.json's normalizer (Qwen2's NFC): text that is
+ * not NFC tokenizes differently there. */
+static const struct {
+    const char *split_regex, *pre;
+} kGgufPre[] = {
+    {NULL, "gpt-2"},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "llama-bpe"}, /* Llama 3.x */
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "qwen2"}, /* Qwen2, Qwen2.5, Qwen3 */
+};
+
+/* The tokenizer.ggml.pre of the engine's tokenizer; NULL when llama.cpp has none for its regex. */
+static const char *gguf_pre_name(const Tokenizer *tk) {
+    const char *re = tokenizer_split_regex(tk);
+    for (size_t i = 0; i < sizeof kGgufPre / sizeof kGgufPre[0]; i++)
+        if (re ? kGgufPre[i].split_regex && !strcmp(re, kGgufPre[i].split_regex) : !kGgufPre[i].split_regex)
+            return kGgufPre[i].pre;
+    return NULL;
+}
 
 static void vocab_free(Vocab *v) {
     for (int i = 0; v->tok && i < v->n; i++) free(v->tok[i]);
@@ -178,8 +203,10 @@ static int read_tokenizer_json(const char *dir, Vocab *v, SpErr *err) {
             break;
         }
         if (!v->tok[id]) rc = set_token(v, path, content, id, err);
+        /* llama.cpp splits both out of the text: control tokens are special (skipped when rendering
+         * pieces), user-defined ones are text (Qwen's <think>) */
         const cJSON *special = cJSON_GetObjectItemCaseSensitive(a, "special");
-        if (rc == 0 && cJSON_IsTrue(special)) v->type[id] = TOK_CONTROL;
+        if (rc == 0) v->type[id] = cJSON_IsTrue(special) ? TOK_CONTROL : TOK_USER_DEFINED;
     }
     cJSON_Delete(j);
     return rc;
@@ -199,7 +226,12 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
         rc = sp_fail(err, "%s: a SentencePiece-style vocabulary (\"\xe2\x96\x81\" spaces, <0xNN> byte tokens): export-gguf "
                           "writes only GPT-2 byte-level BPE (tokenizer.ggml.model \"gpt2\"), as which llama.cpp would "
                           "tokenize it wrongly", tokenizer_source(tk));
+    v->pre = gguf_pre_name(tk);
+    if (rc == 0 && !v->pre)
+        rc = sp_fail(err, "%s: pre_tokenizer: the Split regex is none llama.cpp names (llama-bpe, qwen2): "
+                          "export-gguf cannot set tokenizer.ggml.pre", tokenizer_source(tk));
     v->add_bos = tokenizer_add_bos(tk), v->add_eos = tokenizer_add_eos(tk);
+    v->bos = tokenizer_bos_id(tk), v->eos = tokenizer_eos_id(tk);
     tokenizer_free(tk);
     if (rc) return rc;
     char path[4200];
@@ -208,6 +240,8 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
     if (rc) return rc;
     if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_CONTROL;
     if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_CONTROL;
+    if (v->bos >= v->n) v->bos = -1; /* a tokenizer larger than the model: checked by the loader */
+    if (v->eos >= v->n) v->eos = -1;
     for (int i = 0; i < v->n; i++) /* an entry per id, with a unique text (llama.cpp asserts it) */
         if (!v->tok[i]) {
             char pad[32];
@@ -338,15 +372,19 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
     }
 #undef KEY
     kv_str(m, "tokenizer.ggml.model", "gpt2");
-    kv_str(m, "tokenizer.ggml.pre", "gpt-2");
+    kv_str(m, "tokenizer.ggml.pre", v->pre);
     kv_arr_head(m, "tokenizer.ggml.tokens", GV_STRING, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) put_str(&m->b, v->tok[i]);
     kv_arr_head(m, "tokenizer.ggml.token_type", GV_I32, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) put_u32(&m->b, (uint32_t)v->type[i]);
     kv_arr_head(m, "tokenizer.ggml.merges", GV_STRING, (uint64_t)v->n_merges);
     for (int i = 0; i < v->n_merges; i++) put_str(&m->b, v->merges[i]);
-    if (c->bos_id >= 0) kv_u32(m, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_id);
-    if (c->eos_id >= 0) kv_u32(m, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_id);
+    /* bos / eos: config.json's, else the tokenizer's; eot: the tokenizer's eos (tokenizer_config.json:
+     * Llama 3.x Instruct <|eot_id|>, Qwen <|im_end|>) when it is not config.json's eos */
+    int32_t bos = c->bos_id >= 0 ? c->bos_id : v->bos, eos = c->eos_id >= 0 ? c->eos_id : v->eos;
+    if (bos >= 0) kv_u32(m, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
+    if (eos >= 0) kv_u32(m, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+    if (v->eos >= 0 && v->eos != eos) kv_u32(m, "tokenizer.ggml.eot_token_id", (uint32_t)v->eos);
     kv_bool(m, "tokenizer.ggml.add_bos_token", v->add_bos); /* what the engine does, not the architecture's habit */
     kv_bool(m, "tokenizer.ggml.add_eos_token", v->add_eos);
 }

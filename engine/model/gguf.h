@@ -18,13 +18,18 @@
  *   GPT-Neo is refused: llama.cpp has no GPT-Neo architecture.
  * Norm weights and biases are stored as F32 whatever the dtype; matrices in the chosen dtype (f32,
  * f16 or bf16, rounded to nearest even from the checkpoint's values).
- * Tokenizer: tokenizer.ggml.model "gpt2", pre "gpt-2" (the GPT-2 pre-tokenizer regex), tokens and
- * merges as the byte-level strings of vocab.json + merges.txt (else tokenizer.json), token types 1
- * normal, 3 control (added special tokens, bos, eos), 5 unused (ids the vocabulary lacks, named
- * [PADn]); bos / eos ids from config.json; add_bos_token / add_eos_token as the engine's tokenizer
- * of that directory adds them (tokenizer_add_bos / tokenizer_add_eos: tokenizer_config.json, else the
- * tokenizer family's default), never from the architecture. A SentencePiece-style vocabulary
- * (tokenizer.json with "▁" spaces and <0xNN> byte tokens) is refused: it is not GPT-2 BPE.
+ * Tokenizer: tokenizer.ggml.model "gpt2"; pre from the engine tokenizer's pre-tokenizer ("gpt-2" for
+ * GPT-2's regex, "llama-bpe" / "qwen2" for the Split regex of Llama 3.x / Qwen2-3's tokenizer.json,
+ * any other regex refused); tokens and merges as the byte-level strings of vocab.json + merges.txt
+ * (else tokenizer.json); token types 1 normal, 3 control (special added tokens, bos, eos),
+ * 4 user-defined (added tokens that are not special: Qwen's <think>), 5 unused (ids the vocabulary
+ * lacks, named [PADn]); bos / eos ids from config.json, else the tokenizer's (post_processor,
+ * tokenizer_config.json); eot the tokenizer's eos when it is not that eos (Llama 3.x Instruct's
+ * <|eot_id|>); add_bos_token / add_eos_token as the engine's tokenizer of that directory adds them
+ * (tokenizer_add_bos / tokenizer_add_eos: tokenizer_config.json, else the post_processor's
+ * TemplateProcessing, else the family's default), never from the architecture. A
+ * SentencePiece-style vocabulary (tokenizer.json with "▁" spaces and <0xNN> byte tokens) is refused:
+ * it is not GPT-2 BPE.
  * The file is written to OUT.tmp and renamed; nothing is left behind on error. */
 #ifndef SP_GGUF_H
 #define SP_GGUF_H

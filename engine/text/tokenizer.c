@@ -12,6 +12,8 @@
  *   Invalid UTF-8: the regex never matches inside invalid sequences, so each maximal run of
  *   invalid bytes becomes a pre-token of its own; its bytes are encoded like any others, and
  *   decode gives the original bytes back.
+ *   Llama 3 / Qwen2: the same with a Split regex from tokenizer.json as the pre-tokenizer (its \s
+ *   made Unicode White_Space, as Oniguruma's), after the normalizer (NFC, ICU) when there is one.
  * Llama: text -> "▁" prepended, ' ' -> "▁" -> one symbol per code point (id -1 when the code
  *   point is not a token) -> merges -> symbols still without a token become <0xNN> byte tokens
  *   (byte_fallback) or <unk>. Invalid UTF-8 bytes are single unknown symbols, so they come out
@@ -27,6 +29,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unicode/unorm2.h>
+#include <unicode/ustring.h>
 
 /* ---------------------------------------------------------------- growable buffers */
 
@@ -56,6 +60,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->dec.p);
     free(t->dec_span);
     pcre2_code_free(t->re);
+    free(t->split_regex);
     pcre2_code_free(t->word_re);
     free(t->added);
     free(t);
@@ -71,6 +76,16 @@ int tokenizer_add_eos(const Tokenizer *t) { return t->add_eos; }
 const char *tokenizer_token_str(const Tokenizer *t, int32_t id) {
     if (id < 0 || id >= t->v.n_ids || !t->v.flags[id]) return NULL;
     return t->dec.p + t->dec_span[id].off;
+}
+
+const char *tokenizer_split_regex(const Tokenizer *t) { return t->split_regex; }
+
+int tokenizer_is_added(const Tokenizer *t, int32_t id) {
+    return id >= 0 && id < t->v.n_ids && (t->v.flags[id] & TF_SPLIT_OUT);
+}
+
+int tokenizer_is_special(const Tokenizer *t, int32_t id) {
+    return id >= 0 && id < t->v.n_ids && (t->v.flags[id] & TF_SPECIAL);
 }
 
 const char *tokenizer_source(const Tokenizer *t) { return t->source[0] ? t->source : "tokenizer"; }
@@ -254,18 +269,80 @@ nomem:
     return sp_fail(err, "tokenizer: out of memory while encoding %zu bytes", len);
 }
 
+/* Appends the Unicode normalization (t->norm: NFC...) of the valid UTF-8 s[0..n) to out; -1 out of
+ * memory or an ICU failure. */
+static int normalize_run(const Tokenizer *t, const char *s, size_t n, Buf *out) {
+    int32_t n16 = 0, m16 = 0, n8 = 0;
+    UErrorCode st = U_ZERO_ERROR;
+    if (n > INT32_MAX / 4) return -1;
+    UChar *in = malloc((n + 1) * sizeof *in), *norm = NULL;
+    if (in) u_strFromUTF8(in, (int32_t)n + 1, &n16, s, (int32_t)n, &st);
+    /* a normalization is at most 3x (NFC) / 18x (NFKD) longer in UTF-16: ask ICU for the size */
+    if (in && U_SUCCESS(st)) m16 = unorm2_normalize(t->norm, in, n16, NULL, 0, &st);
+    if (st == U_BUFFER_OVERFLOW_ERROR) st = U_ZERO_ERROR;
+    if (in && U_SUCCESS(st) && (norm = malloc(((size_t)m16 + 1) * sizeof *norm)))
+        unorm2_normalize(t->norm, in, n16, norm, m16 + 1, &st);
+    if (norm && U_SUCCESS(st)) u_strToUTF8(NULL, 0, &n8, norm, m16, &st);
+    if (st == U_BUFFER_OVERFLOW_ERROR) st = U_ZERO_ERROR;
+    int rc = norm && U_SUCCESS(st) && tok_buf_reserve(out, (size_t)n8 + 1) == 0 ? 0 : -1;
+    if (rc == 0) {
+        u_strToUTF8(out->p + out->len, n8 + 1, NULL, norm, m16, &st);
+        if (U_SUCCESS(st)) out->len += (size_t)n8, out->p[out->len] = '\0';
+        else rc = -1;
+    }
+    free(in);
+    free(norm);
+    return rc;
+}
+
+/* out = text[0..len) under the tokenizer's Unicode normalizer: each maximal run of valid UTF-8 is
+ * normalized, invalid bytes are kept as they are (Hugging Face takes only valid UTF-8). */
+static int normalize_text(const Tokenizer *t, const char *text, size_t len, Buf *out) {
+    out->len = 0;
+    if (tok_buf_reserve(out, len + 1) < 0) return -1;
+    size_t run = 0, i = 0;
+    while (i <= len) {
+        uint32_t cp;
+        size_t k = i < len ? tok_utf8_decode((const unsigned char *)text + i, len - i, &cp) : 0;
+        if (k > 0) {
+            i += k;
+            continue;
+        }
+        if (i > run && normalize_run(t, text + run, i - run, out) < 0) return -1;
+        if (i < len && tok_buf_put(out, text + i, 1) < 0) return -1; /* an invalid byte */
+        run = ++i;
+    }
+    return 0;
+}
+
+static int is_ascii(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return 0;
+    return 1;
+}
+
+/* Byte-level BPE of one stretch of text: the normalizer (ASCII is left as it is by every Unicode
+ * normalization form), ByteLevel add_prefix_space, the pre-tokenizer, the merges. */
 static int gpt2_encode(const Tokenizer *t, const char *text, size_t len, IdVec *out, Work *w,
                        SpErr *err) {
-    if (!(t->add_prefix_space && len > 0 && text[0] != ' '))
-        return gpt2_encode_pieces(t, (const unsigned char *)text, len, out, w, err);
-    Buf prefixed = {0}; /* ByteLevel add_prefix_space: " " + text */
-    if (tok_buf_put(&prefixed, " ", 1) < 0 || tok_buf_put(&prefixed, text, len) < 0) {
-        free(prefixed.p);
-        return sp_fail(err, "tokenizer: out of memory while encoding %zu bytes", len);
+    Buf norm = {0}, prefixed = {0};
+    int rc = 0;
+    if (t->norm && !is_ascii(text, len)) {
+        if (normalize_text(t, text, len, &norm) < 0) goto fail;
+        text = norm.p, len = norm.len;
     }
-    int rc = gpt2_encode_pieces(t, (const unsigned char *)prefixed.p, prefixed.len, out, w, err);
+    if (t->add_prefix_space && len > 0 && text[0] != ' ') { /* " " + text */
+        if (tok_buf_put(&prefixed, " ", 1) < 0 || tok_buf_put(&prefixed, text, len) < 0) goto fail;
+        text = prefixed.p, len = prefixed.len;
+    }
+    rc = gpt2_encode_pieces(t, (const unsigned char *)text, len, out, w, err);
+    free(norm.p);
     free(prefixed.p);
     return rc;
+fail:
+    free(norm.p);
+    free(prefixed.p);
+    return sp_fail(err, "tokenizer: out of memory (or a Unicode normalizer failure) while encoding %zu bytes", len);
 }
 
 /* ---------------------------------------------------------------- Llama encode */
@@ -434,8 +511,11 @@ static int encode_segment(const Tokenizer *t, const char *s, size_t len, int fir
  * each stretch). A match that is dropped (special_as_text on a special token, single_word next to
  * a word character) stays plain text as a whole, as in Hugging Face's matcher. lstrip / rstrip
  * make the token swallow the whitespace before / after it. Tokens are matched on the raw text,
- * also those marked normalized: the same for GPT-2 (no normalizer) and for tokens without spaces
- * or "▁" under the Llama normalizers. */
+ * also those marked normalized: the same for GPT-2 (no normalizer), for tokens without spaces
+ * or "▁" under the Llama normalizers, and under a Unicode normalizer (Qwen's NFC) unless the
+ * normalization of the text makes or unmakes the token's content (no token of Llama 3 or Qwen is
+ * marked normalized). Each stretch between the tokens is normalized on its own, as Hugging Face
+ * does it. */
 static int encode_split(const Tokenizer *t, const char *s, size_t len, int special_as_text, IdVec *out,
                         Work *w, SpErr *err) {
     size_t seg = 0; /* start of the pending plain-text stretch */

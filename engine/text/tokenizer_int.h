@@ -26,7 +26,9 @@ enum {
     MAX_TEXT_BYTES = 1 << 30,   /* encode input bound; keeps symbol indices in int32 */
 };
 
-enum { TF_PRESENT = 1, TF_SPECIAL = 2, TF_ADDED = 4 };
+/* TF_ADDED: an added token not in model.vocab (decodes to its own text); TF_SPLIT_OUT: an added token
+ * that encode splits out of the text (tokenizer.json added_tokens, GPT-2's <|endoftext|>). */
+enum { TF_PRESENT = 1, TF_SPECIAL = 2, TF_ADDED = 4, TF_SPLIT_OUT = 8 };
 
 enum { SYM_UNKNOWN = -1, SYM_DEAD = -2 };
 
@@ -103,8 +105,11 @@ struct Tokenizer {
     int n_added;
     pcre2_code *word_re; /* "\\w" (Unicode), for single_word tokens; NULL when none has it */
     int add_bos, add_eos; /* tokenizer_config.json add_bos_token / add_eos_token, or the default */
-    /* GPT-2 */
-    pcre2_code *re;    /* pre-tokenizer; NULL when ByteLevel use_regex is false */
+    /* GPT-2 (byte-level) */
+    pcre2_code *re;    /* pre-tokenizer: GPT-2's pattern (ByteLevel use_regex) or the pattern of a
+                          Split pre-tokenizer (Llama 3, Qwen2); NULL when there is none */
+    char *split_regex; /* the Split pattern as tokenizer.json spells it (Oniguruma syntax), or NULL */
+    const struct UNormalizer2 *norm; /* normalizer NFC / NFD / NFKC / NFKD (ICU's, not owned), or NULL */
     int add_prefix_space;
     int ignore_merges; /* a pre-token that is itself a token is not split */
     /* Llama */

@@ -8,6 +8,8 @@
 #include "fsutil.h"
 
 #include <cjson/cJSON.h>
+#include <unicode/unorm2.h>
+#include <unicode/utypes.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,7 +211,7 @@ static const cJSON *find_component(const cJSON *obj, const char *type) {
     if (!cJSON_IsObject(obj)) return NULL;
     if (is_type(obj, type)) return obj;
     if (!is_type(obj, "Sequence")) return NULL;
-    static const char *const lists[] = {"pretokenizers", "normalizers", "decoders"};
+    static const char *const lists[] = {"pretokenizers", "normalizers", "decoders", "processors"};
     for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
         const cJSON *item;
         cJSON_ArrayForEach(item, field(obj, lists[l])) {
@@ -364,6 +366,7 @@ static int load_merges_json(Tokenizer *t, const cJSON *merges, const char *path,
 
 /* Registers id as an added token that encode splits out of the text (one entry per id). */
 static int push_added(Tokenizer *t, AddedTok a) {
+    t->v.flags[a.id] |= TF_SPLIT_OUT;
     for (int i = 0; i < t->n_added; i++)
         if (t->added[i].id == a.id) {
             t->added[i] = a; /* a repeated entry: the later one wins */
@@ -453,6 +456,23 @@ static void mark_special(Tokenizer *t, const char *s) {
     if (id >= 0) t->v.flags[id] |= TF_SPECIAL;
 }
 
+/* Compiles the pre-tokenizer regex into t->re (Unicode: \\p{L}, \\s and (?i) as in Oniguruma,
+ * which Hugging Face tokenizers uses); what: "the GPT-2 regex", "file: pre_tokenizer Split.pattern". */
+static int compile_pre_regex(Tokenizer *t, const char *pattern, const char *what, SpErr *err) {
+    int code;
+    PCRE2_SIZE at;
+    t->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &at, NULL);
+    if (!t->re) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(code, msg, sizeof msg);
+        return sp_fail(err, "%s: cannot compile the regex at offset %zu: %s", what, (size_t)at,
+                       (const char *)msg);
+    }
+    (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional speed-up */
+    return 0;
+}
+
 /* GPT-2 tables after the vocabulary and merges: byte tokens, <|endoftext|>, the regex. */
 static int finish_gpt2(Tokenizer *t, const char *vocab_file, int use_regex, SpErr *err) {
     for (int b = 0; b < 256; b++) {
@@ -466,19 +486,7 @@ static int finish_gpt2(Tokenizer *t, const char *vocab_file, int use_regex, SpEr
         t->v.flags[eot] |= TF_SPECIAL;
         t->bos = t->eos = eot;
     }
-    if (use_regex) {
-        int code;
-        PCRE2_SIZE at;
-        t->re = pcre2_compile((PCRE2_SPTR)GPT2_PATTERN, PCRE2_ZERO_TERMINATED,
-                              PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &at, NULL);
-        if (!t->re) {
-            PCRE2_UCHAR msg[160];
-            pcre2_get_error_message(code, msg, sizeof msg);
-            return sp_fail(err, "tokenizer: cannot compile the GPT-2 regex at %zu: %s", (size_t)at,
-                           (const char *)msg);
-        }
-        (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional speed-up */
-    }
+    if (use_regex && compile_pre_regex(t, GPT2_PATTERN, "the GPT-2 regex", err) < 0) return -1;
     if (finish_added(t, err) < 0) return -1;
     return build_decoded(t, err);
 }
@@ -546,20 +554,112 @@ static int json_family(const cJSON *root) {
     return 0;
 }
 
-/* Reads ByteLevel options; only a plain ByteLevel pre-tokenizer and no normalizer is supported. */
+/* The byte-level family's normalizer: null or one Unicode normalization form (Qwen2: NFC), done
+ * by ICU. */
+static int config_unicode_normalizer(Tokenizer *t, const cJSON *norm, const char *path, SpErr *err) {
+    if (!norm || cJSON_IsNull(norm)) return 0;
+    static const struct {
+        const char *type;
+        const UNormalizer2 *(*get)(UErrorCode *);
+    } forms[] = {{"NFC", unorm2_getNFCInstance}, {"NFD", unorm2_getNFDInstance},
+                 {"NFKC", unorm2_getNFKCInstance}, {"NFKD", unorm2_getNFKDInstance}};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        if (!is_type(norm, forms[i].type)) continue;
+        UErrorCode status = U_ZERO_ERROR;
+        t->norm = forms[i].get(&status);
+        if (U_FAILURE(status) || !t->norm)
+            return sp_fail(err, "%s: normalizer: ICU has no %s normalizer (%s)", path, forms[i].type,
+                           u_errorName(status));
+        return 0;
+    }
+    const cJSON *ty = field(norm, "type");
+    return sp_fail(err, "%s: normalizer: type '%s' is not supported with a ByteLevel pre-tokenizer "
+                        "(only NFC, NFD, NFKC, NFKD)", path, cJSON_IsString(ty) ? ty->valuestring : "?");
+}
+
+/* Unicode White_Space: \s of Oniguruma (Hugging Face tokenizers' regex engine) and of tiktoken's
+ * fancy-regex. PCRE2's own \s also takes U+180E, so \s is spelled out for it. */
+#define WHITE_SPACE "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}" \
+                    "\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+
+/* The PCRE2 spelling of a tokenizer.json regex (Oniguruma syntax): \s and \S become explicit
+ * White_Space classes; the escapes whose meaning differs between the two engines (\h is a hex
+ * digit in Oniguruma, \w and \b differ on marks) and nested classes are refused; the rest is the
+ * same syntax. what names the field for messages. */
+static int onig_to_pcre2(const char *re, Buf *out, const char *what, SpErr *err) {
+    int in_class = 0;
+    for (size_t i = 0; re[i]; i++) {
+        char c = re[i];
+        const char *put = NULL;
+        char two[3] = {c, 0, 0};
+        size_t n = 1;
+        if (c == '\\' && re[i + 1]) {
+            char e = re[++i];
+            two[1] = e, n = 2;
+            if (e == 's') put = in_class ? WHITE_SPACE : "[" WHITE_SPACE "]";
+            else if (e == 'S' && !in_class) put = "[^" WHITE_SPACE "]";
+            else if (strchr("ShHwWbB", e))
+                return sp_fail(err, "%s: \\%c is not supported%s", what, e, e == 'S' ? " inside a class" : "");
+        } else if (c == '[' && in_class && re[i + 1] != ':') {
+            return sp_fail(err, "%s: nested character classes are not supported", what);
+        } else if (c == '[' && !in_class) {
+            in_class = 1;
+            if (re[i + 1] == '^') two[1] = '^', n = 2, i++;
+            if (re[i + 1] == ']') two[n++] = ']', i++; /* a leading ']' is a literal */
+        } else if (c == ']' && in_class) {
+            in_class = 0;
+        }
+        if (tok_buf_put(out, put ? put : two, put ? strlen(put) : n) < 0) return sp_fail(err, "%s: out of memory", what);
+    }
+    return 0;
+}
+
+/* A Split pre-tokenizer that keeps its matches as pieces (behavior "Isolated", invert false) with
+ * a regex pattern: compiled into t->re. */
+static int config_split(Tokenizer *t, const cJSON *split, const char *path, SpErr *err) {
+    const cJSON *re = field(field(split, "pattern"), "Regex"), *behavior = field(split, "behavior");
+    int invert = opt_bool(split, "invert", 0);
+    if (!cJSON_IsString(re))
+        return sp_fail(err, "%s: pre_tokenizer Split.pattern: only a Regex pattern is supported", path);
+    if (!cJSON_IsString(behavior) || strcmp(behavior->valuestring, "Isolated") != 0)
+        return sp_fail(err, "%s: pre_tokenizer Split.behavior: only \"Isolated\" is supported, not '%s'", path,
+                       cJSON_IsString(behavior) ? behavior->valuestring : "?");
+    if (invert != 0) return sp_fail(err, "%s: pre_tokenizer Split.invert: only false is supported", path);
+    if (!(t->split_regex = strdup(re->valuestring))) return sp_fail(err, "%s: out of memory", path);
+    char what[4200];
+    snprintf(what, sizeof what, "%s: pre_tokenizer Split.pattern", path);
+    Buf pcre = {0};
+    int rc = onig_to_pcre2(re->valuestring, &pcre, what, err);
+    if (rc == 0) rc = compile_pre_regex(t, pcre.p ? pcre.p : "", what, err);
+    free(pcre.p);
+    return rc;
+}
+
+/* The byte-level family: a normalizer (none or NFC...), and the pre-tokenizer ByteLevel alone (GPT-2;
+ * use_regex: GPT-2's pattern) or Sequence [Split(Regex, Isolated), ByteLevel(use_regex false)]
+ * (Llama 3, Qwen2). Anything else is refused. */
 static int config_gpt2(Tokenizer *t, const cJSON *root, const char *path, int *use_regex, SpErr *err) {
-    const cJSON *pre = field(root, "pre_tokenizer"), *norm = field(root, "normalizer");
-    if (norm && !cJSON_IsNull(norm))
-        return sp_fail(err, "%s: normalizer: not supported with a ByteLevel pre-tokenizer", path);
-    if (!is_type(pre, "ByteLevel"))
-        return sp_fail(err, "%s: pre_tokenizer: only a plain ByteLevel pre-tokenizer is supported",
-                       path);
-    t->add_prefix_space = opt_bool(pre, "add_prefix_space", 1);
-    *use_regex = opt_bool(pre, "use_regex", 1);
+    const cJSON *pre = field(root, "pre_tokenizer");
+    if (config_unicode_normalizer(t, field(root, "normalizer"), path, err) < 0) return -1;
+    const cJSON *byte_level = pre, *list = field(pre, "pretokenizers");
+    if (is_type(pre, "Sequence")) {
+        const cJSON *split = cJSON_GetArrayItem(list, 0);
+        byte_level = cJSON_GetArrayItem(list, 1);
+        if (cJSON_GetArraySize(list) != 2 || !is_type(split, "Split") || !is_type(byte_level, "ByteLevel"))
+            return sp_fail(err, "%s: pre_tokenizer: a Sequence is supported only as [Split, ByteLevel]", path);
+        if (config_split(t, split, path, err) < 0) return -1;
+    } else if (!is_type(pre, "ByteLevel")) {
+        return sp_fail(err, "%s: pre_tokenizer: only ByteLevel or Sequence [Split, ByteLevel] is supported", path);
+    }
+    t->add_prefix_space = opt_bool(byte_level, "add_prefix_space", 1);
+    *use_regex = opt_bool(byte_level, "use_regex", 1);
     t->ignore_merges = opt_bool(field(root, "model"), "ignore_merges", 0);
     if (t->add_prefix_space < 0 || *use_regex < 0 || t->ignore_merges < 0)
         return sp_fail(err, "%s: pre_tokenizer: add_prefix_space/use_regex/ignore_merges must be "
                             "booleans", path);
+    if (t->re && (*use_regex || t->add_prefix_space))
+        return sp_fail(err, "%s: pre_tokenizer: ByteLevel after a Split must have use_regex and "
+                            "add_prefix_space false", path);
     return 0;
 }
 
@@ -628,12 +728,6 @@ static int config_llama(Tokenizer *t, const cJSON *root, const char *path, const
     t->fuse_unk = opt_bool(model, "fuse_unk", 0);
     if (t->byte_fallback < 0 || t->fuse_unk < 0)
         return sp_fail(err, "%s: model: byte_fallback/fuse_unk must be booleans", path);
-    static const char *const unsupported[] = {"continuing_subword_prefix", "end_of_word_suffix"};
-    for (int i = 0; i < 2; i++) {
-        const cJSON *f = field(model, unsupported[i]);
-        if (f && !cJSON_IsNull(f) && !(cJSON_IsString(f) && f->valuestring[0] == '\0'))
-            return sp_fail(err, "%s: model.%s: not supported", path, unsupported[i]);
-    }
     const cJSON *unk = field(model, "unk_token");
     if (unk && !cJSON_IsNull(unk) && !cJSON_IsString(unk))
         return sp_fail(err, "%s: model.unk_token: not a string", path);
@@ -645,6 +739,58 @@ static int config_llama(Tokenizer *t, const cJSON *root, const char *path, const
     int strip_start = cJSON_IsNumber(start) && start->valuedouble >= 1 && cJSON_IsString(content) &&
                       strcmp(content->valuestring, " ") == 0;
     t->strip_leading = strip_start || (find_component(dec, "Metaspace") && t->prefix != PREFIX_NONE);
+    return 0;
+}
+
+/* BPE options neither family supports: a non-empty continuing_subword_prefix / end_of_word_suffix. */
+static int check_bpe_options(const cJSON *model, const char *path, SpErr *err) {
+    static const char *const unsupported[] = {"continuing_subword_prefix", "end_of_word_suffix"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *f = field(model, unsupported[i]);
+        if (f && !cJSON_IsNull(f) && !(cJSON_IsString(f) && f->valuestring[0] == '\0'))
+            return sp_fail(err, "%s: model.%s: not supported", path, unsupported[i]);
+    }
+    return 0;
+}
+
+/* The id of a special token named in a file (post_processor, tokenizer_config.json); where names
+ * the field for the message. */
+static int special_id(Tokenizer *t, const char *s, const char *path, const char *where, int32_t *id, SpErr *err) {
+    char shown[96];
+    *id = tok_vocab_find(&t->v, s, strlen(s));
+    if (*id < 0)
+        return sp_fail(err, "%s: %s: '%s' is not in the vocabulary", path, where, tok_show(shown, s, strlen(s)));
+    t->v.flags[*id] |= TF_SPECIAL;
+    return 0;
+}
+
+/* post_processor TemplateProcessing (alone or in a Sequence): its "single" template
+ * [SpecialToken*, Sequence A, SpecialToken*] says which BOS / EOS the tokenizer adds (Llama 3:
+ * <|begin_of_text|> $A). At most one special token on each side. Other processors add nothing. */
+static int config_post_processor(Tokenizer *t, const cJSON *post, const char *path, SpErr *err) {
+    const cJSON *tp = find_component(post, "TemplateProcessing");
+    if (!tp) return 0;
+    const cJSON *single = field(tp, "single"), *item;
+    if (!cJSON_IsArray(single)) return sp_fail(err, "%s: post_processor.single: not an array", path);
+    int seen_a = 0, before = 0, after = 0;
+    cJSON_ArrayForEach(item, single) {
+        const cJSON *seq = field(item, "Sequence"), *sp = field(field(item, "SpecialToken"), "id");
+        if (seq && !seen_a) {
+            seen_a = 1;
+            continue;
+        }
+        if (!cJSON_IsString(sp))
+            return sp_fail(err, "%s: post_processor.single: only [SpecialToken*, Sequence, SpecialToken*] "
+                                "is supported", path);
+        int32_t id;
+        if (special_id(t, sp->valuestring, path, "post_processor.single", &id, err) < 0) return -1;
+        if (!seen_a) t->bos = id, before++;
+        else t->eos = id, after++;
+    }
+    if (!seen_a || before > 1 || after > 1)
+        return sp_fail(err, "%s: post_processor.single: expected one Sequence and at most one special "
+                            "token before and after it", path);
+    t->add_bos = before, t->add_eos = after;
     return 0;
 }
 
@@ -674,12 +820,14 @@ static Tokenizer *load_tokenizer_json(const char *path, SpErr *err) {
     }
     if (rc == 0 && family == TOK_GPT2_BPE) rc = config_gpt2(t, root, path, &use_regex, err);
     if (rc == 0 && family == TOK_LLAMA_BPE) rc = config_llama(t, root, path, &unk_token, err);
+    if (rc == 0) rc = check_bpe_options(model, path, err);
     if (rc == 0) rc = load_vocab_object(&t->v, field(model, "vocab"), path, "model.vocab", err);
     if (rc == 0) rc = load_added_tokens(t, field(root, "added_tokens"), path, err);
     if (rc == 0) rc = load_merges_json(t, field(model, "merges"), path, err);
     if (rc == 0)
         rc = family == TOK_GPT2_BPE ? finish_gpt2(t, path, use_regex, err)
                                     : finish_llama(t, path, unk_token, err);
+    if (rc == 0) rc = config_post_processor(t, field(root, "post_processor"), path, err);
     cJSON_Delete(root);
     if (rc < 0) {
         tokenizer_free(t);
@@ -694,8 +842,24 @@ static int join_path(char *out, size_t cap, const char *dir, const char *name, S
     return 0;
 }
 
-/* tokenizer_config.json, when the directory has one: add_bos_token / add_eos_token (booleans or
- * null; absent or null keeps the family's default). */
+/* tokenizer_config.json's bos_token / eos_token: a string, an AddedToken object {"content": ...},
+ * or null (the tokenizer has none: Qwen2's bos_token). Absent keeps *id. */
+static int config_token(Tokenizer *t, const cJSON *root, const char *name, const char *path, int32_t *id,
+                        SpErr *err) {
+    const cJSON *v = field(root, name);
+    if (!v) return 0;
+    if (cJSON_IsNull(v)) {
+        *id = -1;
+        return 0;
+    }
+    if (cJSON_IsObject(v)) v = field(v, "content");
+    if (!cJSON_IsString(v)) return sp_fail(err, "%s: %s: not a string, an object with content, or null", path, name);
+    return special_id(t, v->valuestring, path, name, id, err);
+}
+
+/* tokenizer_config.json, when the directory has one: bos_token / eos_token, add_bos_token /
+ * add_eos_token (booleans or null; absent or null keeps the family's default or the post
+ * processor's). */
 static int load_tokenizer_config(Tokenizer *t, const char *dir, SpErr *err) {
     char path[4096];
     if (join_path(path, sizeof path, dir, "tokenizer_config.json", err) < 0) return -1;
@@ -708,6 +872,8 @@ static int load_tokenizer_config(Tokenizer *t, const char *dir, SpErr *err) {
     int eos = rc == 0 ? opt_bool(root, "add_eos_token", t->add_eos) : 0;
     if (rc == 0 && bos < 0) rc = sp_fail(err, "%s: add_bos_token: not a boolean", path);
     if (rc == 0 && eos < 0) rc = sp_fail(err, "%s: add_eos_token: not a boolean", path);
+    if (rc == 0) rc = config_token(t, root, "bos_token", path, &t->bos, err);
+    if (rc == 0) rc = config_token(t, root, "eos_token", path, &t->eos, err);
     if (rc == 0) t->add_bos = bos, t->add_eos = eos;
     cJSON_Delete(root);
     return rc;

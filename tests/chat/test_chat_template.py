@@ -4,8 +4,9 @@ configured as transformers' apply_chat_template configures it: ImmutableSandboxe
 trim_blocks and lstrip_blocks, raise_exception() as a global, messages / add_generation_prompt /
 bos_token / eos_token as variables.
 
-Cases: the chat templates of 17 published models (their tokenizer_config.json "chat_template", as
-llama.cpp's tests/test-chat-template.cpp and the model cards list them) plus templates written here
+Cases: the chat templates of 22 published models (their tokenizer_config.json "chat_template", as
+llama.cpp's tests/test-chat-template.cpp and the model cards list them; Llama 3.x and Qwen2.5 / Qwen3 as
+files in tests/chat/templates/, see its README.md) plus templates written here
 to exercise each construct of the subset and Jinja's whitespace rules, each rendered for several
 conversations (with and without a system message, one turn, Spec-Bench's two turns, broken role
 order that some templates reject, content with quotes, braces, backslashes, newlines, UTF-8), with
@@ -45,6 +46,14 @@ PUBLISHED = {
     "Mistral-7B-Instruct-v0.1": "{{ bos_token }}{% for message in messages %}\n    {% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}\n        {{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}\n    {% endif %}\n    {% if message['role'] == 'user' %}\n        {{ '[INST] ' + message['content'] + ' [/INST]' }}\n    {% elif message['role'] == 'assistant' %}\n        {{ message['content'] + eos_token + ' ' }}\n    {% else %}\n        {{ raise_exception('Only user and assistant roles are supported!') }}\n    {% endif %}\n{% endfor %}",
 }
 
+# Published templates kept as files (tests/chat/templates/README.md says where each comes from): Llama 3.x
+# and Qwen2.5 / Qwen3, with tool calls, reasoning content, namespace, slices with a step, pair loops.
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+for _fn in sorted(os.listdir(TEMPLATE_DIR)):
+    if _fn.endswith(".jinja"):
+        with open(os.path.join(TEMPLATE_DIR, _fn), encoding="utf-8") as _f:
+            PUBLISHED[_fn[:-len(".jinja")]] = _f.read()
+
 # Written here: every construct of the subset, and the whitespace rules.
 CONSTRUCTS = {
     # string escapes as Jinja decodes them (Python's unicode-escape; issue 27 class 4: they were output
@@ -68,6 +77,11 @@ CONSTRUCTS = {
     "whitespace control": "A  \n  {% if true %}\n    B {{- ' c ' -}}  D\n  {%- if true +%}  E\n  {%+ endif %}{% endif %}\n"
     "{# a comment #}\n  {#- another -#}  F\n{% for m in messages %}\n    [{{ m.role }}]\n{% endfor %}\nG{{ '\\n' }}H\n"
     "{% raw_not_used = 1 if false %}",
+    "slices with a step, pair loops, items": "{{ messages[::-1] | length }}{% for m in messages[::-1] %}{{ m.role[0] }}"
+    "{% endfor %}|{{ 'abcdef'[::2] }}|{{ 'abcdef'[-1:1:-2] }}|{{ 'héllo wörld'[::-1] }}|{{ 'abc'[5:0:-1] }}|"
+    "{{ 'abc'[-9::] }}|{% for x in [1, 2, 3, 4, 5][4:0:-2] %}{{ x }}{% endfor %}|{% for x in [1, 2, 3][::-5] %}{{ x }}"
+    "{% endfor %}|{% for k, v in messages[0] | items %}{{ k }}={{ v | length }};{% endfor %}"
+    "{% for a, b in [[1, 2], ['x', 'y']] %}{{ a }}{{ b }}{% endfor %}",
     "lstrip and trim with CRLF and tabs": "\t{% if add_generation_prompt %}\r\nyes\r\n\t\t{% else %}\r\nno\r\n{% endif %}"
     "\n   {{ bos_token }}  \n{% for m in messages %}{{ m.content }}{% if not loop.last %}, {% endif %}{% endfor %}",
 }
@@ -82,7 +96,8 @@ OUTSIDE = {  # Jinja accepts these; the subset must refuse them, naming the line
     "a 15,000-filter chain": "{{ 'x'" + " | trim" * 15000 + " }}",
     "a macro": "ok\n{% macro f() %}x{% endmacro %}",
     "tojson": "{{ messages | tojson }}",
-    "tuple unpacking": "{% for a, b in [[1, 2]] %}{{ a }}{% endfor %}",
+    "unpacking three loop variables": "{% for a, b, c in [[1, 2, 3]] %}{{ a }}{% endfor %}",
+    "a zero slice step": "{{ 'abc'[::0] }}",
     "a float": "\n\n{{ 1.5 }}",
     "block set": "{% set x %}y{% endset %}",
     "loop filter": "{% for m in messages if m.role %}{% endfor %}",
@@ -99,6 +114,10 @@ CONVERSATIONS = [
     ([("user", "quotes ' \" braces {{ x }} {% if %} backslash \\ newline\nand UTF-8: é ✓ 日本"),
       ("assistant", "  spaced answer\n\n"), ("user", "<s> and </s> as text")], True),
     ([("assistant", "starts with the assistant")], False),
+    # reasoning in the content, as Qwen3's template splits it ("<think>...</think>")
+    ([("system", "Think first."), ("user", "2 + 2?"), ("assistant", "<think>\nadd them\n</think>\n\n4"),
+      ("user", "and 3 + 3?")], True),
+    ([("user", "<tool_response>\nresult\n</tool_response>"), ("assistant", "  <think>x</think>  y  ")], True),
 ]
 
 

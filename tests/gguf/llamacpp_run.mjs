@@ -2,7 +2,8 @@
 // compiler, no download) for tests/test_gguf.py and the llama.cpp benchmark.
 //   node llamacpp_run.mjs JOB.json  ->  JSON on stdout
 // JOB: {"model": "F.gguf", "threads": 1, "context": 256,
-//       "texts": ["..."],            -> "tokens": llama.cpp's tokenization of each text (no BOS added)
+//       "texts": ["..."],            -> "tokens": llama.cpp's tokenization of each text (no BOS added;
+//       "special_tokens": false,        with true, control tokens in the text are split out too)
 //       "prompts": [[ids]],          -> "probs": the next-token distribution after each prompt (softmax of the
 //                                       raw logits, every vocabulary id) and "greedy": n_greedy tokens
 //       "n_greedy": 16, "kv": "F32"}    (the KV cache type; llama.cpp's own default is F16)
@@ -18,7 +19,7 @@ const threads = job.threads ?? 1;
 const llama = await getLlama({gpu: false, build: "never", maxThreads: threads, logLevel: LlamaLogLevel.error});
 const model = await llama.loadModel({modelPath: job.model});
 const out = {tokens: [], probs: [], greedy: []};
-for (const t of job.texts ?? []) out.tokens.push(Array.from(model.tokenize(t)));
+for (const t of job.texts ?? []) out.tokens.push(Array.from(model.tokenize(t, job.special_tokens ?? false)));
 // the KV cache in F32 (llama.cpp's default is F16), so that the comparison sees the weights and the
 // arithmetic, not a cache rounding the engine does not do; "kv": "F16" keeps the default
 const kv = job.kv ?? "F32";

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """gen_corpus.py - deterministic, varied test texts for the tokenizer oracle test.
 
-    gen_corpus.py OUT [--lines N] [--seed S]
+    gen_corpus.py OUT [--lines N] [--seed S] [--added-tokens TOKENIZER_JSON] [--exclude HEX,...]
 
 Writes N (default 12000) texts, one JSON string per line (texts may contain newlines and tabs).
 The mix: lines of the license texts every Debian system has (/usr/share/common-licenses), prose
@@ -9,6 +9,12 @@ with contractions, code, whitespace runs (spaces, tabs, newlines, CR, VT, FF, Un
 numbers, punctuation runs, and Unicode (accents, combining marks, Greek, Cyrillic, Hebrew and
 Arabic (RTL), Devanagari, Thai, CJK, kana, Hangul, emoji with ZWJ and skin tones, flags,
 zero-width characters, BOM, fullwidth forms, other-script digits, "▁"), plus a few long lines.
+
+--added-tokens: the added tokens of that tokenizer.json ("<|eot_id|>", "<think>", ...) join the
+special-token texts, and a tenth of the lines are chat-like text with them (and near misses such as
+"<|eot_id" or "<|reserved_special_token_999|>") between words, code and Unicode.
+--exclude: code points (hex) that no line may contain (run_llama3_qwen.sh: U+0085 and U+FEFF, where
+the JavaScript oracles' \\s differs from the Oniguruma / tiktoken \\s of the Llama 3 and Qwen files).
 
 Left out on purpose:
   - NUL (the C side reads texts as C strings) and lone surrogates (not valid UTF-8);
@@ -98,8 +104,9 @@ def license_lines():
 
 
 class Gen:
-    def __init__(self, seed):
+    def __init__(self, seed, added=()):
         self.r = random.Random(seed)
+        self.added = list(added)
         self.lic = license_lines() or ["The quick brown fox jumps over the lazy dog."]
         words = " ".join(self.lic).split()
         self.words = [w for w in words if w.isalpha()] or ["word"]
@@ -231,16 +238,42 @@ class Gen:
             return "".join(self.pick(self.pick(list(POOLS.values()))) for _ in range(n // 4))
         return self.pick(["\n", "\t", "!", "ab"]) * (n // 2)
 
+    def chat(self):
+        # added tokens between pieces of text, as in a rendered chat template, and near misses
+        near = [a[:-1] for a in self.added] + [a[1:] for a in self.added] + [a.upper() for a in self.added]
+        out = []
+        for _ in range(self.r.randint(1, 12)):
+            k = self.r.random()
+            if k < 0.35:
+                out.append(self.pick(self.added))
+            elif k < 0.45:
+                out.append(self.pick(near + ["<|reserved_special_token_999|>", "<|", "|>", "<||>"]))
+            else:
+                out.append(self.pick([self.prose, self.code, self.script, self.whitespace, self.numbers,
+                                      lambda: self.pick(["\n", "\n\n", " ", "", "assistant\n\n"])])())
+        return "".join(out)
+
     def line(self):
         kinds = [(self.license, 20), (self.prose, 20), (self.code, 10), (self.whitespace, 10),
                  (self.numbers, 6), (self.punct, 6), (self.script, 12), (self.accents, 5),
                  (self.rtl, 4), (self.mixed, 12), (self.long, 0.5)]
+        if self.added:
+            kinds.append((self.chat, 12))
         f = self.r.choices([k for k, _ in kinds], weights=[w for _, w in kinds])[0]
         return f()
 
 
-def clean(text):
-    return text.replace("\0", "")
+def clean(text, exclude=()):
+    text = text.replace("\0", "")
+    for ch in exclude:
+        text = text.replace(ch, "")
+    return text
+
+
+def added_tokens(path):
+    """The contents of a tokenizer.json's added_tokens."""
+    with open(path, encoding="utf-8") as f:
+        return [a["content"] for a in json.load(f).get("added_tokens", [])]
 
 
 def main():
@@ -253,15 +286,20 @@ def main():
         n = int(args[args.index("--lines") + 1])
     if "--seed" in args:
         seed = int(args[args.index("--seed") + 1])
-    g = Gen(seed)
+    added = added_tokens(args[args.index("--added-tokens") + 1]) if "--added-tokens" in args else []
+    exclude = ([chr(int(h, 16)) for h in args[args.index("--exclude") + 1].split(",")]
+               if "--exclude" in args else [])
+    global SPECIAL_TEXT
+    SPECIAL_TEXT = SPECIAL_TEXT + added
+    g = Gen(seed, added)
     fixed = ["", " ", "  ", "\n", "\t", "a", "Hello world", " Hello", "Hello ", "I'm", "don't",
              "<|endoftext|>", "▁", " ▁x", "\r\n", "1234567890", "日本", "😀", "e\u0301",
              "\ufeff", "\u200b", "a\u00a0b", "x\u0085y", "\u3000\u3000z"]
     with open(out, "w", encoding="utf-8") as f:
         for text in fixed:
-            f.write(json.dumps(text) + "\n")
+            f.write(json.dumps(clean(text, exclude)) + "\n")
         for _ in range(n - len(fixed)):
-            f.write(json.dumps(clean(g.line())) + "\n")
+            f.write(json.dumps(clean(g.line(), exclude)) + "\n")
 
 
 if __name__ == "__main__":
