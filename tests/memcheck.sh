@@ -8,7 +8,8 @@
 #   - replay_inputs on fuzz/regressions and fuzz/corpus (every parser on every hostile input we keep);
 #   - the CLI on two tiny random GPT-2 models (tests/sweep_fixture.py) and a tiny Llama: info,
 #     tokenize (both ways), logits, generate, init-random, collect, train-verifier, decode (ar, sd,
-#     sprinter, oracle-iid with --audit), a 4-run sweep, summary, score, dtv, analyze; and error
+#     sprinter, oracle-iid with --audit), a 4-run sweep (and again with 2 prompts batched), summary,
+#     score, dtv, analyze; and error
 #     paths (missing model, context overflow, bad spec, sprinter without a verifier), where cleanup
 #     code is least exercised.
 # A step fails when valgrind reports an invalid access, a use of uninitialised memory that decides a
@@ -103,6 +104,7 @@ step train_verifier 0 "$S" train-verifier --data "$W/c.h5" --out "$W/v.safetenso
 step decode 0 "$S" decode --draft "$D" --target "$T" --prompt "hello the test" --max-new 8 \
     --method ar,sd,sprinter,oracle-iid --verifier "$W/v.safetensors" --audit --seed 2
 step sweep 0 "$S" sweep "$W/mc.ini" --out "$W/res" --verifier-cache "$W/vc" --quiet
+step sweep_batch 0 "$S" sweep "$W/mc.ini" --out "$W/res-batch" --batch 2 --verifier-cache "$W/vc" --quiet
 step summary 0 "$S" summary "$W/res"
 step score 0 "$S" score "$W/res" --quiet
 step dtv 0 "$S" dtv --draft "$D" --target "$T" --verifier "$W/v.safetensors" --data "$W/data.jsonl" \
