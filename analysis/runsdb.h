@@ -40,7 +40,11 @@ typedef struct RunInfo {
                                     * [data] eval_on_verifier_prompts, the authors' evaluation) */
     char verifier_sha256[72];      /* runs.verifier_sha256: the verifier file's hash, "" if none */
     char spec_name[64];            /* runs.spec_name: the sweep that ran it */
+    char draft_dir[1024], target_dir[1024]; /* runs.draft_dir / target_dir ("" when the run has none) */
     char label_rule[16];           /* runs.label_rule: "sound", "paper-code" ("" when NULL: schema < 6, or no labels) */
+    int exec_batch;                /* runs.exec_batch: prompts decoded together (1 when NULL); > 1: the run's t_* (and
+                                    * its prompts' t_total) are NaN, its speed only from timings (the [timing] pass) */
+    double tokens_per_s_batched;   /* runs.tokens_per_s_batched: throughput of a batched run, else NaN */
     int64_t seed;
     int max_new, n_prompts, prompt_offset, stop_at_eos, audit;
     double temperature;

@@ -315,7 +315,8 @@ static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const Promp
     return sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(db->h, db->path, "insert into prompts", err);
 }
 
-int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const char *finished_at, SpErr *err) {
+int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const RunThroughput *tp,
+                  const char *finished_at, SpErr *err) {
     char sql[4096];
     sqlite3_stmt *st = NULL, *up = NULL;
     if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
@@ -324,12 +325,17 @@ int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, co
         rc = sql_fail(db->h, db->path, "prepare insert into prompts", err);
     for (int i = 0; rc == 0 && i < n; i++) rc = insert_prompt(db, st, run_hash, &rows[i], err);
     if (rc == 0) {
-        if (sqlite3_prepare_v2(db->h, "UPDATE runs SET status = 'done', finished_at = ? WHERE run_hash = ?", -1, &up,
-                               NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v2(db->h,
+                               "UPDATE runs SET status = 'done', finished_at = ?, exec_batch = ?, tokens_per_s_batched = ? "
+                               "WHERE run_hash = ?",
+                               -1, &up, NULL) != SQLITE_OK) {
             rc = sql_fail(db->h, db->path, "prepare update of runs", err);
         } else {
             sqlite3_bind_text(up, 1, finished_at, -1, SQLITE_STATIC);
-            sqlite3_bind_text(up, 2, run_hash, -1, SQLITE_STATIC);
+            sqlite3_bind_int(up, 2, tp ? tp->batch : 1);
+            if (tp && tp->seconds > 0) sqlite3_bind_double(up, 3, (double)tp->tokens / tp->seconds);
+            else sqlite3_bind_null(up, 3);
+            sqlite3_bind_text(up, 4, run_hash, -1, SQLITE_STATIC);
             if (sqlite3_step(up) != SQLITE_DONE) rc = sql_fail(db->h, db->path, "mark run done", err);
             else if (sqlite3_changes(db->h) != 1) rc = sp_fail(err, "%s: run %.16s has no row to mark done", db->path, run_hash);
         }

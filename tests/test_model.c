@@ -444,10 +444,10 @@ int main(int argc, char **argv) {
     test_panels();
     test_bf16_dot();
     test_q8_vnni();
-    const char *archs[] = {"gpt2", "gpt-neo", "llama"};
+    const char *archs[] = {"gpt2", "gpt-neo", "llama", "qwen2", "qwen3"};
     const DType dts[] = {DT_F32, DT_F16, DT_BF16};
     const char *dtn[] = {"f32", "f16", "bf16"};
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < 5; a++)
         for (int t = 0; t < 3; t++) {
             char dir[1024], label[64];
             snprintf(dir, sizeof dir, "%s/model-%s-%s", work, archs[a], dtn[t]);

@@ -15,6 +15,14 @@
  *   gpt2   token_embd, position_embd, blk.N.{attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up,
  *          ffn_down} with biases, output_norm, output (absent when tied); HF's Conv1D weights
  *          ([in, out]) are transposed to [out, in].
+ *   qwen2  as llama, with blk.N.attn_{q,k,v}.bias, no q/k permutation (llama.cpp's qwen2 rotates halves
+ *          as Hugging Face does).
+ *   qwen3  as qwen2 without biases, with blk.N.attn_q_norm / attn_k_norm [head_dim]; key_length /
+ *          value_length = head_dim when head_dim x heads != hidden.
+ *   rope_scaling: linear as <arch>.rope.scaling.type "linear" + rope.scaling.factor (llama.cpp's
+ *          freq_scale = 1 / factor); llama3 as the tensor rope_freqs.weight [head_dim / 2] f32, the
+ *          divisor of each inverse frequency (rope_freq_divisor, config.h), as llama.cpp's converter
+ *          writes it; refused for qwen2 / qwen3, whose llama.cpp graphs apply no such factors.
  *   GPT-Neo is refused: llama.cpp has no GPT-Neo architecture.
  * Norm weights and biases are stored as F32 whatever the dtype; matrices in the chosen dtype (f32,
  * f16 or bf16, rounded to nearest even from the checkpoint's values; or Q8_0, quantized from the f32

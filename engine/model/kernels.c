@@ -1068,19 +1068,29 @@ static void linear_q8_vnni(const LinearW *L, const float *x, int n, int ldx, flo
     }
 }
 
+/* bf16 by dot products and Q8_0 by int8 dot products compute each row alone (activations rounded or
+ * quantized per row, the same instruction sequence for every row count), like the panel kernel. */
+int linear_rows_independent(const LinearW *L) { return L->panels || L->bf16_dot; }
+
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
-    if (L->q8_vnni)
+    if (L->q8_vnni) {
         linear_q8_vnni(L, x, n, ldx, y, ldy, tile, tile_elems);
-    else if (L->bf16_dot)
+    } else if (L->bf16_dot) {
         linear_bf16_dot(L, x, n, ldx, y, ldy, tile, tile_elems);
-    else if (L->panels)
+    } else if (L->panels) {
         linear_panels(L, x, n, ldx, y, ldy);
-    else if (L->few_rows && n <= KERNEL_MAX_ROWS)
-        linear_few_rows(L, x, n, ldx, y, ldy);
-    else if (L->dtype == DT_F32)
+    } else if (L->few_rows) { /* balanced passes of <= KERNEL_MAX_ROWS rows: 9 -> 5 + 4, never a one-row pass */
+        int passes = (n + KERNEL_MAX_ROWS - 1) / KERNEL_MAX_ROWS;
+        for (int g = 0, r0 = 0; g < passes; g++) {
+            int rows = (n - r0 + (passes - g) - 1) / (passes - g);
+            linear_few_rows(L, x + (size_t)r0 * ldx, rows, ldx, y + (size_t)r0 * ldy, ldy);
+            r0 += rows;
+        }
+    } else if (L->dtype == DT_F32) {
         linear_f32(L, x, n, ldx, y, ldy);
-    else
+    } else {
         linear_tiled(L, x, n, ldx, y, ldy, tile, tile_elems);
+    }
     add_bias(y, n, L->out, ldy, L->bias);
 }
 

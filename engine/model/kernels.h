@@ -35,9 +35,17 @@ typedef struct LinearW {
 } LinearW;
 
 /* y[n, out] (row stride ldy) = x[n, in] (row stride ldx) W + bias.
- * tile: scratch of tile_elems floats, used only for f16/bf16/Q8_0 widening and bf16-rounded activations
- * (bf16_dot: tile_elems >= bf16_dot_stride(in) / 2). */
+ * tile: scratch of tile_elems floats, used only for f16/bf16/Q8_0 widening and bf16-rounded or
+ * Q8_0-quantized activations (bf16_dot: tile_elems >= bf16_dot_stride(in) / 2; q8_vnni: >= in / 3).
+ * The row rule (what batching many sessions' rows in one call rests on, model.c): the arithmetic of a
+ * row of x never depends on the other rows, except, where linear_rows_independent(L) is 0, on whether
+ * n == 1 (the one-row kernel reduces its sums in another order) or n >= 2. So the few-row kernel takes
+ * n > KERNEL_MAX_ROWS too, in passes of 2..KERNEL_MAX_ROWS rows, not sgemm (whose per-row sums may
+ * depend on n); only weights no kernel takes (16-bit on a CPU without AVX2) go to BLAS, whose rows
+ * are then not promised independent (linear_rows_independent 0, and the rule does not hold). */
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems);
+/* 1 when a row's arithmetic in linear(L, ...) is the same for every n (the panel kernels, bf16 and Q8_0 dot products). */
+int linear_rows_independent(const LinearW *L);
 
 /* sum_i a[i] b[i] with 8 independent partial sums (vectorised; a single running sum is a chain of
  * dependent adds the compiler may not reorder). */

@@ -118,6 +118,30 @@ int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpEr
 int session_candidates(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden,
                        SpErr *err);
 
+/* ---- one forward call over rows of many Sessions of one Model ----
+ * Each request is what session_forward_tail(session, tokens, n, n_tail) would run: n tokens at the
+ * session's next positions, logits for the last n_tail rows. The matrices run once over all requests'
+ * rows stacked; embedding positions, keys/values and attention are each session's own. Results land in
+ * each session's own buffers, as its own call leaves them (the same pointers, valid until that session's
+ * next call), and are bit-identical to them: a row's arithmetic never depends on the other requests
+ * (model.c, "forward"). A ForwardBatch owns the stacked activations of at most max_rows rows (one
+ * call of more is run in consecutive parts, a request of more rows as its own session call); it
+ * borrows the sessions for the call only. Not
+ * thread-safe; a session may appear in one request of a call. */
+typedef struct SessionRows {
+    Session *session;
+    const int32_t *tokens; /* [n] */
+    int n, n_tail;         /* 1 <= n_tail <= n <= the session's max_batch */
+    const float *logits;   /* out: [n_tail, V] */
+    const float *hidden;   /* out: [n, d] final-norm states of all n rows */
+} SessionRows;
+typedef struct ForwardBatch ForwardBatch;
+ForwardBatch *forward_batch_new(const Model *m, int max_rows, SpErr *err);
+void forward_batch_free(ForwardBatch *b);
+int forward_batch_rows(const ForwardBatch *b);
+/* Runs req[0..n) (checked first, each as its own call would be; nothing runs if one is refused). */
+int forward_batch(ForwardBatch *b, SessionRows *req, int n, SpErr *err);
+
 /* Number of positions in the cache. */
 int session_len(const Session *s);
 /* Drops cached positions >= pos (speculative rollback). 0 <= pos <= session_len. */

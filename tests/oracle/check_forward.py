@@ -56,7 +56,7 @@ TOL = 1e-4
 TOL_BF16_DOT = 5e-2
 BF16_ENV = "SPRINTER_BF16"  # engine/model/model.h
 
-ARCH_CLI = {"gpt2": "gpt2", "gpt_neo": "gpt-neo", "llama": "llama"}
+ARCH_CLI = {"gpt2": "gpt2", "gpt_neo": "gpt-neo", "llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
 
 # --config variants for init-random
 CONFIGS = {
@@ -325,6 +325,50 @@ def main():
                 continue
             R.compare(name, out, pick_ids(rng, out, 6, 12))
 
+    # 1c. the newer families from their tiny presets (issue 28): Llama 3 (GQA, tied, head_dim given,
+    #     rope_scaling llama3 with original_max_position_embeddings 64: sequences of 80-100 tokens run
+    #     past it), Qwen2.5 (q/k/v biases, tied, theta 1e6), Qwen3 (per-head q/k RMSNorm, head_dim 16
+    #     with hidden 32 / 4 heads); every dtype, the KV-cache path on f32
+    for arch, preset, lo, hi in (("llama", "llama-3-tiny", 80, 100), ("qwen2", "tiny", 12, 40),
+                                 ("qwen3", "tiny", 12, 40)):
+        for dt in ("f32", "f16", "bf16"):
+            name = f"c/{arch}/{preset}/{dt}"
+            out = os.path.join(a.work, name.replace("/", "_"))
+            try:
+                R.init_random(arch, out, dt, seed=17, preset=preset)
+            except Exception as e:  # noqa: BLE001
+                R.result(name, False, str(e))
+                continue
+            R.compare(name, out, pick_ids(rng, out, lo, hi), check_last=(dt == "f32"))
+    # 1d. configs written here: rope_scaling "linear" under the old key "type"; Qwen3 without a head_dim
+    #     key (Qwen3Config's default 128, not hidden / heads = 12); a Qwen2 with GQA 6/2 and untied head
+    extra = {
+        "llama_linear": ("llama", dict(CONFIGS["llama"], max_position_embeddings=128,
+                                       rope_scaling={"type": "linear", "factor": 2.5})),
+        "qwen3_hd_default": ("qwen3", {"model_type": "qwen3", "hidden_size": 48, "num_hidden_layers": 2,
+                                       "num_attention_heads": 4, "num_key_value_heads": 2,
+                                       "intermediate_size": 64, "vocab_size": 101, "max_position_embeddings": 64,
+                                       "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+                                       "tie_word_embeddings": True, "initializer_range": 0.1}),
+        "qwen2_untied": ("qwen2", {"model_type": "qwen2", "hidden_size": 48, "num_hidden_layers": 3,
+                                   "num_attention_heads": 6, "num_key_value_heads": 2, "intermediate_size": 80,
+                                   "vocab_size": 97, "max_position_embeddings": 64, "rms_norm_eps": 1e-6,
+                                   "rope_theta": 1000000.0, "use_sliding_window": False,
+                                   "tie_word_embeddings": False, "initializer_range": 0.1}),
+    }
+    for key, (arch, cfg) in extra.items():
+        cfg_path = os.path.join(a.work, f"{key}_config.json")
+        with open(cfg_path, "w") as f:
+            json.dump(cfg, f, indent=2)
+        name = f"c/{arch}/{key}/f32"
+        out = os.path.join(a.work, name.replace("/", "_"))
+        try:
+            R.init_random(arch, out, "f32", seed=19, config=cfg_path)
+        except Exception as e:  # noqa: BLE001
+            R.result(name, False, str(e))
+            continue
+        R.compare(name, out, pick_ids(rng, out, 40, 60), check_last=True)
+
     if a.big:
         for arch, preset in (("llama", "vicuna-68m"), ("gpt_neo", "gpt-neo-125m"),
                              ("gpt2", "gpt2")):
@@ -481,14 +525,18 @@ def main():
                        ("c_gpt2_config_f32", "no_attn_scale"),
                        ("py_gpt2_noprefix", "gelu_exact"),
                        ("c_llama_config_f32", "rope_interleaved"),
-                       ("c_llama_config_f32", "kv_tile")):
+                       ("c_llama_config_f32", "kv_tile"),
+                       ("c_llama_llama-3-tiny_f32", "no_rope_scaling"),
+                       ("c_llama_llama_linear_f32", "no_rope_scaling"),
+                       ("c_qwen3_tiny_f32", "no_qk_norm"),
+                       ("c_qwen2_tiny_f32", "no_qkv_bias")):
         src = os.path.join(a.work, model)
         if not os.path.exists(os.path.join(src, "config.json")):
             R.result(f"neg/{model} vs ref[{mut}]", False, "model missing")
             continue
         with open(os.path.join(src, "config.json")) as f:
             V = ref_model.parse_config(json.load(f))["V"]
-        ids = [int(x) for x in rng.integers(0, V, 16)]
+        ids = [int(x) for x in rng.integers(0, V, 90 if mut == "no_rope_scaling" else 16)]
         R.compare(f"neg/{model} vs ref[{mut}]", src, ids, expect_fail=True,
                   ref_kw={"mutate": (mut,)})
 
