@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "methods.h"
+#include "modelorigin.h"
 #include "peers.h"
 #include "report_int.h"
 #include "report_util.h"
@@ -972,7 +973,10 @@ static const char kDefinitions[] =
     "repetition, ms per token = t_total / tokens over the run's first [timing] prompts; the ratio of two runs' ms per "
     "token within each repetition (paired), median [min, max] over the repetitions; a verdict when every repetition "
     "agrees. Without timings, the sweep's own ms per token (sum prompts.t_total / sum prompts.tokens, runs possibly "
-    "timed beside each other) is shown, without a verdict. The audit's own time is kept apart in t_audit.\n"
+    "timed beside each other) is shown, without a verdict. The audit's own time is kept apart in t_audit. A run "
+    "swept with [decode] batch > 1 (runs.exec_batch, runs.tsv; its prompts decoded together, their forward passes "
+    "batched) has no timings of its own: its speed comes only from the [timing] pass, which decodes one prompt at "
+    "a time; its throughput is runs.tokens_per_s_batched, never a latency.\n"
     "- row 9 (the lossy peers; lossy.md): SPRINTER's deployed point and every run of typical, fsd, optimal-lossy and "
     "judge in the cell placed by exact shift, the mean over prefixes of d_TV(p, p_method) of the first-token law "
     "(`sprinter dtv --method`, matched to a run by method, data and the parameters that shape the law). Among "
@@ -999,6 +1003,7 @@ int write_findings(Report *R, SpErr *err) {
                    "Results: %s (%d runs). Machine-readable: [FINDINGS.tsv](FINDINGS.tsv); the full report: "
                    "[index.md](index.md).\n\n",
                 R->o->results_dir, R->rs.n);
+        sec_models(f, R);
         table_md(f, &F);
         fputs(kDefinitions, f);
         rc = report_close(f, R, "FINDINGS.md", err);
@@ -1007,6 +1012,36 @@ int write_findings(Report *R, SpErr *err) {
     }
     R->findings = F.rows, R->n_findings = F.n;
     return rc;
+}
+
+void sec_models(FILE *f, const Report *R) {
+    const char *dirs[64];
+    int n = 0, n_random = 0;
+    for (int i = 0; i < R->rs.n; i++) {
+        const RunInfo *ri = R->an[i].ri;
+        const char *two[2] = {ri->draft_dir, ri->target_dir};
+        for (int k = 0; k < 2; k++) {
+            int seen = !two[k][0];
+            for (int j = 0; j < n && !seen; j++) seen = !strcmp(dirs[j], two[k]);
+            if (!seen && n < 64) dirs[n++] = two[k];
+        }
+    }
+    for (int j = 0; j < n; j++) n_random += model_origin(dirs[j], NULL) == ORIGIN_RANDOM_INIT;
+    if (n_random)
+        fprintf(f, "**No verdict: random-init models.** %d of the %d models these runs name are random-init checkpoints "
+                   "(`sprinter init-random`: model.safetensors carries `%s`): their acceptance, quality and speed "
+                   "measure the harness on noise, not a model pair, so no figure below says anything about the paper's "
+                   "claims; where a verdict is printed it checks the harness's own arithmetic.\n\n",
+                n_random, n, SP_INIT_SEED_KEY);
+    fprintf(f, "Models:");
+    for (int j = 0; j < n; j++) {
+        unsigned long long seed = 0;
+        ModelOrigin o = model_origin(dirs[j], &seed);
+        fprintf(f, "%s `%s` (", j ? ";" : "", dirs[j]);
+        if (o == ORIGIN_RANDOM_INIT) fprintf(f, "random-init, seed %llu)", seed);
+        else fprintf(f, "%s)", o == ORIGIN_CHECKPOINT ? "checkpoint" : "not found here");
+    }
+    fprintf(f, "%s\n\n", n ? "" : " none named");
 }
 
 void sec_findings(FILE *f, const Report *R) {

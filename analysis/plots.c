@@ -451,7 +451,7 @@ static int plot_position(const Report *R, SpErr *err) {
  * grid: eta_fp E[min(N,c)] E[T] E[FA] E[N]_uncapped E[FA]_uncapped latency_ms (theorycheck.h's TD_*;
  * latency = (E[T] c_step + c_target) / (E[T] + E[B]) with the run's measured costs and bonus share).
  * design_points.dat: the runs' measured points, block index first. Returns the number of runs. */
-static int design_data(const Report *R, SpErr *err) {
+static int design_data(const Report *R, int *timed, SpErr *err) {
     FILE *c = open_dat(R, "design_curves.dat", err), *p = c ? open_dat(R, "design_points.dat", err) : NULL;
     if (!c || !p) {
         if (c) fclose(c);
@@ -475,6 +475,7 @@ static int design_data(const Report *R, SpErr *err) {
         }
         fprintf(p, "%d %.6g %.6g %.6g %.6g %.6g %.6g \"%s %s\"\n", n, t->est.eta_fp, t->est.meas[TQ_MEAN_N],
                 t->est.meas[TQ_FA], a->ms_per_token, t->est.meas[TQ_MEAN_T], t->est.eta_tp, a->ri->method, a->setting);
+        *timed += !isnan(a->ms_per_token);
         n++;
     }
     if (n == 0) fprintf(c, "nan nan nan nan nan nan nan\n"), fprintf(p, "0 nan nan nan nan nan nan \"-\"\n");
@@ -484,7 +485,8 @@ static int design_data(const Report *R, SpErr *err) {
 }
 
 static int plot_design(const Report *R, SpErr *err) {
-    int n = design_data(R, err);
+    int timed = 0; /* runs with timings of their own (a batched sweep's runs have none: runs.exec_batch) */
+    int n = design_data(R, &timed, err);
     if (n < 0) return -1;
     Buf b;
     if (buf_open(&b)) return sp_fail(err, "out of memory");
@@ -502,9 +504,10 @@ static int plot_design(const Report *R, SpErr *err) {
     fprintf(b.f, "set multiplot layout 3,1\nset xlabel 'eta_FP'\nset xrange [0:1]\nset key off\n");
     for (size_t k = 0; k < sizeof kPanel / sizeof *kPanel; k++) {
         fprintf(b.f, "set title \"%s\"\nset ylabel '%s'\n", kPanel[k].title, kPanel[k].ylabel);
-        if (n == 0) {
-            fprintf(b.f, "set label 1 'not computed: no audited verifier runs' at graph 0.5,0.5 center\n"
-                         "plot 0 with lines lc rgb 'gray' notitle\nunset label 1\n");
+        if (n == 0 || (k == 2 && timed == 0)) {
+            fprintf(b.f, "set label 1 '%s' at graph 0.5,0.5 center\nplot 0 with lines lc rgb 'gray' notitle\nunset label 1\n",
+                    n == 0 ? "not computed: no audited verifier runs"
+                           : "not computed: no run timed in its sweep (swept with [decode] batch > 1)");
             continue;
         }
         if (k == 1) fprintf(b.f, "set yrange [0:5]\nset arrow 1 from 0.5, graph 0 to 0.5, graph 1 nohead dt 2 lc rgb 'gray'\n");

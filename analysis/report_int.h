@@ -107,6 +107,9 @@ int write_tsvs(Report *R, SpErr *err);
 /* findings.c: FINDINGS.md, FINDINGS.tsv (before write_index, which shows the same table) */
 int write_findings(Report *R, SpErr *err);
 void sec_findings(FILE *f, const Report *R);
+/* The models the runs name, each "random-init (seed N)" (records/modelorigin.h), a checkpoint, or not
+ * found; with a random-init one, the line "**No verdict: random-init models.**" and why, first. */
+void sec_models(FILE *f, const Report *R);
 /* The review's bound from Thm 3.3 (findings.c): eta_FP >= 1 - 1/(en - r + 1); NaN where en <= r
  * (no constraint). */
 double findings_review_bound(double en, double r);

@@ -73,13 +73,13 @@ static int write_runs_tsv(Report *R, SpErr *err) {
     if (!f) return -1;
     fprintf(f, "run_hash\tmethod\tsetting\tdataset\tseed\ttokens\tms_per_token\tspeedup_ar\tspeedup_sd\ttokens_per_call"
                "\taccept_rate\taccept_rate_lo\taccept_rate_hi\tchecked_drafts\taccepted_per_drafted\taccept_rate_from_tpc\tavg_tokens_paper\tlabel_rule\ttemperature\tflops_draft_tok\tflops_verifier_tok\tflops_target_tok\tflops_tok\teta_fp\teta_tp\tn_neg\tn_pos\tauc"
-               "\trouge1\trouge2\trougeL\tppl\twin_tie\tdtv_unigram\tdtv_bigram\tiid_rejected\tnote\n");
+               "\trouge1\trouge2\trougeL\tppl\twin_tie\tdtv_unigram\tdtv_bigram\tiid_rejected\tnote\texec_batch\ttokens_per_s_batched\n");
     for (int i = 0; i < R->rs.n; i++) {
         const RunAn *a = &R->an[i];
         double efp = a->nneg ? (double)a->fp / (double)a->nneg : NAN, etp = a->npos ? (double)a->tp / (double)a->npos : NAN;
         fprintf(f, "%s\t%s\t%s\t%s\t%lld\t%lld\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%.9g\t%.9g\t%.9g\t%s\t%g"
                    "\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%lld\t%lld"
-                   "\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%s\n",
+                   "\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%d\t%s\t%d\t%.9g\n",
                 a->ri->hash, a->ri->method, a->setting, a->dataset, (long long)a->ri->seed, (long long)a->ri->tokens,
                 a->ms_per_token, a->speedup_ar, a->speedup_sd, a->tok_per_call, a->acc.alpha,
                 isnan(a->acc.alpha) ? NAN : a->acc.ci95.lo, isnan(a->acc.alpha) ? NAN : a->acc.ci95.hi,
@@ -87,7 +87,8 @@ static int write_runs_tsv(Report *R, SpErr *err) {
                 a->ri->label_rule[0] ? a->ri->label_rule : "-", a->ri->temperature, a->flops_tok[0], a->flops_tok[1],
                 a->flops_tok[2], a->flops_tok[3], efp, etp, (long long)a->nneg, (long long)a->npos, a->auc, a->rouge[0],
                 a->rouge[1], a->rouge[2], a->ppl, a->win_tie, a->has_drift ? a->d_uni : NAN,
-                a->has_drift ? a->d_bi : NAN, a->has_iid ? a->iid.rejected : -1, a->note);
+                a->has_drift ? a->d_bi : NAN, a->has_iid ? a->iid.rejected : -1, a->note, a->ri->exec_batch,
+                a->ri->tokens_per_s_batched);
     }
     return report_close(f, R, "runs.tsv", err);
 }
@@ -514,6 +515,7 @@ int write_index(Report *R, SpErr *err) {
             R->o->results_dir, R->rs.n, nv, R->rs.schema_version, R->o->alpha, R->o->bootstrap, R->o->seed,
             R->o->shift != 0 ? " **TEST MODE: every predicted mean is shifted by --test-shift; the checks are meant to "
                                "fail.**" : "");
+    sec_models(f, R);
     sec_deployed(f, R);
     sec_findings(f, R);
     sec_checks(f, R);

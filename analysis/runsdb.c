@@ -57,6 +57,11 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
     col_str(st, RUNS_label_rule, r->label_rule, sizeof r->label_rule);
     col_str(st, RUNS_verifier_sha256, r->verifier_sha256, sizeof r->verifier_sha256);
     col_str(st, RUNS_spec_name, r->spec_name, sizeof r->spec_name);
+    col_str(st, RUNS_draft_dir, r->draft_dir, sizeof r->draft_dir);
+    col_str(st, RUNS_target_dir, r->target_dir, sizeof r->target_dir);
+    /* schema 9: how the run was executed (NULL in older rows: one prompt at a time) */
+    r->exec_batch = sqlite3_column_type(st, RUNS_exec_batch) == SQLITE_NULL ? 1 : sqlite3_column_int(st, RUNS_exec_batch);
+    r->tokens_per_s_batched = col_opt(st, RUNS_tokens_per_s_batched);
     const char *config = (const char *)sqlite3_column_text(st, RUNS_config);
     verifier_data_of(config, r->verifier_data_sha256, sizeof r->verifier_data_sha256);
     const char *vn = config ? strstr(config, "\nverifier data_sha256=") : NULL;
@@ -162,6 +167,10 @@ static int load_prompts(const Rdb *d, RunInfo *r, SpErr *err) {
     r->prompts = prompts;
     sqlite3_finalize(st);
     r->avg_tokens_paper = avg_tokens_paper_of(r);
+    if (r->exec_batch > 1) { /* its prompt rows hold no timings (0): no latency, no speed from them */
+        r->t_total = r->t_draft = r->t_target = r->t_verifier = r->t_audit = NAN;
+        for (int j = 0; j < r->n_rows; j++) r->prompts[j].t_total = NAN;
+    }
     return rc;
 }
 

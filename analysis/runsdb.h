@@ -34,14 +34,18 @@ typedef struct TimingInfo {
 /* One done run. Parameters that do not apply to the method are NaN (NULL in the database). */
 typedef struct RunInfo {
     char hash[72], method[32], dataset[1024], dataset_sha256[72], data_format[32], token_log[1024];
-    char token_log_fnv1a64[24]; /* runs.token_log_fnv1a64: the log's digest at commit ("": schema < 9) */
+    char token_log_fnv1a64[24]; /* runs.token_log_fnv1a64: the log's digest at commit ("": schema < 10) */
     char verifier_data_sha256[72]; /* the verifier's training data (from runs.config), "" if none */
     int verifier_n_prompts;        /* the verifier's training prompts 0..n-1 of that data (runs.config), 0 if none */
     int on_verifier_prompts;       /* 1: evaluated on some of them (same data, prompt_offset < verifier_n_prompts:
                                     * [data] eval_on_verifier_prompts, the authors' evaluation) */
     char verifier_sha256[72];      /* runs.verifier_sha256: the verifier file's hash, "" if none */
     char spec_name[64];            /* runs.spec_name: the sweep that ran it */
+    char draft_dir[1024], target_dir[1024]; /* runs.draft_dir / target_dir ("" when the run has none) */
     char label_rule[16];           /* runs.label_rule: "sound", "paper-code" ("" when NULL: schema < 6, or no labels) */
+    int exec_batch;                /* runs.exec_batch: prompts decoded together (1 when NULL); > 1: the run's t_* (and
+                                    * its prompts' t_total) are NaN, its speed only from timings (the [timing] pass) */
+    double tokens_per_s_batched;   /* runs.tokens_per_s_batched: throughput of a batched run, else NaN */
     int64_t seed;
     int max_new, n_prompts, prompt_offset, stop_at_eos, audit;
     double temperature;

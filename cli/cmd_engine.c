@@ -365,10 +365,12 @@ done:
 /* ------------------------------------------------------------------ init-random */
 
 static const char kInitHelp[] =
-    "usage: sprinter init-random --arch gpt2|gpt-neo|llama (--preset NAME | --config FILE) --out DIR\n"
+    "usage: sprinter init-random --arch gpt2|gpt-neo|llama|qwen2|qwen3 (--preset NAME | --config FILE) --out DIR\n"
     "                            [--seed S] [--dtype f32|f16|bf16]\n"
     "  presets: gpt2: tiny gpt2 gpt2-medium gpt2-xl; gpt-neo: tiny gpt-neo-125m gpt-neo-1.3b;\n"
-    "           llama: tiny vicuna-68m vicuna-7b\n"
+    "           llama: tiny vicuna-68m vicuna-7b llama-3-tiny llama-3.2-1b llama-3.1-8b;\n"
+    "           qwen2: tiny qwen2.5-0.5b qwen2.5-7b; qwen3: tiny qwen3-0.6b qwen3-8b\n"
+    "           (sprinter info --preset NAME prints one without writing it)\n"
     "  --config FILE  a Hugging Face config.json; its model_type must match --arch\n"
     "  Weights ~ N(0, initializer_range^2) (norm weights 1 + that); default seed 0, dtype f32.\n";
 
@@ -430,32 +432,84 @@ int cmd_init_random(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ info */
 
+static const char kInfoHelp[] =
+    "usage: sprinter info --model DIR\n"
+    "       sprinter info --preset NAME [--arch A]   (no weights written or read)\n"
+    "  Prints the configuration, the parameter count (a tied embedding counted once; params_non_embedding\n"
+    "  leaves out the token embedding and the LM head) and the weight bytes (stored dtype; for a preset,\n"
+    "  bf16). A preset name two architectures share (\"tiny\") needs --arch.\n";
+
+static const char *rope_scaling_name(RopeScaleKind k) {
+    return k == ROPE_SCALE_LINEAR ? "linear" : k == ROPE_SCALE_LLAMA3 ? "llama3" : "none";
+}
+
+static void print_config(const ModelConfig *c) {
+    printf("arch %s\nvocab_size %d\nd_model %d\nn_layers %d\nn_heads %d\nn_kv_heads %d\nhead_dim %d\nd_ff %d\n"
+           "max_pos %d\ntied_embeddings %d\n",
+           arch_name(c->arch), c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff,
+           c->max_pos, c->tie_embeddings);
+    if (c->rope_theta > 0) printf("rope_theta %g\nrope_scaling %s\n", (double)c->rope_theta, rope_scaling_name(c->rope_scaling.kind));
+    if (c->rope_scaling.kind == ROPE_SCALE_LLAMA3)
+        printf("rope_scaling_factor %g\nrope_low_freq_factor %g\nrope_high_freq_factor %g\nrope_original_max_pos %d\n",
+               (double)c->rope_scaling.factor, (double)c->rope_scaling.low_freq_factor,
+               (double)c->rope_scaling.high_freq_factor, c->rope_scaling.original_max_pos);
+    else if (c->rope_scaling.kind == ROPE_SCALE_LINEAR)
+        printf("rope_scaling_factor %g\n", (double)c->rope_scaling.factor);
+}
+
+/* info --preset: the configuration and the counts its tensor table implies. */
+static int info_preset(const char *preset, const char *arch) {
+    SpErr err = {{0}};
+    const char *pa = preset_arch_of(preset, arch, &err);
+    cJSON *json = pa ? preset_config(pa, preset, &err) : NULL;
+    if (!json) return fail("info", &err);
+    char name[300];
+    snprintf(name, sizeof name, "preset %s", preset);
+    ModelConfig c;
+    ParamCount n;
+    int rc = config_parse(json, name, &c, &err);
+    cJSON_Delete(json);
+    if (rc) return fail("info", &err);
+    if (config_param_count(&c, &n, &err)) {
+        config_free(&c);
+        return fail("info", &err);
+    }
+    printf("preset %s\n", preset);
+    print_config(&c);
+    printf("params %lld\nparams_non_embedding %lld\nweight_bytes_bf16 %lld\n", (long long)n.total,
+           (long long)n.non_embedding, (long long)(2 * n.total));
+    config_free(&c);
+    return 0;
+}
+
 int cmd_info(int argc, char **argv) {
-    const char *dir = NULL;
-    static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *dir = NULL, *preset = NULL, *arch = NULL;
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'}, {"preset", required_argument, 0, 'p'},
+                                         {"arch", required_argument, 0, 'a'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
         case 'm': dir = optarg; break;
-        case 'h': printf("usage: sprinter info --model DIR\n"); return 0;
+        case 'p': preset = optarg; break;
+        case 'a': arch = optarg; break;
+        case 'h': fputs(kInfoHelp, stdout); return 0;
         default: return arg_bad_option("info", argv);
         }
     }
-    if (!dir) {
-        fprintf(stderr, "sprinter info: need --model\n");
+    if (!dir == !preset || (arch && !preset)) {
+        fprintf(stderr, "sprinter info: need exactly one of --model, --preset (--arch only with --preset)\n");
         return 2;
     }
+    if (preset) return info_preset(preset, arch);
     SpErr err = {{0}};
     Model *m = model_load(dir, &err);
     if (!m) {
         sp_err_prefix(&err, "%s", dir);
         return fail("info", &err);
     }
-    const ModelConfig *c = model_config(m);
-    printf("arch %s\nvocab_size %d\nd_model %d\nn_layers %d\nn_heads %d\nn_kv_heads %d\nhead_dim %d\nd_ff %d\n"
-           "max_pos %d\ntied_embeddings %d\nparams %lld\nweight_bytes %lld\n",
-           arch_name(c->arch), c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff,
-           c->max_pos, c->tie_embeddings, (long long)model_n_params(m), (long long)model_weight_bytes(m));
+    print_config(model_config(m));
+    printf("params %lld\nweight_bytes %lld\n", (long long)model_n_params(m), (long long)model_weight_bytes(m));
     model_free(m);
     return 0;
 }
@@ -463,11 +517,14 @@ int cmd_info(int argc, char **argv) {
 /* ------------------------------------------------------------------ export-gguf */
 
 static const char kGgufHelp[] =
-    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16] [--tokenizer DIR]\n"
-    "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2 and Llama; GPT-Neo is refused: llama.cpp has\n"
-    "  no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
+    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--tokenizer DIR]\n"
+    "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2, Llama, Qwen2, Qwen3; GPT-Neo is refused: llama.cpp\n"
+    "  has no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
+    "  rope scaling as llama.cpp reads it (llama3: a rope_freqs tensor; linear: rope.scaling.*),\n"
     "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/model/gguf.h).\n"
-    "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even); norms and biases stay f32\n"
+    "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even), or q8_0 (ggml's Q8_0 blocks,\n"
+    "               rounded as llama-quantize does; the position embedding stays f32, rows that are not\n"
+    "               whole 32-value blocks f16, as llama-quantize leaves them); norms and biases stay f32\n"
     "  --tokenizer  the directory of vocab.json + merges.txt or tokenizer.json (default: the model's); ids\n"
     "               it lacks are written as unused [PADn] tokens (for random-init checkpoints)\n";
 
@@ -487,8 +544,9 @@ int cmd_export_gguf(int argc, char **argv) {
             if (!strcmp(optarg, "f32")) dt = DT_F32;
             else if (!strcmp(optarg, "f16")) dt = DT_F16;
             else if (!strcmp(optarg, "bf16")) dt = DT_BF16;
+            else if (!strcmp(optarg, "q8_0")) dt = DT_Q8_0;
             else {
-                fprintf(stderr, "sprinter export-gguf: --dtype: \"%s\" is not f32, f16 or bf16\n", optarg);
+                fprintf(stderr, "sprinter export-gguf: --dtype: \"%s\" is not f32, f16, bf16 or q8_0\n", optarg);
                 return 2;
             }
             break;

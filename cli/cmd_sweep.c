@@ -31,6 +31,9 @@ static const char kSweepHelp[] =
     "  --jobs K           K worker processes, each with its own decoder (default 1); results do not\n"
     "                     depend on K\n"
     "  --threads N        OpenBLAS threads per process (default 1)\n"
+    "  --batch B          decode B prompts of a run together, their forward passes batched (overrides\n"
+    "                     [decode] batch; default 1); tokens, events and run hashes do not depend on B,\n"
+    "                     and a batched run records throughput (runs.tokens_per_s_batched), not latency\n"
     "  --verifier-cache DIR   verifier cache (default [verifier] cache_dir, else DIR/verifiers)\n"
     "  --retry-failed     reset the runs marked failed and run them again (after fixing what failed\n"
     "                     outside the configuration, e.g. a sprinter or BLAS bug)\n"
@@ -47,7 +50,7 @@ static const char kSweepHelp[] =
 
 typedef struct SweepArgs {
     const char *spec, *out, *ver_cache, *nan_method;
-    long shard_i, shard_n, jobs, threads, delay_ms, crash_at;
+    long shard_i, shard_n, jobs, threads, delay_ms, crash_at, batch;
     int dry_run, quiet, retry_failed;
 } SweepArgs;
 
@@ -70,6 +73,7 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
         {"quiet", no_argument, 0, 'q'},            {"test-delay-ms", required_argument, 0, 'D'},
         {"test-crash-at", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
         {"retry-failed", no_argument, 0, 'R'},     {"test-nan-logits", required_argument, 0, 'N'},
+        {"batch", required_argument, 0, 'B'},
         {0, 0, 0, 0}};
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -83,6 +87,7 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
             break;
         case 'j': if (arg_long(cmd, "jobs", optarg, 1, 256, &a->jobs)) return 2; break;
         case 't': if (arg_long(cmd, "threads", optarg, 1, 1024, &a->threads)) return 2; break;
+        case 'B': if (arg_long(cmd, "batch", optarg, 1, SPEC_MAX_BATCH, &a->batch)) return 2; break;
         case 'v': a->ver_cache = optarg; break;
         case 'n': a->dry_run = 1; break;
         case 'q': a->quiet = 1; break;
@@ -141,6 +146,7 @@ int cmd_sweep(int argc, char **argv) {
     }
     int rc = 2;
     if (spec_load(a.spec, s, &err)) goto done;
+    if (a.batch > 0) s->batch = (int)a.batch;
     char base[4096], out[4200], cache[4200];
     if (a.out) snprintf(base, sizeof base, "%s", a.out);
     else snprintf(base, sizeof base, "results/%s", s->name);

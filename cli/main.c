@@ -22,7 +22,7 @@ static const Command kCommands[] = {
     {"tokenize", cmd_tokenize, "print the token ids of a text (or decode ids)"},
     {"logits", cmd_logits, "print or write the logits (and hidden states) for token ids"},
     {"init-random", cmd_init_random, "write a Hugging Face model directory with random weights"},
-    {"info", cmd_info, "print a model's configuration, parameter count and weight bytes"},
+    {"info", cmd_info, "print a model's (or a preset's) configuration, parameter count and weight bytes"},
     {"export-gguf", cmd_export_gguf, "write a GPT-2 / Llama checkpoint as GGUF v3 for llama.cpp"},
     {"sweep", cmd_sweep, "run an experiment grid (experiments/*.ini) into results/ (SQLite + HDF5), resumable"},
     {"merge", cmd_merge, "merge the results directories of sweep shards"},

@@ -72,10 +72,18 @@ int64_t db_run_tokens_first(Db *db, const char *run_hash, int below_index, SpErr
 int db_run_reset(Db *db, const char *run_hash, SpErr *err);
 /* One transaction: replaces the run's row with status 'running' and deletes its prompt rows. */
 int db_run_begin(Db *db, const SweepSpec *s, const RunConfig *r, const RunMeta *m, SpErr *err);
+/* How a run was executed: batch prompts together, tokens over seconds of their batches' wall time. */
+typedef struct RunThroughput {
+    int batch;
+    int64_t tokens;
+    double seconds;
+} RunThroughput;
 /* One transaction: inserts the prompt rows and marks the run done with finished_at and its committed
- * token log's content digest (runs.token_log_fnv1a64, records/tokenlog.h TokenLog.content_hash). */
-int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const char *finished_at,
-                  const char *token_log_fnv1a64, SpErr *err);
+ * token log's content digest (runs.token_log_fnv1a64, records/tokenlog.h TokenLog.content_hash); tp: a
+ * batched run's runs.exec_batch and tokens_per_s_batched (NULL: a run of one prompt at a time,
+ * exec_batch 1). */
+int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const RunThroughput *tp,
+                  const char *finished_at, const char *token_log_fnv1a64, SpErr *err);
 /* One transaction: marks the 'running' run failed with the one-line reason and finished_at, and
  * deletes its prompt and outputs rows (a failed run keeps no partial results). */
 int db_run_fail(Db *db, const char *run_hash, const char *reason, const char *finished_at, SpErr *err);

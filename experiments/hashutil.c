@@ -57,7 +57,7 @@ static int wanted(const char *name) {
                                         "tokenizer_config.json", "chat_template.jinja"};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (!strcmp(name, exact[i])) return 1;
-    return n > 12 && !strcmp(name + n - 12, ".safetensors");
+    return (n > 12 && !strcmp(name + n - 12, ".safetensors")) || (n > 5 && !strcmp(name + n - 5, ".gguf"));
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

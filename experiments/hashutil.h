@@ -12,7 +12,7 @@
 
 int sha256_file(const char *path, char out[SP_SHA256_HEX], SpErr *err);
 void sha256_str(const char *s, size_t len, char out[SP_SHA256_HEX]);
-/* Hash over config.json and every *.safetensors / index / tokenizer file of a model directory,
+/* Hash over config.json and every *.safetensors / *.gguf / index / tokenizer file of a model directory
  * in name order (file names included), so any change to what the loader reads changes it. */
 int sha256_model_dir(const char *dir, char out[SP_SHA256_HEX], SpErr *err);
 

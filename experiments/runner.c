@@ -409,71 +409,133 @@ static int run_prompt_ids(const Ctx *c, const RunConfig *r, int i, const char *c
               : 0;
 }
 
-/* Decodes every prompt of r with dc (r->dc, maybe with a test fault) and appends its events to log:
- * 0, RUN_FAILED (non-finite logits; err: "prompt P: draft model: logits ... contain NaN ...") or -1.
- * A conversation's turns run in order, each after the run's answer to the one before. */
+/* The decoders a run's prompts are decoded with: batch of them ([decode] batch; the first is the run's
+ * own), made for the run, freed after it. */
+typedef struct RunDecoders {
+    Decoder *dec[SPEC_MAX_BATCH];
+    int n;
+} RunDecoders;
+
+/* A prompt of a group: its row's identity, ids, RNG and decode. */
+typedef struct PromptJob {
+    const int32_t *ids;
+    int32_t *owned;
+    gsl_rng *rng;
+    DecodeJob job;
+} PromptJob;
+
+/* Prompt i's row fields, ids and RNG (its own stream, seeded by prompt_seed). */
+static int prompt_begin(Ctx *c, const RunConfig *r, int i, char **answers, PromptRow *row, PromptJob *pj, SpErr *err) {
+    const SweepSpec *s = c->s;
+    const Prompts *P = &c->prompts[r->dataset];
+    row->prompt_index = s->prompt_offset + i;
+    const Example *ex = &P->ds.ex[row->prompt_index];
+    row->example_id = ex->id;
+    row->category = ex->category;
+    row->turn = ex->turn;
+    if (run_prompt_ids(c, r, i, (const char *const *)answers, &pj->ids, &pj->owned, &row->n_prompt_tokens,
+                       &row->truncated, err))
+        return -1;
+    row->rng_seed = prompt_seed(r->seed, row->prompt_index);
+    if (!(pj->rng = sampler_rng_new(row->rng_seed))) return sp_fail(err, "out of memory");
+    return 0;
+}
+
+/* A decoded prompt into its row, the answers a later turn reads, the token log (when not NULL). */
+static int prompt_end(Ctx *c, const RunConfig *r, int i, char **answers, PromptRow *row, DecodeOutput *out,
+                      TokenLog *log, SpErr *err) {
+    (void)r;
+    fill_row(row, r, out);
+    size_t len;
+    if (tokenizer_decode(c->m.tokenizer, out->tokens, (size_t)out->n_tokens, 1, &row->output_text, &len, NULL) == 0)
+        db_text_sanitize(row->output_text);
+    else
+        row->output_text = NULL;
+    /* the answer a later turn sees: what `sprinter score` rebuilds from prompts.output_text */
+    if (!(answers[i] = prompt_answer(row->output_text))) return sp_fail(err, "out of memory");
+    if (log && tokenlog_append(log, row->prompt_index, out->events, out->n_events, err)) return -1;
+    if (log) c->prog.tokens += out->n_tokens;
+    return 0;
+}
+
+/* The end of prompts [i0, i1) of a group: prompts [i0, i1) up to batch of them, but a later turn of a
+ * conversation never in the same group as the turn before (it is encoded after that turn's answer). */
+static int group_end(const Prompts *P, int offset, int i0, int n, int batch) {
+    int i1 = i0 + 1;
+    while (i1 < n && i1 - i0 < batch) {
+        int turn = P->ds.ex[offset + i1].turn;
+        if (turn > 0 && i1 - turn >= i0) break;
+        i1++;
+    }
+    return i1;
+}
+
 /* Decodes the run's first n prompts into rows[0..n) and, when log is not NULL, their events into the
- * token log (a timing decode passes NULL: the run's log is already whole). */
-static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Decoder *dec, TokenLog *log,
-                          PromptRow *rows, int n, SpErr *err) {
+ * token log (a timing decode passes NULL: the run's log is already whole), with dc (r->dc, maybe with a
+ * test fault): 0, RUN_FAILED (non-finite logits; err: "prompt P: draft model: logits ... contain NaN
+ * ...") or -1. Prompts are decoded in groups of up to rd->n, one decoder each, in lock step
+ * (decoder_run_batch): each prompt's tokens and events are those of its decode alone, and they are
+ * stored in prompt order, so the results do not depend on the group size. With rd->n > 1 no prompt
+ * row gets timings (a prompt's share of a batch's wall time is not its latency: t_* are 0); the
+ * groups' wall time adds to *batched_s (the run's runs.tokens_per_s_batched). A
+ * conversation's turns run in order, each after the run's answer to the one before. */
+static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, RunDecoders *rd, TokenLog *log,
+                          PromptRow *rows, int n, double *batched_s, SpErr *err) {
     const SweepSpec *s = c->s;
     const Prompts *P = &c->prompts[r->dataset];
     char **answers = calloc((size_t)n, sizeof *answers); /* [n] this run's answers */
     if (!answers) return sp_fail(err, "out of memory");
     int rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        PromptRow *row = &rows[i];
-        row->prompt_index = s->prompt_offset + i;
-        const Example *ex = &P->ds.ex[row->prompt_index];
-        row->example_id = ex->id;
-        row->category = ex->category;
-        row->turn = ex->turn;
-        const int32_t *ids;
-        int32_t *owned;
-        if (run_prompt_ids(c, r, i, (const char *const *)answers, &ids, &owned, &row->n_prompt_tokens, &row->truncated,
-                           err)) {
-            rc = -1;
-            break;
+    for (int i0 = 0; i0 < n && !rc;) {
+        int i1 = group_end(P, s->prompt_offset, i0, n, rd->n), g = i1 - i0;
+        PromptJob pj[SPEC_MAX_BATCH];
+        memset(pj, 0, sizeof pj);
+        int ready = 0;
+        for (; ready < g && !rc; ready++) rc = prompt_begin(c, r, i0 + ready, answers, &rows[i0 + ready], &pj[ready], err);
+        for (int k = 0; k < g && !rc; k++)
+            pj[k].job = (DecodeJob){.decoder = rd->dec[k], .cfg = dc, .prompt = pj[k].ids,
+                                    .n_prompt = rows[i0 + k].n_prompt_tokens, .rng = pj[k].rng};
+        double t0 = sp_now_s();
+        if (!rc && g == 1) {
+            pj[0].job.rc = decoder_run(rd->dec[0], dc, pj[0].ids, rows[i0].n_prompt_tokens, pj[0].rng, &pj[0].job.out,
+                                       &pj[0].job.err);
+        } else if (!rc) {
+            DecodeJob jobs[SPEC_MAX_BATCH];
+            for (int k = 0; k < g; k++) jobs[k] = pj[k].job;
+            rc = decoder_run_batch(jobs, g, err);
+            for (int k = 0; k < g; k++) pj[k].job = jobs[k];
         }
-        row->rng_seed = prompt_seed(r->seed, row->prompt_index);
-        gsl_rng *rng = sampler_rng_new(row->rng_seed);
-        if (!rng) {
-            free(owned);
-            rc = sp_fail(err, "out of memory");
-            break;
+        *batched_s += sp_now_s() - t0;
+        /* the group's prompts in order; the first that failed ends the run, as it would alone */
+        for (int k = 0; k < g && !rc; k++) {
+            PromptRow *row = &rows[i0 + k];
+            DecodeJob *job = &pj[k].job;
+            if (job->rc) {
+                *err = job->err;
+                if (job->rc == DECODE_ERR_NONFINITE) { /* the run fails (the same configuration fails again) */
+                    sp_err_prefix(err, "prompt %d", row->prompt_index);
+                    rc = RUN_FAILED;
+                } else {
+                    rc = sp_err_prefix(err, "run %.12s (%s) prompt %d", r->hash, decode_method_name(r->dc.method),
+                                       row->prompt_index);
+                }
+                break;
+            }
+            rc = prompt_end(c, r, i0 + k, answers, row, &job->out, log, err);
+            if (rd->n > 1) row->st.t_total = row->st.t_draft = row->st.t_target = row->st.t_verifier = row->st.t_audit = 0;
+            if (!rc && log) {
+                progress_print(&c->prog, 0, NULL);
+                if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
+                checkpoint(c);
+            }
         }
-        DecodeOutput out;
-        rc = decoder_run(dec, dc, ids, row->n_prompt_tokens, rng, &out, err);
-        gsl_rng_free(rng);
-        free(owned);
-        /* non-finite logits: the run fails (the same configuration fails again), the sweep goes on */
-        if (rc == DECODE_ERR_NONFINITE) {
-            sp_err_prefix(err, "prompt %d", row->prompt_index);
-            rc = RUN_FAILED;
-            break;
+        for (int k = 0; k < g; k++) {
+            decode_output_free(&pj[k].job.out);
+            if (pj[k].rng) gsl_rng_free(pj[k].rng);
+            free(pj[k].owned);
         }
-        if (rc) {
-            sp_err_prefix(err, "run %.12s (%s) prompt %d", r->hash, decode_method_name(r->dc.method), row->prompt_index);
-            break;
-        }
-        fill_row(row, r, &out);
-        size_t len;
-        if (tokenizer_decode(c->m.tokenizer, out.tokens, (size_t)out.n_tokens, 1, &row->output_text, &len, NULL) == 0)
-            db_text_sanitize(row->output_text);
-        else
-            row->output_text = NULL;
-        /* the answer a later turn sees: what `sprinter score` rebuilds from prompts.output_text */
-        if (!(answers[i] = prompt_answer(row->output_text))) rc = sp_fail(err, "out of memory");
-        if (!rc && log) rc = tokenlog_append(log, row->prompt_index, out.events, out.n_events, err);
-        if (log) c->prog.tokens += out.n_tokens;
-        decode_output_free(&out);
-        if (rc) break;
-        if (log) {
-            progress_print(&c->prog, 0, NULL);
-            if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
-            checkpoint(c);
-        }
-        if (g_stop_signal) rc = sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
+        if (!rc && g_stop_signal) rc = sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
+        i0 = i1;
     }
     for (int i = 0; i < n; i++) free(answers[i]);
     free(answers);
@@ -507,6 +569,24 @@ static Decoder *run_decoder(Ctx *c, const RunConfig *r, const VerEntry *head, Sp
     return dec;
 }
 
+static void run_decoders_close(RunDecoders *rd) {
+    for (int k = 0; k < rd->n; k++) decoder_free(rd->dec[k]);
+    rd->n = 0;
+}
+
+/* batch decoders for run r (run_decoder each), or -1 with none left open. */
+static int run_decoders_open(Ctx *c, const RunConfig *r, const VerEntry *head, int batch, RunDecoders *rd, SpErr *err) {
+    rd->n = 0;
+    for (int k = 0; k < batch; k++) {
+        if (!(rd->dec[k] = run_decoder(c, r, head, err))) {
+            run_decoders_close(rd);
+            return -1;
+        }
+        rd->n++;
+    }
+    return 0;
+}
+
 static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     const SweepSpec *s = c->s;
     VerEntry *v;
@@ -518,10 +598,12 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     remove_run_files(c, r);
     if (db_run_begin(c->db, s, r, &meta, err)) return -1;
     checkpoint(c);
-    Decoder *dec = run_decoder(c, r, v, err);
-    if (!dec) return -1;
+    RunDecoders rd;
+    int batch = s->batch < s->n_prompts ? s->batch : s->n_prompts;
+    if (run_decoders_open(c, r, v, batch, &rd, err)) return -1;
     PromptRow *rows = calloc((size_t)s->n_prompts, sizeof *rows);
     TokenLog log = {0};
+    double batched_s = 0;
     int rc = -1;
     if (!rows) {
         sp_fail(err, "out of memory");
@@ -531,7 +613,7 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     DecodeConfig dc = r->dc; /* the test fault below is not part of the configuration (nor of its hash) */
     dc.fault_nan_logits = c->o->test_nan_method && !strcmp(c->o->test_nan_method, decode_method_name(r->dc.method));
     if (tokenlog_create(&log, abs, &lm, err)) goto done;
-    int drc = decode_prompts(c, r, &dc, dec, &log, rows, s->n_prompts, err);
+    int drc = decode_prompts(c, r, &dc, &rd, &log, rows, s->n_prompts, &batched_s, err);
     if (drc == RUN_FAILED) {
         char reason[sizeof err->msg];
         snprintf(reason, sizeof reason, "%s", err->msg);
@@ -553,14 +635,16 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     if (drc || tokenlog_commit(&log, err)) goto done;
     checkpoint(c);
     db_now_iso(finished, sizeof finished);
-    if (db_run_finish(c->db, r->hash, rows, s->n_prompts, finished, log.content_hash, err)) goto done;
+    RunThroughput tp = {batch, 0, batched_s};
+    for (int i = 0; i < s->n_prompts; i++) tp.tokens += rows[i].st.tokens;
+    if (db_run_finish(c->db, r->hash, rows, s->n_prompts, batch > 1 ? &tp : NULL, finished, log.content_hash, err)) goto done;
     checkpoint(c);
     rc = 0;
 done:
     tokenlog_abort(&log);
     for (int i = 0; rows && i < s->n_prompts; i++) free(rows[i].output_text);
     free(rows);
-    decoder_free(dec);
+    run_decoders_close(&rd);
     return rc;
 }
 
@@ -833,10 +917,11 @@ static int timings_missing(Ctx *c, const int *idx, int n, SpErr *err) {
 static int time_run(Ctx *c, const RunConfig *r, int rep, int n_prompts, SpErr *err) {
     VerEntry *v;
     if (run_head(c, r, &v, err)) return -1;
-    Decoder *dec = run_decoder(c, r, v, err);
-    if (!dec) return -1;
+    RunDecoders rd; /* one: the timings are of prompts decoded one at a time */
+    if (run_decoders_open(c, r, v, 1, &rd, err)) return -1;
     PromptRow *rows = calloc((size_t)n_prompts, sizeof *rows);
-    int rc = rows ? decode_prompts(c, r, &r->dc, dec, NULL, rows, n_prompts, err) : sp_fail(err, "out of memory");
+    double batched_s = 0;
+    int rc = rows ? decode_prompts(c, r, &r->dc, &rd, NULL, rows, n_prompts, &batched_s, err) : sp_fail(err, "out of memory");
     DecodeStats sum = {0};
     for (int i = 0; rows && i < n_prompts; i++) {
         sum.tokens += rows[i].st.tokens;
@@ -845,7 +930,7 @@ static int time_run(Ctx *c, const RunConfig *r, int rep, int n_prompts, SpErr *e
         free(rows[i].output_text);
     }
     free(rows);
-    decoder_free(dec);
+    run_decoders_close(&rd);
     if (rc) return sp_err_prefix(err, "timing run %.12s", r->hash);
     int64_t want = db_run_tokens_first(c->db, r->hash, c->s->prompt_offset + n_prompts, err);
     if (want < 0) return -1;

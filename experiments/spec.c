@@ -228,6 +228,9 @@ static int scalar(Parse *P, const char *sec, const char *key, const char *v) {
     } else if (IS("decode", "stop_at_eos") || IS("decode", "audit")) {
         if (parse_bool(v, !strcmp(key, "audit") ? &s->audit : &s->stop_at_eos))
             return fail(P, sec, key, "\"%s\" is not a boolean (true/false)", v);
+    } else if (IS("decode", "batch")) {
+        if (parse_int(v, 1, SPEC_MAX_BATCH, &s->batch))
+            return fail(P, sec, key, "\"%s\" is not an integer in [1, " STR(SPEC_MAX_BATCH) "]", v);
     } else if (IS("decode", "protocol")) {
         if (protocol_parse(v, &s->protocol)) return fail(P, sec, key, "\"%s\" is not sound or paper-code", v);
     } else if (IS("decode", "label_rule")) {
@@ -314,6 +317,7 @@ static void spec_default(SweepSpec *s) {
     decode_config_default(&d);
     s->sampling = d.sampling;
     s->audit = 1;
+    s->batch = 1;
     s->ver_n_prompts = 100;
     s->ver_max_new = 20;
     TrainSpec t; /* the verifier's training defaults, defined once there */

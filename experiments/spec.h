@@ -30,6 +30,8 @@
  *              prefix, [verifier] recipe paper-code and val_fraction 0.3), label_rule (sound, the default: q/p of the
  *              decoding distributions; paper-code: of the raw softmax, and the verifier data's
  *              context follows the label; sprinter-type runs and verifier collection only)
+ *              batch (default 1: prompts of a run decoded together, their forward passes batched; not
+ *              part of any run's configuration: see SweepSpec.batch)
  *   [grid]     lists: seeds, lambda, tau, gamma, max_run, alpha, p_min, eta_fp, eta_tp,
  *              oracle_stay (oracle-markov: lambda, max_run, eta_fp, eta_tp, oracle_stay in [0, 1)),
  *              bonus, finish_round (0/1: the round structure of the sprinter-type methods, see
@@ -65,6 +67,7 @@
 
 #define SPEC_MAX_LIST 64
 #define SPEC_MAX_DATASETS 8
+#define SPEC_MAX_BATCH 64
 #define SPEC_PATH 1024
 
 /* The value of grid parameter p (engine/decode/params_table.h) in a decoding configuration. */
@@ -112,6 +115,11 @@ typedef struct SweepSpec {
      * more than n_prompts: all n_prompts) again timing_reps times, alone, in rotated order (runs.sqlite table timings): the
      * speed figures. Not part of any run's configuration or hash. */
     int timing_reps, timing_prompts;
+    /* [decode] batch (default 1): prompts of a run decoded together in lock step, their forward passes
+     * batched (decoder_run_batch). How a run executes, not what it measures: the same tokens and events
+     * whatever the batch, so it is in no run's configuration text or hash. A batched run's prompt rows
+     * get no timings; its throughput is runs.tokens_per_s_batched. The sweep's --batch overrides it. */
+    int batch;
     /* filled by spec_resolve() */
     char draft_sha256[SP_SHA256_HEX], target_sha256[SP_SHA256_HEX];
     char data_sha256[SPEC_MAX_DATASETS][SP_SHA256_HEX], ver_data_sha256[SP_SHA256_HEX];

@@ -132,6 +132,27 @@ def seeds_config(models):
         "model_type": "llama", "hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
         "num_hidden_layers": 2, "max_position_embeddings": 2048, "rms_norm_eps": 1e-06, "vocab_size": 32000,
         "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu", "rope_scaling": None, "tie_word_embeddings": False}))
+    put(t, "valid-llama3-hf.json", json.dumps({  # Llama-3.2-1B's config.json
+        "architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 128000,
+        "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+        "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": False, "model_type": "llama",
+        "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+        "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+        "rope_theta": 500000.0, "tie_word_embeddings": True, "vocab_size": 128256}))
+    put(t, "valid-qwen2-hf.json", json.dumps({  # Qwen2.5-0.5B's
+        "architectures": ["Qwen2ForCausalLM"], "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
+        "hidden_size": 896, "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
+        "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": True,
+        "use_sliding_window": False, "vocab_size": 151936}))
+    put(t, "valid-qwen3-hf.json", json.dumps({  # Qwen3-0.6B's, with transformers 5's rope_parameters
+        "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "bos_token_id": 151643,
+        "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+        "intermediate_size": 3072, "max_position_embeddings": 40960, "model_type": "qwen3",
+        "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+        "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"}, "tie_word_embeddings": True,
+        "use_sliding_window": False, "vocab_size": 151936}))
     put(t, "bad-absurd-vocab.json", json.dumps({"model_type": "gpt2", "vocab_size": 1e12, "n_embd": 8, "n_layer": 1,
                                                 "n_head": 2, "n_positions": 8}))
     put(t, "bad-negative.json", json.dumps({"model_type": "llama", "vocab_size": 16, "hidden_size": -8,

@@ -346,7 +346,7 @@ int tokrows_read(const char *path, const TokenLogExpect *x, TokenRows *t, SpErr 
     return rc;
 }
 
-/* runs.token_log_fnv1a64 of run_hash into buf ("" when the file predates schema 9 or holds NULL). */
+/* runs.token_log_fnv1a64 of run_hash into buf ("" when the file predates schema 10 or holds NULL). */
 static int recorded_digest(sqlite3 *h, const char *db_path, const char *run_hash, char *buf, size_t cap, SpErr *err) {
     buf[0] = '\0';
     if (!sql_has_column(h, "main", "runs", "token_log_fnv1a64")) return 0;

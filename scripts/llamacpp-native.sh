@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds llama.cpp from the source that npm's node-llama-cpp@3.21.1 ships (llama/gitRelease.bundle),
 # natively (-DGGML_NATIVE=ON), once, into a cache folder outside the checkout keyed by the bundle's
-# SHA-256; later calls reuse it. Prints the folder holding the tools (llama-simple, llama-cli,
+# SHA-256; later calls reuse it. Prints the folder holding the tools (llama-simple, llama-completion,
 # llama-bench, llama-speculative-simple, llama-quantize, llama-perplexity, llama-tokenize) on stdout,
 # its only output. A tool added to TOOLS later is built incrementally into an existing build.
 #
@@ -14,7 +14,7 @@
 set -euo pipefail
 
 NPM_PKG="node-llama-cpp@3.21.1"
-TOOLS=(llama-simple llama-cli llama-bench llama-speculative-simple llama-quantize llama-perplexity llama-tokenize)
+TOOLS=(llama-simple llama-completion llama-bench llama-speculative-simple llama-quantize llama-perplexity llama-tokenize)
 cache="${SPRINTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sprinter}"
 mkdir -p "$cache"
 log() { echo "llamacpp-native: $*" >&2; }
@@ -50,14 +50,21 @@ fi
 [[ "${1:-}" == "--where" ]] && exit 1
 
 t0=$(date +%s)
-log "cold build into $root (10-15 min on 2 cores)"
-rm -rf "$root"
-mkdir -p "$root"
-git clone -q "$bundle" "$root/src" >&2
-# the bundle's only ref may be a tag rather than a branch: check out whatever HEAD names, else the first ref
-if ! git -C "$root/src" rev-parse -q --verify HEAD >/dev/null; then
-  ref=$(git -C "$root/src" for-each-ref --format='%(refname)' | head -1)
-  git -C "$root/src" checkout -q "$ref" >&2
+# An earlier build that stopped part-way (no "done" stamp) is resumed: cmake rebuilds only what is
+# missing. Only a source checkout that never completed is started afresh.
+if [[ ! -f "$root/src/.cloned" ]]; then
+  log "cold build into $root (10-15 min on 2 cores)"
+  rm -rf "$root"
+  mkdir -p "$root"
+  git clone -q "$bundle" "$root/src" >&2
+  # the bundle's only ref may be a tag rather than a branch: check out whatever HEAD names, else the first ref
+  if ! git -C "$root/src" rev-parse -q --verify HEAD >/dev/null; then
+    ref=$(git -C "$root/src" for-each-ref --format='%(refname)' | head -1)
+    git -C "$root/src" checkout -q "$ref" >&2
+  fi
+  touch "$root/src/.cloned"
+else
+  log "resuming the build in $root"
 fi
 cmake -S "$root/src" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF >&2
@@ -66,7 +73,7 @@ for t in "${TOOLS[@]}"; do
   [[ -x "$bin/$t" ]] || { log "$bin/$t was not built"; exit 1; }
 done
 git -C "$root/src" rev-parse HEAD >"$root/commit"
-echo "$(($(date +%s) - t0))" >"$root/cold_build_seconds"
+[[ -f "$root/cold_build_seconds" ]] || echo "$(($(date +%s) - t0))" >"$root/cold_build_seconds"
 touch "$root/done"
 log "built in $(cat "$root/cold_build_seconds") s (llama.cpp $(cut -c1-12 "$root/commit"))"
 echo "$bin"

@@ -191,6 +191,8 @@ def main():
         R.make_base("gpt2", "gpt2")
         R.make_base("llama", "llama")
         R.make_base("gpt-neo", "neo")
+        R.make_base("qwen2", "qwen2")
+        R.make_base("qwen3", "qwen3")
     except Exception as e:  # noqa: BLE001
         R.report("setup", False, str(e))
         print(f"bad_input: {R.passed} passed, {R.failed} failed")
@@ -435,6 +437,34 @@ def main():
            cfg_edit(lambda c: c.pop("intermediate_size")), C, ["intermediate_size"])
     R.case("cfg/llama-rms_norm_eps-string", "llama",
            cfg_edit(lambda c: c.update(rms_norm_eps="1e-6")), C, ["rms_norm_eps"])
+
+    # rope_scaling: llama3 needs all four keys and high > low; dynamic, yarn and unknown types are refused
+    l3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 16}
+    for key in ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"):
+        R.case(f"cfg/llama-rope_scaling-llama3-missing-{key}", "llama",
+               cfg_edit(lambda c, key=key: c.update(rope_scaling={k: v for k, v in l3.items() if k != key})), C,
+               [key])
+    R.case("cfg/llama-rope_scaling-llama3-high<=low", "llama",
+           cfg_edit(lambda c: c.update(rope_scaling=dict(l3, high_freq_factor=1.0))), C, ["high_freq_factor"])
+    for kind in ("dynamic", "yarn", "longrope", "su-per"):
+        R.case(f"cfg/llama-rope_scaling-{kind}", "llama",
+               cfg_edit(lambda c, kind=kind: c.update(rope_scaling={"rope_type": kind, "factor": 2.0})), C, [kind])
+    R.case("cfg/llama-rope_scaling-not-an-object", "llama", cfg_edit(lambda c: c.update(rope_scaling=4)), C,
+           ["rope_scaling"])
+    R.case("cfg/llama-rope_scaling-linear-no-factor", "llama",
+           cfg_edit(lambda c: c.update(rope_scaling={"type": "linear"})), C, ["factor"])
+    R.case("cfg/qwen2-use_sliding_window", "qwen2", cfg_edit(lambda c: c.update(use_sliding_window=True)), C,
+           ["use_sliding_window"])
+    R.case("cfg/qwen2-layer_types-sliding", "qwen2",
+           cfg_edit(lambda c: c.update(layer_types=["full_attention", "sliding_attention"])), C, ["layer_types"])
+    R.case("cfg/qwen3-attention_bias", "qwen3", cfg_edit(lambda c: c.update(attention_bias=True)), C,
+           ["attention_bias"])
+    R.case("st/qwen3-missing-q_norm", "qwen3", lambda d: drop_tensor(d, "model.layers.1.self_attn.q_norm.weight"),
+           F, ["q_norm"])
+    R.case("st/qwen2-missing-q_proj.bias", "qwen2", lambda d: drop_tensor(d, "model.layers.0.self_attn.q_proj.bias"),
+           F, ["q_proj.bias"])
+    R.case("cfg/qwen3-head_dim-odd", "qwen3", cfg_edit(lambda c: c.update(head_dim=15)), C, ["head_dim"])
 
     def untie_without_head(d):
         c = read_cfg(d)

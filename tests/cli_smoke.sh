@@ -26,7 +26,7 @@ expect "a bad --config names its file first: $err" '[[ $rc -eq 1 && $err == "spr
 out=$("$S" tokenize --help 2>&1)
 expect "tokenize --help lists every tokenizer layout" '[[ $out == *tokenizer.json* && $out == *merges.txt* && $out == *vocab.bpe* ]]'
 
-for arch in gpt2 gpt-neo llama; do
+for arch in gpt2 gpt-neo llama qwen2 qwen3; do
   M=$W/$arch
   "$S" init-random --arch "$arch" --preset tiny --seed 3 --out "$M" || { bad "init-random $arch"; continue; }
   a=$("$S" generate --model "$M" --prompt-ids 1,2,3 --max-new 12 --seed 5 --ignore-eos 2>/dev/null)

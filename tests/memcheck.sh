@@ -8,7 +8,8 @@
 #   - replay_inputs on fuzz/regressions and fuzz/corpus (every parser on every hostile input we keep);
 #   - the CLI on two tiny random GPT-2 models (tests/sweep_fixture.py) and a tiny Llama: info,
 #     tokenize (both ways), logits, generate, init-random, collect, train-verifier, decode (ar, sd,
-#     sprinter, oracle-iid with --audit), a 4-run sweep, summary, score, dtv, analyze; and error
+#     sprinter, oracle-iid with --audit), a 4-run sweep (and again with 2 prompts batched), summary,
+#     score, dtv, analyze; and error
 #     paths (missing model, context overflow, bad spec, sprinter without a verifier), where cleanup
 #     code is least exercised.
 # A step fails when valgrind reports an invalid access, a use of uninitialised memory that decides a
@@ -92,12 +93,18 @@ step logits 0 "$S" logits --model "$T" --ids 1,2,3
 step generate 0 "$S" generate --model "$T" --prompt "hello the" --max-new 6 --seed 1
 step init_random_llama 0 "$S" init-random --arch llama --preset tiny --seed 3 --out "$W/llama"
 step generate_llama 0 "$S" generate --model "$W/llama" --prompt-ids 1,2,3 --max-new 6 --temperature 0 --ignore-eos
+step init_random_qwen3 0 "$S" init-random --arch qwen3 --preset tiny --seed 3 --out "$W/qwen3"
+step generate_qwen3 0 "$S" generate --model "$W/qwen3" --prompt-ids 1,2,3 --max-new 6 --temperature 0 --ignore-eos
+step init_random_llama3 0 "$S" init-random --arch llama --preset llama-3-tiny --seed 3 --out "$W/llama3"
+step generate_llama3 0 "$S" generate --model "$W/llama3" --prompt-ids 1,2,3 --max-new 6 --temperature 0 --ignore-eos
+step info_preset 0 "$S" info --preset qwen3-8b
 step collect 0 "$S" collect --draft "$D" --target "$T" --data "$W/data.jsonl" --lambda 1 --out "$W/c.h5" \
     --n-prompts 3 --max-new 6
 step train_verifier 0 "$S" train-verifier --data "$W/c.h5" --out "$W/v.safetensors"
 step decode 0 "$S" decode --draft "$D" --target "$T" --prompt "hello the test" --max-new 8 \
     --method ar,sd,sprinter,oracle-iid --verifier "$W/v.safetensors" --audit --seed 2
 step sweep 0 "$S" sweep "$W/mc.ini" --out "$W/res" --verifier-cache "$W/vc" --quiet
+step sweep_batch 0 "$S" sweep "$W/mc.ini" --out "$W/res-batch" --batch 2 --verifier-cache "$W/vc" --quiet
 step summary 0 "$S" summary "$W/res"
 step score 0 "$S" score "$W/res" --quiet
 step dtv 0 "$S" dtv --draft "$D" --target "$T" --verifier "$W/v.safetensors" --data "$W/data.jsonl" \

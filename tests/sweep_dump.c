@@ -6,7 +6,7 @@
  * Prints the meta rows but 'shard' (how the work was split: "I/N" of a shard, none in a merged
  * directory), every runs and prompts row (sorted by run hash and prompt index) except the columns
  * that measure wall-clock time or depend on when and where the sweep ran (started_at, finished_at,
- * t_*, git_commit, host), then every token log's datasets, floats as their bit patterns. Exits 1
+ * t_*, git_commit, host; how a run was executed: exec_batch, tokens_per_s_batched), then every token log's datasets, floats as their bit patterns. Exits 1
  * (after printing "sweep_dump: ..." lines on stderr) when a run is neither done nor failed, a done
  * run's token log is missing or does not open, a failed run has prompt rows or no reason, a token
  * log has no done run, or a *.tmp file is left over. A failed run (schema v4) is a consistent state:
@@ -29,7 +29,8 @@ static void problem(int *count, const char *fmt, const char *a, const char *b) {
 
 static int excluded(const char *col) {
     static const char *const ex[] = {"started_at", "finished_at", "git_commit", "host", "t_total", "t_draft",
-                                     "t_target",   "t_verifier",  "t_audit",    NULL};
+                                     "t_target",   "t_verifier",  "t_audit",    "exec_batch", "tokens_per_s_batched",
+                                     NULL};
     for (int i = 0; ex[i]; i++)
         if (!strcmp(col, ex[i])) return 1;
     return 0;

@@ -143,6 +143,23 @@ static void test_widen(void) {
     const float wb[] = {1.0f, -5.0f, 0.333984375f};
     widen(b, DT_BF16, 0, 3, got);
     check(got[0] == wb[0] && got[1] == wb[1] && got[2] == wb[2], "bf16 widening of exact values");
+    /* Q8_0 (ggml's quantize_row_q8_0_ref): max |x| = 127 gives d = 1 exactly, so q = roundf(x): halves
+     * away from zero (2.5 -> 3, where round-to-even would give 2); an all-zero block gets d = 0, q = 0;
+     * a block of max 2.54 gets d = half(0.02) and q = roundf(x / 0.02) */
+    float xq[3 * Q8_0_BLOCK] = {127.0f, -127.0f, 63.5f, -63.5f, 0.5f, -0.5f, 2.5f, -2.5f, 1.49f, 100.0f};
+    for (int j = 0; j < Q8_0_BLOCK; j++) xq[2 * Q8_0_BLOCK + j] = 0.02f * (float)j * (j % 2 ? -1.0f : 1.0f) + (j == 31 ? -1.92f : 0);
+    BlockQ8_0 q[3];
+    narrow(xq, 3 * Q8_0_BLOCK, DT_Q8_0, q);
+    const int8_t wq[10] = {127, -127, 64, -64, 1, -1, 3, -3, 1, 100};
+    int okq = q[0].d == 0x3c00 && memcmp(q[0].qs, wq, 10) == 0 && q[0].qs[10] == 0 && q[1].d == 0;
+    for (int j = 0; j < Q8_0_BLOCK; j++) okq &= q[1].qs[j] == 0;
+    /* block 2: values 0.02 j (sign alternating), the last -2.54: amax 2.54, d = 0.02 */
+    okq &= q[2].d == 0x251f; /* half(0.02f) = 0x251f (0.0200042724609375) */
+    okq &= q[2].qs[31] == -127 && q[2].qs[2] == 2 && q[2].qs[3] == -3;
+    check(okq, "Q8_0 quantization: ggml's rounding (d = max/127 as half, q = roundf(x * 127 / max))");
+    float back[Q8_0_BLOCK];
+    widen(q, DT_Q8_0, 2 * Q8_0_BLOCK + 3, 2, back); /* elements 67, 68 = block 2's quants 3, 4 */
+    check(back[0] == -3 * 0.0200042724609375f && back[1] == 4 * 0.0200042724609375f, "Q8_0 widening = d q at an offset");
 }
 
 /* splitmix64 -> uniform in [-1, 1) */
@@ -172,25 +189,32 @@ static void rnd_weight(DType dt, uint64_t *seed, void *W, size_t i) {
 static void test_few_rows(void) {
     const int shapes[][2] = {{1, 1}, {3, 7}, {8, 16}, {17, 33}, {64, 96}, {130, 257}, {41, 768}, {523, 160}}; /* {out, in}; the last > 256 kB (prefetching blocks) */
     const KernelIsa isas[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
-    const DType dts[] = {DT_F32, DT_BF16, DT_F16};
-    const char *dtn[] = {"f32", "bf16", "f16"};
+    const int q8_shapes[][2] = {{1, 32}, {3, 64}, {8, 96}, {17, 32}, {130, 256}, {41, 768}, {523, 160}, {9, 32}};
+    const DType dts[] = {DT_F32, DT_BF16, DT_F16, DT_Q8_0};
+    const char *dtn[] = {"f32", "bf16", "f16", "q8_0"};
     uint64_t seed = 42;
     for (size_t k = 0; k < sizeof isas / sizeof *isas; k++)
-        for (int t = 0; t < 3; t++) {
+        for (int t = 0; t < 4; t++) {
             if (!kernel_half_supported(isas[k], dts[t])) {
-                printf("few-row kernel: %s %s not supported by this CPU, skipped\n", kernel_isa_name(isas[k]), dtn[t]);
+                printf("few-row kernel: %s %s: no such kernel on this CPU, skipped\n", kernel_isa_name(isas[k]), dtn[t]);
                 continue;
             }
-            size_t esz = dts[t] == DT_F32 ? 4 : 2;
+            int q8 = dts[t] == DT_Q8_0;
             int bad = 0, cases = 0;
             for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
                 for (int n = 1; n <= KERNEL_MAX_ROWS; n++) {
-                    int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
+                    int out = q8 ? q8_shapes[sh][0] : shapes[sh][0], in = q8 ? q8_shapes[sh][1] : shapes[sh][1];
+                    int ldx = in + 3, ldy = out + 5;
                     int o0 = out > 4 ? 1 : 0, o1 = out > 4 ? out - 2 : out; /* a sub-range of outputs */
-                    void *W = malloc((size_t)out * in * esz);
+                    void *W = malloc(dtype_row_bytes(dts[t], (size_t)out * in));
                     float *Wf = malloc((size_t)out * in * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x);
                     float *y = malloc((size_t)n * ldy * sizeof *y);
-                    for (size_t i = 0; i < (size_t)out * in; i++) rnd_weight(dts[t], &seed, W, i);
+                    if (q8) { /* random floats quantized: the kernel must use d q exactly */
+                        for (size_t i = 0; i < (size_t)out * in; i++) Wf[i] = rnd_unit(&seed) * 2.0f;
+                        narrow(Wf, (size_t)out * in, DT_Q8_0, W);
+                    } else {
+                        for (size_t i = 0; i < (size_t)out * in; i++) rnd_weight(dts[t], &seed, W, i);
+                    }
                     widen(W, dts[t], 0, (size_t)out * in, Wf); /* exact (checked by test_widen) */
                     for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
                     for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f; /* sentinel */
@@ -222,7 +246,7 @@ static void test_few_rows(void) {
 
 /* The panel kernel (AVX-512) against float64 for every row count up to 2 x KERNEL_PANEL_ROWS + 1 (one,
  * two and three passes per panel), in- and out-major sources, partial last panels, strides and a
- * sub-range of panels (outputs outside it keep their sentinel), for f32, f16 and bf16 panels (the
+ * sub-range of panels (outputs outside it keep their sentinel), for f32, f16, bf16 and Q8_0 panels (the
  * reference uses the weights as stored, widened exactly). */
 static void test_panels(void) {
     if (!kernel_panel_supported()) {
@@ -230,22 +254,23 @@ static void test_panels(void) {
         return;
     }
     const int shapes[][2] = {{1, 1}, {7, 3}, {64, 16}, {65, 33}, {130, 257}, {200, 768}, {1408, 96}}; /* {out, in} */
-    const DType dts[] = {DT_F32, DT_F16, DT_BF16};
-    const char *dtn[] = {"f32", "f16", "bf16"};
-    for (int t = 0; t < 3; t++) {
+    const int q8_shapes[][2] = {{1, 32}, {7, 32}, {64, 64}, {65, 96}, {130, 256}, {200, 768}, {1408, 96}};
+    const DType dts[] = {DT_F32, DT_F16, DT_BF16, DT_Q8_0};
+    const char *dtn[] = {"f32", "f16", "bf16", "q8_0"};
+    for (int t = 0; t < 4; t++) {
         uint64_t seed = 7;
-        int bad = 0, cases = 0;
-        size_t es = dts[t] == DT_F32 ? 4 : 2;
+        int bad = 0, cases = 0, q8 = dts[t] == DT_Q8_0;
         for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
-            for (int major = 0; major <= 1; major++)
+            for (int major = q8; major <= 1; major++) /* Q8_0 is stored out-major only */
                 for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
-                    int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5;
+                    int out = q8 ? q8_shapes[sh][0] : shapes[sh][0], in = q8 ? q8_shapes[sh][1] : shapes[sh][1];
+                    int ldx = in + 3, ldy = out + 5;
                     int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
                     int p0 = n_panels > 2 ? 1 : 0, p1 = n_panels; /* skip the first panel when there are three */
                     size_t nw = (size_t)out * in;
                     float *W = malloc(nw * sizeof *W), *x = malloc((size_t)n * ldx * sizeof *x);
-                    void *Ws = malloc(nw * es);
-                    void *packed = aligned_alloc(64, panel_elems(in, out) * es + 64);
+                    void *Ws = malloc(dtype_row_bytes(dts[t], nw));
+                    void *packed = aligned_alloc(64, (panel_bytes(dts[t], in, out) + 127) / 64 * 64);
                     float *y = malloc((size_t)n * ldy * sizeof *y);
                     for (size_t i = 0; i < nw; i++) W[i] = rnd_unit(&seed);
                     narrow(W, nw, dts[t], Ws);  /* as stored */
@@ -276,6 +301,133 @@ static void test_panels(void) {
     }
 }
 
+/* The bf16 dot-product kernels (few rows: scalar reference and AVX512_BF16; pair panels, in- and
+ * out-major, odd in, partial panels, 1 to 2 x KERNEL_PANEL_ROWS + 1 rows) against float64 over the
+ * bf16 weights and the bf16-rounded activations: the kernels must use exactly those values. A
+ * control: the same check against the unrounded activations fails (rounding is really applied). */
+static void test_bf16_dot(void) {
+    const int shapes[][2] = {{1, 1}, {7, 3}, {64, 33}, {65, 64}, {130, 257}, {200, 768}}; /* {out, in} */
+    uint64_t seed = 11;
+    int bad_few = 0, bad_few_scalar = 0, bad_pnl = 0, cases = 0, control_differs = 0, have = kernel_bf16_dot_supported();
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
+            int out = shapes[sh][0], in = shapes[sh][1], ldx = in + 3, ldy = out + 5, ldxb = bf16_dot_stride(in);
+            size_t nw = (size_t)out * in;
+            float *Wf = malloc(nw * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x), *xr = malloc((size_t)n * ldxb * sizeof *xr);
+            uint16_t *W = malloc(nw * 2), *Wt = malloc(nw * 2), *xb = malloc((size_t)n * ldxb * 2);
+            uint16_t *packed = aligned_alloc(64, (panel_bytes_bf16_dot(in, out) + 63) / 64 * 64);
+            float *y = malloc((size_t)n * ldy * sizeof *y);
+            for (size_t i = 0; i < nw; i++) Wf[i] = rnd_unit(&seed);
+            narrow(Wf, nw, DT_BF16, W);
+            widen(W, DT_BF16, 0, nw, Wf);
+            transpose_elems(W, out, in, 2, Wt); /* [in, out] */
+            for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed);
+            round_rows_bf16(x, n, ldx, in, xb, ldxb);
+            widen(xb, DT_BF16, 0, (size_t)n * ldxb, xr);
+            for (int pass = 0; pass < 4; pass++) { /* few rows scalar, few rows AVX512_BF16, panels out-, in-major */
+                if ((pass > 0 && !have) || (pass < 2 && n > KERNEL_MAX_ROWS)) continue;
+                for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
+                if (pass < 2) {
+                    matmul_few_rows_bf16_dot(pass == 0, W, in, xb, n, ldxb, y, ldy, 0, out);
+                } else {
+                    panel_pack_bf16_dot(pass == 2 ? W : Wt, in, out, pass == 2, packed);
+                    matmul_panels_bf16_dot(packed, in, out, xb, n, ldxb, y, ldy, 0, (out + KERNEL_PANEL - 1) / KERNEL_PANEL);
+                }
+                int bad = 0, far = 0;
+                for (int r = 0; r < n; r++)
+                    for (int o = 0; o < ldy; o++) {
+                        float got = y[(size_t)r * ldy + o];
+                        if (o >= out) {
+                            bad += got != 12345.0f;
+                            continue;
+                        }
+                        double ref = 0, raw = 0, mag = 0;
+                        for (int i = 0; i < in; i++) {
+                            ref += (double)Wf[(size_t)o * in + i] * xr[(size_t)r * ldxb + i];
+                            raw += (double)Wf[(size_t)o * in + i] * x[(size_t)r * ldx + i];
+                            mag += fabs((double)Wf[(size_t)o * in + i] * xr[(size_t)r * ldxb + i]);
+                        }
+                        bad += !(fabs(got - ref) <= 1e-6 * (1.0 + mag));
+                        far += !(fabs(got - raw) <= 1e-6 * (1.0 + mag));
+                    }
+                if (pass == 0) bad_few_scalar += bad;
+                else if (pass == 1) bad_few += bad;
+                else bad_pnl += bad;
+                control_differs += far > 0;
+            }
+            cases++;
+            free(Wf), free(x), free(xr), free(W), free(Wt), free(xb), free(packed), free(y);
+        }
+    check(bad_few_scalar == 0, "bf16-dot few-row scalar reference == float64 of bf16 products (%d cases, %d bad)", cases, bad_few_scalar);
+    if (!have) {
+        printf("bf16-dot kernels: no AVX512_BF16 on this CPU, skipped\n");
+        return;
+    }
+    check(bad_few == 0, "bf16-dot few-row kernel (AVX512_BF16) == float64 of bf16 products (%d bad)", bad_few);
+    check(bad_pnl == 0, "bf16-dot pair panels (AVX512_BF16) == float64 of bf16 products (%d bad)", bad_pnl);
+    check(control_differs > 0, "control: the bf16-dot results differ from the unrounded product (%d kernel runs differ)", control_differs);
+}
+
+/* The Q8_0 x Q8_0 panel kernel (AVX512_VNNI) against float64 of what it must compute: per block,
+ * d_w d_x sum(q_w q_x) with the weights' quants and scales as stored and the activations quantized by
+ * quantize_rows_q8_act (whose quants must reproduce each value within half a step and the scale's rounding). Out-major
+ * sources, partial panels, 1 to 2 x KERNEL_PANEL_ROWS + 1 rows, a sub-range of panels. */
+static void test_q8_vnni(void) {
+    if (!kernel_q8_vnni_supported()) {
+        printf("Q8_0 x Q8_0 panels: no AVX512_VNNI on this CPU, skipped\n");
+        return;
+    }
+    const int shapes[][2] = {{1, 32}, {7, 64}, {64, 96}, {65, 256}, {200, 768}}; /* {out, in} */
+    uint64_t seed = 5;
+    int bad = 0, bad_q = 0, cases = 0;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
+            int out = shapes[sh][0], in = shapes[sh][1], nb = in / Q8_0_BLOCK, ldx = in + 3, ldy = out + 5;
+            int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL, p0 = n_panels > 2 ? 1 : 0;
+            size_t nw = (size_t)out * in;
+            float *Wf = malloc(nw * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x), *dx = malloc((size_t)n * nb * sizeof *dx);
+            BlockQ8_0 *W = malloc(dtype_row_bytes(DT_Q8_0, nw));
+            uint8_t *qx = malloc((size_t)n * in);
+            void *packed = aligned_alloc(64, (panel_bytes(DT_Q8_0, in, out) + 63) / 64 * 64);
+            float *y = malloc((size_t)n * ldy * sizeof *y);
+            for (size_t i = 0; i < nw; i++) Wf[i] = rnd_unit(&seed);
+            narrow(Wf, nw, DT_Q8_0, W);
+            for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed) * (i % 7 == 0 ? 3.0f : 1.0f);
+            quantize_rows_q8_act(x, n, ldx, in, qx, dx);
+            for (int r = 0; r < n; r++)
+                for (int i = 0; i < in; i++) {
+                    double v = (double)dx[(size_t)r * nb + i / Q8_0_BLOCK] * ((int)qx[(size_t)r * in + i] - 128);
+                    /* half a step, plus 127 times the scale's rounding to half (<= 2^-11 relative), as llama.cpp's */
+                    bad_q += !(fabs(v - x[(size_t)r * ldx + i]) <= (0.5 + 127.0 / 2048) * dx[(size_t)r * nb + i / Q8_0_BLOCK] + 1e-7);
+                }
+            for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
+            panel_pack_q8_vnni(W, in, out, packed);
+            matmul_panels_q8_vnni(packed, in, out, qx, dx, n, y, ldy, p0, n_panels);
+            for (int r = 0; r < n; r++)
+                for (int o = 0; o < ldy; o++) {
+                    float got = y[(size_t)r * ldy + o];
+                    if (o < p0 * KERNEL_PANEL || o >= out) {
+                        bad += got != 12345.0f;
+                        continue;
+                    }
+                    double ref = 0, mag = 0;
+                    for (int k = 0; k < nb; k++) {
+                        const BlockQ8_0 *b = &W[(size_t)o * nb + k];
+                        float dw = half_by_definition(b->d); /* the block's scale */
+                        long s = 0;
+                        for (int j = 0; j < Q8_0_BLOCK; j++) s += (long)b->qs[j] * ((int)qx[(size_t)r * in + k * Q8_0_BLOCK + j] - 128);
+                        ref += (double)dw * dx[(size_t)r * nb + k] * (double)s;
+                        mag += fabs((double)dw * dx[(size_t)r * nb + k] * (double)s);
+                    }
+                    bad += !(fabs(got - ref) <= 1e-5 * (1.0 + mag));
+                }
+            cases++;
+            free(Wf), free(x), free(dx), free(W), free(qx), free(packed), free(y);
+        }
+    check(bad_q == 0, "Q8_0 activation quantization: every value within half a step (+ the scale's rounding) (%d bad)", bad_q);
+    check(bad == 0, "Q8_0 x Q8_0 panels (AVX512_VNNI) == float64 of d_w d_x sum(q_w q_x) (%d cases, %d bad)", cases, bad);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_model WORKDIR\n");
@@ -290,10 +442,12 @@ int main(int argc, char **argv) {
     test_widen();
     test_few_rows();
     test_panels();
-    const char *archs[] = {"gpt2", "gpt-neo", "llama"};
+    test_bf16_dot();
+    test_q8_vnni();
+    const char *archs[] = {"gpt2", "gpt-neo", "llama", "qwen2", "qwen3"};
     const DType dts[] = {DT_F32, DT_F16, DT_BF16};
     const char *dtn[] = {"f32", "f16", "bf16"};
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < 5; a++)
         for (int t = 0; t < 3; t++) {
             char dir[1024], label[64];
             snprintf(dir, sizeof dir, "%s/model-%s-%s", work, archs[a], dtn[t]);

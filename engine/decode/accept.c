@@ -62,9 +62,9 @@ void emit(RunState *state, int32_t token, TokenEvent event, const float *hidden)
         state->round_kept++;
     }
     if (event.kind == EV_SD_RESAMPLE || event.kind == EV_LOSSY_RESAMPLE) out->stats.rejected++;
-    int eos = model_config(decoder->target.model ? decoder->target.model : decoder->draft.model)->eos_id;
+    const ModelConfig *eos_of = model_config(decoder->target.model ? decoder->target.model : decoder->draft.model);
     if ((out->n_tokens >= state->cfg->max_new && !state->cfg->finish_round) ||
-        (state->cfg->stop_at_eos && token == eos))
+        (state->cfg->stop_at_eos && config_is_eos(eos_of, token)))
         state->done = 1;
 }
 

@@ -46,6 +46,10 @@ struct Decoder {
     float *draft_raw[2];            /* [2][V] beside sprinter_draft_probs */
     float *target_raw;              /* [V] of the target's row for the decided token */
     float *audit_raw;               /* [V] beside audit_probs */
+    /* decoder_run_batch (batch.c): while this decoder is one decode of a batch, its forwards are
+     * requests to the batch (link, its index there), else NULL */
+    struct BatchLink *link;
+    int link_index;
 };
 
 /* What one decoder_run works on. */
@@ -77,6 +81,13 @@ typedef struct DecodeMethodOps {
 #define SP_METHOD_FAMILY_DECL_(id, name, classes, family) extern const DecodeMethodOps kDecode##family;
 SP_METHODS(SP_METHOD_FAMILY_DECL_)
 #undef SP_METHOD_FAMILY_DECL_
+
+/* ---- the batch a decoder may run in (batch.c) ---- */
+
+/* What session_forward_tail(session, tokens, n, n_tail) gives, computed in the batch's next round
+ * together with the other decodes' requests (bit-identical); called from decode index's thread. */
+int batch_link_forward(struct BatchLink *link, int index, const Model *model, Session *session, const int32_t *tokens,
+                       int n, int n_tail, const float **logits, const float **hidden, SpErr *err);
 
 /* ---- model lanes (lanes.c) ---- */
 

@@ -167,6 +167,25 @@ int decoder_set_judge(Decoder *decoder, const Verifier *judge, SpErr *err);
 int decoder_run(Decoder *decoder, const DecodeConfig *cfg, const int32_t *prompt, int n_prompt, gsl_rng *rng,
                 DecodeOutput *out, SpErr *err);
 
+/* One prompt's decode of a batch: decoder_run's arguments and its results. */
+typedef struct DecodeJob {
+    Decoder *decoder; /* its own: sessions, KV caches, buffers; every job's draft (target) the same Model */
+    const DecodeConfig *cfg;
+    const int32_t *prompt;
+    int n_prompt;
+    gsl_rng *rng;     /* its own stream */
+    DecodeOutput out; /* out: as decoder_run's (caller frees) */
+    int rc;           /* out: decoder_run's return value */
+    SpErr err;        /* out: its error */
+} DecodeJob;
+
+/* Runs jobs[0..n) together (batch.c): each job is decoder_run(decoder, cfg, prompt, n_prompt, rng)
+ * and gets exactly its tokens, events and statistics (all but the timings, which include the wait
+ * for the others), while each round of their forward passes runs as one forward_batch per model.
+ * Each job's rc / err / out are its own; returns -1 (err) only if the batch could not be started
+ * (out of memory: then no job ran). One call per thread at a time. */
+int decoder_run_batch(DecodeJob *jobs, int n, SpErr *err);
+
 /* Decisions given in advance, in drafting order (1 accept, 0 reject); past n: reject. */
 typedef struct DecisionScript {
     const int8_t *decisions;

@@ -23,8 +23,11 @@ int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float 
     int n_new = upto - cached;
     double t0 = sp_now_s();
     const float *hidden_all;
-    if (session_forward_tail(lane->session, state->decoder->seq + cached, n_new, n_tail, logits, &hidden_all,
-                             state->err))
+    const int32_t *tokens = state->decoder->seq + cached;
+    struct BatchLink *link = state->decoder->link;
+    if (link ? batch_link_forward(link, state->decoder->link_index, lane->model, lane->session, tokens, n_new, n_tail,
+                                  logits, &hidden_all, state->err)
+             : session_forward_tail(lane->session, tokens, n_new, n_tail, logits, &hidden_all, state->err))
         return -1;
     if (hidden) *hidden = hidden_all + (size_t)(n_new - n_tail) * model_config(lane->model)->d_model;
     *secs += sp_now_s() - t0;

@@ -24,6 +24,10 @@
  * review's bound on eta_FP derived from it for the paper's pairs (the analysis' FINDINGS.md). */
 #define SP_PAPER_AVG_TOKENS 11.10
 #define SP_REVIEW_ETA_FP_BOUND 0.86
+/* The model.safetensors __metadata__ key in which `sprinter init-random` records its seed: the mark of a
+ * random-init checkpoint, whose acceptance measures the harness and not a model pair (the analysis
+ * reads it: records/modelorigin.h, "no verdict: random-init models"). */
+#define SP_INIT_SEED_KEY "sprinter_init_seed"
 /* gamma: draft tokens per target call, default and the largest the decoder allocates for. */
 #define SP_DEFAULT_GAMMA 5
 #define SP_GAMMA_MAX 64

@@ -1,19 +1,20 @@
 /* arch.c - the architecture table (see arch.h): one row per architecture, and beside its row the
  * parser of the config keys only that architecture has.
  *
- * Adding an architecture (e.g. Qwen2: Llama + q/k/v biases, tied embeddings):
+ * Adding an architecture (as Qwen2 was: Llama + q/k/v biases, a row and a parse_quirks only):
  *   1. Add its id to the Arch enum in config.h and its row to kArchs below: model_type, traits,
  *      checkpoint tensor-name patterns, config.json key names and defaults, GGUF fields. A row
  *      that differs from an existing one only in traits the table already has (biases, names,
  *      keys, defaults) is the whole change: config.c, model.c (tensor table, loader, forward) and
  *      gguf.c follow the row.
- *   2. If it needs a trait no row has yet (Qwen3's per-head RMSNorm on q and k, Llama-3 rope
- *      scaling), add the trait to ArchInfo (arch.h), give every existing row its old behaviour, and
+ *   2. If it needs a trait no row has yet (as Qwen3's per-head RMSNorm on q and k did: ArchInfo.qk_norm,
+ *      read by layer_slots() and layer_forward()), add the trait to ArchInfo (arch.h), give every existing row its old behaviour, and
  *      write the one place that reads it: tensors in layer_slots() (model.c; its order is the
  *      checkpoint/init-random order and the loader's), the arithmetic in layer_forward() /
  *      attention() / session_new() (model.c), config keys in config_parse() (config.c) or the row's
  *      parse_quirks, GGUF names in slot_gguf[] (model.c) and metadata in write_metadata() (gguf.c).
- *      Genuinely one-architecture quirks may be a ModelConfig field set by parse_quirks (GPT-Neo's
+ *      A rule of the config rather than of the architecture (rope_scaling, for every RoPE row) is a
+ *      ModelConfig field parsed in config.c. Genuinely one-architecture quirks may be a ModelConfig field set by parse_quirks (GPT-Neo's
  *      layer_local/window_size, GPT-2's scale_attn_by_layer) rather than a trait.
  *   3. init-random: a config builder, preset shapes and a kPresetArchs row (its --arch spelling and
  *      model_type) in presets.c; the init-random help text in cli/cmd_engine.c.
@@ -102,6 +103,35 @@ static int quirks_llama(const cJSON *j, const char *file, ModelConfig *m, SpErr 
     return 0;
 }
 
+/* Qwen2 / Qwen3: sliding-window attention is off in every released config (use_sliding_window
+ * false; Qwen2Config / Qwen3Config derive layer_types from it). A config that turns it on is refused. */
+static int refuse_sliding_window(const cJSON *j, const char *file, SpErr *err) {
+    int sliding = 0;
+    if (sp_json_bool(j, file, "use_sliding_window", 1, 0, &sliding, err)) return -1;
+    if (sliding)
+        return sp_fail(err, "%s: key \"use_sliding_window\" = true is not supported (sliding-window attention)", file);
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(j, "layer_types"), *t;
+    if (cJSON_IsArray(types))
+        cJSON_ArrayForEach(t, types) if (cJSON_IsString(t) && strcmp(t->valuestring, "full_attention"))
+            return sp_fail(err, "%s: key \"layer_types\" has \"%.40s\": only \"full_attention\" is supported", file,
+                           t->valuestring);
+    return 0;
+}
+
+static int quirks_qwen2(const cJSON *j, const char *file, ModelConfig *m, SpErr *err) {
+    (void)m;
+    return refuse_sliding_window(j, file, err);
+}
+
+/* Qwen3's attention_bias puts a bias on q, k, v and o; false in every released config. */
+static int quirks_qwen3(const cJSON *j, const char *file, ModelConfig *m, SpErr *err) {
+    (void)m;
+    int bias = 0;
+    if (sp_json_bool(j, file, "attention_bias", 1, 0, &bias, err)) return -1;
+    if (bias) return sp_fail(err, "%s: key \"attention_bias\" = true is not supported", file);
+    return refuse_sliding_window(j, file, err);
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const ArchInfo kArchs[] = {
@@ -150,7 +180,46 @@ static const ArchInfo kArchs[] = {
                 .norm_eps = "rms_norm_eps", .act = "hidden_act"},
         .max_pos_default = 2048, .eps_default = 1e-6, .act_default = "silu", .tie_default = 0, .head_dim_free = 1,
         .parse_quirks = quirks_llama,
-        .gguf_arch = "llama", .gguf_permute_qk = 1, .gguf_vocab_size = 1,
+        .gguf_arch = "llama", .gguf_permute_qk = 1, .gguf_vocab_size = 1, .gguf_rope_freqs = 1,
+    },
+    {
+        /* modeling_qwen2.py: Llama with biases on q, k, v (not o); head_dim = hidden / heads */
+        .id = ARCH_QWEN2, .model_type = "qwen2", .title = "Qwen2",
+        .norm = NORM_RMS, .pos = POS_ROPE, .qkv = QKV_SEPARATE, .weights = W_LINEAR, .mlp = MLP_SWIGLU,
+        .scale = SCALE_INV_SQRT_HD, .qkv_bias = 1, .o_bias = 0, .mlp_bias = 0,
+        .names = {.embed = "model.embed_tokens", .final_norm = "model.norm", .lm_head = "lm_head",
+                  .attn_norm = "model.layers.%d.input_layernorm", .q = "model.layers.%d.self_attn.q_proj",
+                  .k = "model.layers.%d.self_attn.k_proj", .v = "model.layers.%d.self_attn.v_proj",
+                  .o = "model.layers.%d.self_attn.o_proj", .mlp_norm = "model.layers.%d.post_attention_layernorm",
+                  .gate = "model.layers.%d.mlp.gate_proj", .up = "model.layers.%d.mlp.up_proj",
+                  .down = "model.layers.%d.mlp.down_proj"},
+        .key = {.hidden = "hidden_size", .layers = "num_hidden_layers", .heads = "num_attention_heads",
+                .kv_heads = "num_key_value_heads", .ff = "intermediate_size", .max_pos = "max_position_embeddings",
+                .norm_eps = "rms_norm_eps", .act = "hidden_act"},
+        .max_pos_default = 32768, .eps_default = 1e-6, .act_default = "silu", .tie_default = 0,
+        .parse_quirks = quirks_qwen2,
+        .gguf_arch = "qwen2", /* llama.cpp's qwen2 rotates halves as HF does: no q/k permutation */
+    },
+    {
+        /* modeling_qwen3.py: no biases, RMSNorm on each head's q and k before RoPE, head_dim free
+         * (default 128) */
+        .id = ARCH_QWEN3, .model_type = "qwen3", .title = "Qwen3",
+        .norm = NORM_RMS, .pos = POS_ROPE, .qkv = QKV_SEPARATE, .weights = W_LINEAR, .mlp = MLP_SWIGLU,
+        .scale = SCALE_INV_SQRT_HD, .qkv_bias = 0, .o_bias = 0, .mlp_bias = 0, .qk_norm = QK_NORM_HEAD_RMS,
+        .names = {.embed = "model.embed_tokens", .final_norm = "model.norm", .lm_head = "lm_head",
+                  .attn_norm = "model.layers.%d.input_layernorm", .q = "model.layers.%d.self_attn.q_proj",
+                  .k = "model.layers.%d.self_attn.k_proj", .v = "model.layers.%d.self_attn.v_proj",
+                  .o = "model.layers.%d.self_attn.o_proj", .q_norm = "model.layers.%d.self_attn.q_norm",
+                  .k_norm = "model.layers.%d.self_attn.k_norm",
+                  .mlp_norm = "model.layers.%d.post_attention_layernorm", .gate = "model.layers.%d.mlp.gate_proj",
+                  .up = "model.layers.%d.mlp.up_proj", .down = "model.layers.%d.mlp.down_proj"},
+        .key = {.hidden = "hidden_size", .layers = "num_hidden_layers", .heads = "num_attention_heads",
+                .kv_heads = "num_key_value_heads", .ff = "intermediate_size", .max_pos = "max_position_embeddings",
+                .norm_eps = "rms_norm_eps", .act = "hidden_act"},
+        .max_pos_default = 32768, .eps_default = 1e-6, .act_default = "silu", .tie_default = 0, .head_dim_free = 1,
+        .head_dim_default = 128,
+        .parse_quirks = quirks_qwen3,
+        .gguf_arch = "qwen3",
     },
 };
 

@@ -29,12 +29,16 @@ typedef enum { MLP_GELU2 = 1, MLP_SWIGLU = 2 } MlpKind;
 /* Scores = q.k * scale: 1/sqrt(hd), or 1 (GPT-Neo). GPT-2's scale_attn_by_inverse_layer_idx further
  * divides by layer + 1 (ModelConfig.scale_attn_by_layer, set only by GPT-2's config quirks). */
 typedef enum { SCALE_INV_SQRT_HD = 1, SCALE_NONE = 2 } AttnScale;
+/* A norm on each head's query and key after the projections and before RoPE (Qwen3's q_norm /
+ * k_norm): none, or RMSNorm over the head's hd values with one weight vector [hd] shared by the
+ * heads (eps = the config's norm eps). */
+typedef enum { QK_NORM_NONE = 0, QK_NORM_HEAD_RMS = 1 } QkNorm;
 
 /* Checkpoint tensor names: patterns in which "%d" stands for the layer index; the loader appends
  * ".weight" / ".bias". NULL: the architecture has no such tensor. */
 typedef struct ArchNames {
     const char *embed, *pos_embed, *final_norm, *lm_head;
-    const char *attn_norm, *qkv, *q, *k, *v, *o, *mlp_norm, *gate, *up, *down; /* per layer */
+    const char *attn_norm, *qkv, *q, *k, *v, *o, *q_norm, *k_norm, *mlp_norm, *gate, *up, *down; /* per layer */
 } ArchNames;
 
 /* config.json key names (NULL: the key does not exist for this architecture). */
@@ -58,6 +62,7 @@ typedef struct ArchInfo {
     int qkv_bias;     /* on the fused qkv, or on each of q, k, v */
     int o_bias;       /* attention output projection */
     int mlp_bias;     /* every MLP matrix */
+    QkNorm qk_norm;   /* names.q_norm / names.k_norm when not QK_NORM_NONE */
     ArchNames names;
 
     /* ---- config.json ---- */
@@ -68,6 +73,7 @@ typedef struct ArchInfo {
     const char *act_default;
     int tie_default;   /* tie_word_embeddings when absent */
     int head_dim_free; /* "head_dim" may differ from hidden / heads */
+    int head_dim_default; /* "head_dim" when absent (Qwen3Config: 128); 0: hidden / heads */
     /* This architecture's own keys (GPT-2 scale_attn_*, GPT-Neo local attention, ...), called after
      * the common ones are parsed; NULL if none. */
     int (*parse_quirks)(const struct cJSON *json, const char *file, ModelConfig *cfg, SpErr *err);
@@ -76,6 +82,8 @@ typedef struct ArchInfo {
     const char *gguf_arch;  /* general.architecture; NULL: llama.cpp has no such architecture */
     int gguf_permute_qk;    /* q/k rows permuted to llama.cpp's interleaved RoPE pairs */
     int gguf_vocab_size;    /* writes "<arch>.vocab_size" */
+    int gguf_rope_freqs;    /* llama.cpp's graph reads rope_freqs.weight (per-frequency divisors): llama3
+                             * rope scaling can be exported (its qwen2 / qwen3 graphs pass none) */
 } ArchInfo;
 
 /* The row of an Arch id (never NULL for an id config_parse produced). */

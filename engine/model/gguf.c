@@ -17,7 +17,9 @@
 #define GGUF_ALIGN 32
 #define GGUF_MAX_NAME 64 /* ggml's GGML_MAX_NAME, the terminating NUL included */
 enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };      /* gguf_type */
-enum { GT_F32 = 0, GT_F16 = 1, GT_BF16 = 30 };                                              /* ggml_type */
+enum { GT_F32 = 0, GT_F16 = 1, GT_Q8_0 = 8, GT_BF16 = 30 };                                /* ggml_type */
+enum { FT_F32 = 0, FT_F16 = 1, FT_Q8_0 = 7, FT_BF16 = 32 };                                  /* llama_ftype */
+#define GGML_QNT_VERSION 2 /* general.quantization_version of a quantized file */
 enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_USER_DEFINED = 4, TOK_UNUSED = 5 };              /* llama_token_type */
 
 /* ------------------------------------------------------------------ a growable byte buffer */
@@ -258,7 +260,8 @@ typedef enum { X_COPY = 0, X_TRANSPOSE, X_ROPE_PERMUTE } Xform;
 
 typedef struct GTensor {
     char name[GGUF_MAX_NAME];
-    const StEntry *src;
+    const StEntry *src; /* NULL: made here (gen) */
+    float *gen;         /* [ne[0]] f32 values of a tensor made here (rope_freqs), owned by the plan */
     int ndim;
     int64_t ne[2];  /* ne[0]: the contiguous row length */
     DType dtype;
@@ -272,8 +275,38 @@ typedef struct Plan {
     int n, cap;
 } Plan;
 
-static size_t dtype_size(DType t) { return t == DT_F32 ? 4 : 2; }
-static uint32_t ggml_type(DType t) { return t == DT_F32 ? GT_F32 : t == DT_F16 ? GT_F16 : GT_BF16; }
+static uint32_t ggml_type(DType t) {
+    return t == DT_F32 ? GT_F32 : t == DT_F16 ? GT_F16 : t == DT_Q8_0 ? GT_Q8_0 : GT_BF16;
+}
+
+/* The GGUF dtype of a matrix when the file's dtype is dt. For Q8_0, llama-quantize's choices
+ * (llama-quant.cpp tensor_allows_quantization, tensor_type_fallback): the position embedding is not
+ * quantized (kept F32, as in the f32 file it quantizes), and a matrix whose rows (ne0) are not whole
+ * Q8_0 blocks falls back to F16. */
+static DType matrix_dtype(const char *gname, int64_t ne0, DType dt) {
+    if (dt != DT_Q8_0) return dt;
+    if (!strcmp(gname, "position_embd.weight")) return DT_F32;
+    return ne0 % Q8_0_BLOCK ? DT_F16 : DT_Q8_0;
+}
+
+static GTensor *plan_slot(Plan *p, SpErr *err) {
+    if (p->n == p->cap) {
+        GTensor *nt = realloc(p->t, (size_t)(p->cap = p->cap ? 2 * p->cap : 64) * sizeof *nt);
+        if (!nt) {
+            sp_fail(err, "out of memory");
+            return NULL;
+        }
+        p->t = nt;
+    }
+    GTensor *t = &p->t[p->n++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+static void plan_free(Plan *p) {
+    for (int i = 0; i < p->n; i++) free(p->t[i].gen);
+    free(p->t);
+}
 
 /* Adds the HF tensor hf as GGUF tensor gname of ne = {ne0, ne1} (ne1 = 0: 1-D). */
 static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gname, int64_t ne0, int64_t ne1, DType dtype,
@@ -285,18 +318,28 @@ static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gn
                        (long long)(ne0 * (ne1 ? ne1 : 1)));
     if (e->dtype != ST_F32 && e->dtype != ST_F16 && e->dtype != ST_BF16)
         return sp_fail(err, "model.safetensors: %s has dtype %s (F32, F16 or BF16 expected)", hf, st_dtype_name(e->dtype));
-    if (p->n == p->cap) {
-        GTensor *nt = realloc(p->t, (size_t)(p->cap = p->cap ? 2 * p->cap : 64) * sizeof *nt);
-        if (!nt) return sp_fail(err, "out of memory");
-        p->t = nt;
-    }
-    GTensor *t = &p->t[p->n++];
-    memset(t, 0, sizeof *t);
+    GTensor *t = plan_slot(p, err);
+    if (!t) return -1;
     snprintf(t->name, sizeof t->name, "%s", gname);
     t->src = e, t->ndim = ne1 ? 2 : 1, t->ne[0] = ne0, t->ne[1] = ne1;
-    t->dtype = ne1 ? dtype : DT_F32; /* norms and biases stay F32 */
+    t->dtype = ne1 ? matrix_dtype(gname, ne0, dtype) : DT_F32; /* norms and biases stay F32 */
     t->xform = x, t->heads = heads;
-    t->nbytes = (uint64_t)(ne0 * (ne1 ? ne1 : 1)) * dtype_size(t->dtype);
+    t->nbytes = (uint64_t)dtype_row_bytes(t->dtype, (size_t)(ne0 * (ne1 ? ne1 : 1)));
+    return 0;
+}
+
+/* llama3 rope scaling as llama.cpp reads it: rope_freqs.weight [hd/2], f32, the divisor of each
+ * inverse frequency (rope_freq_divisor, as its converter's generate_extra_tensors writes them). */
+static int plan_rope_freqs(Plan *p, const ModelConfig *c, SpErr *err) {
+    int half = c->head_dim / 2;
+    GTensor *t = plan_slot(p, err);
+    if (!t) return -1;
+    if (!(t->gen = malloc((size_t)half * sizeof *t->gen))) return sp_fail(err, "out of memory");
+    for (int i = 0; i < half; i++) {
+        t->gen[i] = (float)rope_freq_divisor(&c->rope_scaling, rope_inv_freq(c, i));
+    }
+    snprintf(t->name, sizeof t->name, "rope_freqs.weight");
+    t->ndim = 1, t->ne[0] = half, t->dtype = DT_F32, t->nbytes = (uint64_t)half * 4;
     return 0;
 }
 
@@ -319,6 +362,7 @@ static int plan_model(Plan *p, const StArchive *st, const ModelConfig *c, const 
         rc = plan_add(p, st, t->name, t->gguf_name, ne0, ne1, dt, x, x == X_ROPE_PERMUTE ? t->rope_heads : 0, err);
     }
     free(specs);
+    if (rc == 0 && c->rope_scaling.kind == ROPE_SCALE_LLAMA3) rc = plan_rope_freqs(p, c, err);
     return rc;
 }
 
@@ -326,6 +370,10 @@ static DType st_to_dtype(StDType t) { return t == ST_F16 ? DT_F16 : t == ST_BF16
 
 /* The GGUF data of t (rows of ne[0] values, ne[1] rows) into out, via f32 in work / work2. */
 static void convert(const GTensor *t, float *work, float *work2, void *out) {
+    if (t->gen) {
+        memcpy(out, t->gen, (size_t)t->nbytes);
+        return;
+    }
     size_t n = (size_t)t->src->numel, cols = (size_t)t->ne[0], rows = t->ndim == 2 ? (size_t)t->ne[1] : 1;
     widen(t->src->data, st_to_dtype(t->src->dtype), 0, n, work);
     const float *src = work;
@@ -352,7 +400,8 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
 #define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", arch, suffix), k)
     kv_str(m, "general.architecture", arch);
     kv_str(m, "general.name", name);
-    kv_u32(m, "general.file_type", dt == DT_F32 ? 0 : dt == DT_F16 ? 1 : 32);
+    kv_u32(m, "general.file_type", dt == DT_F32 ? FT_F32 : dt == DT_F16 ? FT_F16 : dt == DT_Q8_0 ? FT_Q8_0 : FT_BF16);
+    if (dt == DT_Q8_0) kv_u32(m, "general.quantization_version", GGML_QNT_VERSION);
     kv_u32(m, KEY("context_length"), (uint32_t)c->max_pos);
     kv_u32(m, KEY("embedding_length"), (uint32_t)c->d_model);
     kv_u32(m, KEY("block_count"), (uint32_t)c->n_layers);
@@ -364,6 +413,10 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
     if (a->pos == POS_ROPE) {
         kv_f32(m, KEY("rope.freq_base"), c->rope_theta);
         kv_u32(m, KEY("rope.dimension_count"), (uint32_t)c->head_dim);
+        if (c->rope_scaling.kind == ROPE_SCALE_LINEAR) { /* llama.cpp: freq_scale = 1 / factor */
+            kv_str(m, KEY("rope.scaling.type"), "linear");
+            kv_f32(m, KEY("rope.scaling.factor"), c->rope_scaling.factor);
+        } /* llama3: the rope_freqs.weight tensor (plan_rope_freqs), no scaling keys, as llama.cpp's converter */
     }
     if (a->gguf_vocab_size) kv_u32(m, KEY("vocab_size"), (uint32_t)c->vocab_size);
     if (c->head_dim * c->n_heads != c->d_model) {
@@ -415,7 +468,8 @@ static int write_file(FILE *f, const Meta *m, const Plan *p, SpErr *err, const c
         put_u64(&h, off);
         t->offset = off;
         off += pad_to(t->nbytes);
-        if ((uint64_t)t->src->numel > max_n) max_n = (uint64_t)t->src->numel;
+        uint64_t numel = t->src ? (uint64_t)t->src->numel : (uint64_t)t->ne[0];
+        if (numel > max_n) max_n = numel;
     }
     float *work = malloc(max_n * sizeof *work), *work2 = malloc(max_n * sizeof *work2);
     void *out = malloc(max_n * sizeof(float));
@@ -450,6 +504,11 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
         rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path, a->gguf_arch);
     else if (a->pos == POS_ROPE && c.head_dim % 2)
         rc = sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c.head_dim);
+    else if (c.rope_scaling.kind == ROPE_SCALE_LLAMA3 && !a->gguf_rope_freqs)
+        rc = sp_fail(err, "%s: rope_scaling llama3: llama.cpp's %s applies no per-frequency factors", path, a->gguf_arch);
+    else if (!a->head_dim_free && c.head_dim * c.n_heads != c.d_model)
+        rc = sp_fail(err, "%s: head_dim %d x %d heads != hidden size %d: llama.cpp's %s needs them equal", path,
+                     c.head_dim, c.n_heads, c.d_model, a->gguf_arch);
     const char *inputs[] = {model_dir, tok_dir};
     if (rc == 0) rc = sp_output_check_inputs(out_path, inputs, 2, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
     if (rc == 0) rc = plan_model(&p, &st, &c, a, dtype, err);
@@ -473,7 +532,8 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
         if (g && fseek(g, 0, SEEK_END) == 0) sum->bytes = ftell(g);
         if (g) fclose(g);
     }
-    free(m.b.p), free(p.t);
+    free(m.b.p);
+    plan_free(&p);
     vocab_free(&v);
     st_close(&st);
     config_free(&c);

@@ -15,9 +15,20 @@
  *   gpt2   token_embd, position_embd, blk.N.{attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up,
  *          ffn_down} with biases, output_norm, output (absent when tied); HF's Conv1D weights
  *          ([in, out]) are transposed to [out, in].
+ *   qwen2  as llama, with blk.N.attn_{q,k,v}.bias, no q/k permutation (llama.cpp's qwen2 rotates halves
+ *          as Hugging Face does).
+ *   qwen3  as qwen2 without biases, with blk.N.attn_q_norm / attn_k_norm [head_dim]; key_length /
+ *          value_length = head_dim when head_dim x heads != hidden.
+ *   rope_scaling: linear as <arch>.rope.scaling.type "linear" + rope.scaling.factor (llama.cpp's
+ *          freq_scale = 1 / factor); llama3 as the tensor rope_freqs.weight [head_dim / 2] f32, the
+ *          divisor of each inverse frequency (rope_freq_divisor, config.h), as llama.cpp's converter
+ *          writes it; refused for qwen2 / qwen3, whose llama.cpp graphs apply no such factors.
  *   GPT-Neo is refused: llama.cpp has no GPT-Neo architecture.
  * Norm weights and biases are stored as F32 whatever the dtype; matrices in the chosen dtype (f32,
- * f16 or bf16, rounded to nearest even from the checkpoint's values).
+ * f16 or bf16, rounded to nearest even from the checkpoint's values; or Q8_0, quantized from the f32
+ * values after the transposition / permutation exactly as llama-quantize quantizes the f32 file:
+ * ggml's quantize_row_q8_0_ref, the position embedding left F32, rows that are not whole 32-value
+ * blocks F16, general.quantization_version 2).
  * Tokenizer: tokenizer.ggml.model "gpt2"; pre from the engine tokenizer's pre-tokenizer ("gpt-2" for
  * GPT-2's regex, "llama-bpe" / "qwen2" for the Split regex of Llama 3.x / Qwen2-3's tokenizer.json,
  * any other regex refused); tokens and merges as the byte-level strings of vocab.json + merges.txt
@@ -48,5 +59,12 @@ typedef struct GgufSummary {
  * become unused [PADn] entries (random-init checkpoints of real shapes carry no tokenizer). */
 int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path, DType dtype, GgufSummary *sum,
                 SpErr *err);
+
+/* Opens the GGUF file at path (v2 or v3; tensors of type F32, F16, BF16 or Q8_0) as an archive whose
+ * entries carry llama.cpp's tensor names ("blk.0.attn_q.weight") and row-major shapes (ne reversed:
+ * every matrix [out, in], GPT-2's included; Llama's q / k rows in llama.cpp's RoPE order), data
+ * borrowed from the file map until st_close. a->gguf = 1. Errors name the file and the field. */
+struct StArchive;
+int gguf_open(const char *path, struct StArchive *a, SpErr *err);
 
 #endif

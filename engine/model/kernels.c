@@ -8,6 +8,10 @@
 #include <immintrin.h>
 #endif
 
+/* A Q8_0 panel block (32 inputs x KERNEL_PANEL outputs): the outputs' half scales, then the quants. */
+#define Q8_PANEL_SCALES (KERNEL_PANEL * 2)
+#define Q8_PANEL_BLOCK (Q8_PANEL_SCALES + Q8_0_BLOCK * KERNEL_PANEL)
+
 /* IEEE half -> float by bit manipulation (handles subnormals, inf, NaN). */
 static inline float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
@@ -69,9 +73,24 @@ static uint16_t float_to_half(float f) {
     return (uint16_t)h;
 }
 
+/* ggml's quantize_row_q8_0_ref: n (a multiple of Q8_0_BLOCK) floats -> n / Q8_0_BLOCK blocks. The
+ * products x id are plain f32 multiplies (no contraction: nothing here is fused) and roundf rounds
+ * halves away from zero, as ggml's reference does. */
+static void quantize_q8_0(const float *x, size_t n, BlockQ8_0 *y) {
+    for (size_t b = 0; b < n / Q8_0_BLOCK; b++) {
+        const float *xb = x + b * Q8_0_BLOCK;
+        float amax = 0.0f;
+        for (int j = 0; j < Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(xb[j]));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = float_to_half(d);
+        for (int j = 0; j < Q8_0_BLOCK; j++) y[b].qs[j] = (int8_t)roundf(xb[j] * id);
+    }
+}
+
 void narrow(const float *src, size_t n, DType t, void *dst) {
     uint16_t *h = dst;
     switch (t) {
+    case DT_Q8_0: quantize_q8_0(src, n, dst); break;
     case DT_F32: memmove(dst, src, n * sizeof *src); break;
     case DT_F16: for (size_t i = 0; i < n; i++) h[i] = float_to_half(src[i]); break;
     case DT_BF16: for (size_t i = 0; i < n; i++) h[i] = float_to_bf16(src[i]); break;
@@ -93,6 +112,14 @@ void widen(const void *src, DType t, size_t off, size_t n, float *dst) {
     case DT_BF16: {
         const uint16_t *s = (const uint16_t *)src + off;
         for (size_t i = 0; i < n; i++) dst[i] = bf16_to_float(s[i]);
+    } break;
+    case DT_Q8_0: { /* element e is quant e % 32 of block e / 32, times that block's scale */
+        const BlockQ8_0 *blk = src;
+        for (size_t i = 0; i < n; i++) {
+            size_t e = off + i;
+            const BlockQ8_0 *b = &blk[e / Q8_0_BLOCK];
+            dst[i] = half_to_float(b->d) * (float)b->qs[e % Q8_0_BLOCK];
+        }
     } break;
     }
 }
@@ -258,6 +285,44 @@ SP_AVX512_R1O8(blk_avx512_r1_o8_np, 0)
 SP_BF16(1, 4) SP_FOR_ROWS(SP_BF16, 2) SP_FOR_ROWS(SP_BF16, 1)
 SP_F16(1, 4) SP_FOR_ROWS(SP_F16, 2) SP_FOR_ROWS(SP_F16, 1)
 
+/* Q8_0 weights (AVX-512F): each block of 32 quants is widened in registers (int8 -> int32 -> f32) and
+ * multiplied by its half scale, then used for every x row: the same arithmetic as the widened
+ * reference (d q exactly, then products summed in f32). A weight row is in / 32 blocks of 34 bytes. */
+__attribute__((target("avx512f,f16c"))) static inline __m512 q8_half(const int8_t *q, __m512 d) {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q))), d);
+}
+__attribute__((target("avx512f,f16c"))) static inline __m512 q8_scale(uint16_t h) {
+    return _mm512_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))));
+}
+#define SP_Q8(R, O)                                                                                        \
+    __attribute__((target("avx512f,f16c"))) static void blk_q8_r##R##_o##O(const void *Wv, int in, const float *x, \
+                                                                          int ldx, float *y, int ldy, int o) { \
+        int nb = in / Q8_0_BLOCK;                                                                          \
+        const BlockQ8_0 *w0 = (const BlockQ8_0 *)Wv + (size_t)o * nb;                                      \
+        __m512 acc[O][R];                                                                                  \
+        _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                                \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) acc[a][b] = _mm512_setzero_ps();          \
+        for (int k = 0; k < nb; k++) {                                                                     \
+            __m512 lo[O], hi[O];                                                                           \
+            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) {                                          \
+                const BlockQ8_0 *blk = w0 + (size_t)a * nb + k;                                            \
+                __m512 d = q8_scale(blk->d);                                                               \
+                lo[a] = q8_half(blk->qs, d);                                                               \
+                hi[a] = q8_half(blk->qs + 16, d);                                                          \
+                _mm_prefetch((const char *)(blk + (size_t)O * nb), _MM_HINT_T0);                          \
+            }                                                                                              \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) {                                          \
+                const float *xb = x + (size_t)b * ldx + (size_t)k * Q8_0_BLOCK;                           \
+                __m512 xl = _mm512_loadu_ps(xb), xh = _mm512_loadu_ps(xb + 16);                            \
+                _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                        \
+                    acc[a][b] = _mm512_fmadd_ps(hi[a], xh, _mm512_fmadd_ps(lo[a], xl, acc[a][b]));        \
+            }                                                                                              \
+        }                                                                                                  \
+        for (int a = 0; a < O; a++)                                                                        \
+            for (int b = 0; b < R; b++) y[(size_t)b * ldy + o + a] = _mm512_reduce_add_ps(acc[a][b]);     \
+    }
+SP_Q8(1, 4) SP_FOR_ROWS(SP_Q8, 2) SP_FOR_ROWS(SP_Q8, 1)
+
 typedef struct BlockSet {
     int o_one, o_many;        /* outputs per block for n = 1 and for n >= 2 */
     BlockFn one;              /* R = 1, O = o_one */
@@ -270,6 +335,7 @@ static const BlockSet kAvx512 = {8, 4, blk_avx512_r1_o8, blk_avx512_r1_o8_np, SP
                                  SP_ROW_TABLE(avx512, 1)};
 static const BlockSet kBf16 = {4, 2, blk_bf16_r1_o4, NULL, SP_ROW_TABLE(bf16, 2), SP_ROW_TABLE(bf16, 1)};
 static const BlockSet kF16 = {4, 2, blk_f16_r1_o4, NULL, SP_ROW_TABLE(f16, 2), SP_ROW_TABLE(f16, 1)};
+static const BlockSet kQ8 = {4, 2, blk_q8_r1_o4, NULL, SP_ROW_TABLE(q8, 2), SP_ROW_TABLE(q8, 1)};
 
 /* Rows [0, n) as at most two groups of <= 6 (n <= 8), every group over the same output block. */
 static void rows_blocked(const BlockSet *k, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
@@ -333,13 +399,52 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
     SP_PANEL(NAME, 1, ELEM, LOAD) SP_PANEL(NAME, 2, ELEM, LOAD) SP_PANEL(NAME, 3, ELEM, LOAD)               \
     SP_PANEL(NAME, 4, ELEM, LOAD) SP_PANEL(NAME, 5, ELEM, LOAD) SP_PANEL(NAME, 6, ELEM, LOAD)               \
     SP_PANEL(NAME, 7, ELEM, LOAD) SP_PANEL(NAME, 8, ELEM, LOAD) SP_PANEL(NAME, 9, ELEM, LOAD)
+/* Q8_0 panels: per block of 32 inputs, the 64 outputs' half scales (128 bytes), then 32 panel rows of
+ * 64 int8 quants (one cache line each): 2176 bytes, a sequential stream like the other panels. Each
+ * quant vector is widened and multiplied by its outputs' scales (d q exactly), then broadcast-FMA'd. */
+#define SP_PANEL_Q8(R)                                                                                      \
+    __attribute__((target("avx512f"))) static void pnl_q8_r##R(const void *panel_v, int in, const float *x, int ldx, \
+                                                               float *y, int ldy, int nout) {               \
+        const unsigned char *panel = panel_v;                                                               \
+        __m512 acc[R][4];                                                                                   \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
+        for (int k = 0; k < in / Q8_0_BLOCK; k++) {                                                         \
+            const unsigned char *blk = panel + (size_t)k * Q8_PANEL_BLOCK;                                  \
+            __m512 dv[4];                                                                                   \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) dv[v] =                                     \
+                _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));                        \
+            const int8_t *qs = (const int8_t *)(blk + Q8_PANEL_SCALES);                                     \
+            const float *xk = x + (size_t)k * Q8_0_BLOCK;                                                   \
+            for (int i = 0; i < Q8_0_BLOCK; i++) {                                                          \
+                const int8_t *w = qs + (size_t)i * KERNEL_PANEL;                                            \
+                __m512 wv[4];                                                                               \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) wv[v] = _mm512_mul_ps(                 \
+                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(w + 16 * v)))), dv[v]); \
+                _mm_prefetch((const char *)w + 1024, _MM_HINT_T0); /* 16 panel rows ahead */               \
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                     \
+                    __m512 xb = _mm512_set1_ps(xk[(size_t)r * ldx + i]);                                    \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(wv[v], xb, acc[r][v]); \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int r = 0; r < R; r++)                                                                         \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                int left = nout - 16 * v;                                                                   \
+                if (left <= 0) break;                                                                       \
+                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
+                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
+            }                                                                                               \
+    }
+SP_PANEL_Q8(1) SP_PANEL_Q8(2) SP_PANEL_Q8(3) SP_PANEL_Q8(4) SP_PANEL_Q8(5) SP_PANEL_Q8(6) SP_PANEL_Q8(7)
+SP_PANEL_Q8(8) SP_PANEL_Q8(9)
 SP_PANEL_ALL(pnl, float, PNL_LOAD_F32)
 SP_PANEL_ALL(pnl_bf16, uint16_t, PNL_LOAD_BF16)
 SP_PANEL_ALL(pnl_f16, uint16_t, PNL_LOAD_F16)
 typedef void (*PanelFn)(const void *panel, int in, const float *x, int ldx, float *y, int ldy, int nout);
 #define SP_PANEL_TABLE(NAME) {NULL, NAME##_r1, NAME##_r2, NAME##_r3, NAME##_r4, NAME##_r5, NAME##_r6, NAME##_r7, NAME##_r8, NAME##_r9}
-static const PanelFn kPanelPass[3][KERNEL_PANEL_ROWS + 1] = {SP_PANEL_TABLE(pnl), SP_PANEL_TABLE(pnl_f16),
-                                                              SP_PANEL_TABLE(pnl_bf16)}; /* by DType */
+static const PanelFn kPanelPass[DT_COUNT][KERNEL_PANEL_ROWS + 1] = {
+    SP_PANEL_TABLE(pnl), SP_PANEL_TABLE(pnl_f16), SP_PANEL_TABLE(pnl_bf16), SP_PANEL_TABLE(pnl_q8)}; /* by DType */
 #endif
 
 int kernel_panel_supported(void) {
@@ -350,11 +455,32 @@ int kernel_panel_supported(void) {
 #endif
 }
 
-size_t panel_elems(int in, int out) {
-    return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * KERNEL_PANEL * (size_t)in;
+size_t panel_bytes(DType dt, int in, int out) {
+    return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * dtype_row_bytes(dt, (size_t)KERNEL_PANEL * (size_t)in);
+}
+
+/* Q8_0 panels from out-major Q8_0 rows (see SP_PANEL_Q8); outputs past `out` get scale 0, quants 0. */
+static void panel_pack_q8(const BlockQ8_0 *W, int in, int out, unsigned char *dst) {
+    int nb = in / Q8_0_BLOCK, n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
+    for (int p = 0; p < n_panels; p++)
+        for (int k = 0; k < nb; k++) {
+            unsigned char *blk = dst + ((size_t)p * nb + (size_t)k) * Q8_PANEL_BLOCK;
+            uint16_t *d = (uint16_t *)blk;
+            int8_t *qs = (int8_t *)(blk + Q8_PANEL_SCALES);
+            for (int j = 0; j < KERNEL_PANEL; j++) {
+                int o = p * KERNEL_PANEL + j;
+                const BlockQ8_0 *b = o < out ? &W[(size_t)o * nb + k] : NULL;
+                d[j] = b ? b->d : 0;
+                for (int i = 0; i < Q8_0_BLOCK; i++) qs[(size_t)i * KERNEL_PANEL + j] = b ? b->qs[i] : 0;
+            }
+        }
 }
 
 void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *panels) {
+    if (dt == DT_Q8_0) { /* Q8_0 is only ever stored out-major (its blocks run along a row) */
+        panel_pack_q8(W, in, out, panels);
+        return;
+    }
     int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
     size_t es = dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
     const char *src = W;
@@ -372,12 +498,12 @@ void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *p
 void matmul_panels(const void *panels, DType dt, int in, int out, const float *x, int n, int ldx, float *y, int ldy,
                    int p0, int p1) {
 #ifdef SP_HAVE_X86_KERNELS
-    size_t es = dt == DT_F32 ? sizeof(float) : sizeof(uint16_t);
+    size_t panel_size = dtype_row_bytes(dt, (size_t)KERNEL_PANEL * (size_t)in);
     const PanelFn *pass = kPanelPass[dt];
     int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS; /* balanced: 10 rows -> 5 + 5 */
     for (int p = p0; p < p1; p++) {
         int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
-        const char *panel = (const char *)panels + (size_t)p * KERNEL_PANEL * in * es;
+        const char *panel = (const char *)panels + (size_t)p * panel_size;
         for (int g = 0, r0 = 0; g < passes; g++) { /* the panel stays in L2 between passes */
             int rows = (n - r0 + (passes - g) - 1) / (passes - g);
             pass[rows](panel, in, x + (size_t)r0 * ldx, ldx, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout);
@@ -389,6 +515,289 @@ void matmul_panels(const void *panels, DType dt, int in, int out, const float *x
 #endif
 }
 
+/* ---- bf16 weights by the CPU's bf16 dot products (AVX512_BF16 vdpbf16ps) ----
+ * vdpbf16ps multiplies bf16 pairs and adds both products to an f32 lane: the activations must be bf16
+ * too, so each x row is rounded to bf16 (to nearest even, as llama.cpp rounds them) once per product
+ * into caller scratch, zero-padded to a multiple of BF16_DOT_PAD. */
+void round_rows_bf16(const float *x, int n, int ldx, int in, uint16_t *xb, int ldxb) {
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * ldx;
+        uint16_t *o = xb + (size_t)r * ldxb;
+        for (int i = 0; i < in; i++) o[i] = float_to_bf16(xr[i]);
+        for (int i = in; i < ldxb; i++) o[i] = 0;
+    }
+}
+
+int bf16_dot_stride(int in) { return (in + BF16_DOT_PAD - 1) / BF16_DOT_PAD * BF16_DOT_PAD; }
+
+size_t panel_bytes_bf16_dot(int in, int out) {
+    return (size_t)((out + KERNEL_PANEL - 1) / KERNEL_PANEL) * KERNEL_PANEL * (size_t)((in + 1) / 2 * 2) * 2;
+}
+
+/* Pair panels: pair k of a panel holds, for j < KERNEL_PANEL, W[p P + j, 2k] and W[p P + j, 2k + 1]
+ * side by side (256 bytes, 4 vectors); an odd last input and outputs past `out` are 0. */
+void panel_pack_bf16_dot(const uint16_t *W, int in, int out, int out_major, uint16_t *panels) {
+    int n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL, pairs = (in + 1) / 2;
+    for (int p = 0; p < n_panels; p++)
+        for (int k = 0; k < pairs; k++)
+            for (int j = 0; j < KERNEL_PANEL; j++)
+                for (int t = 0; t < 2; t++) {
+                    int o = p * KERNEL_PANEL + j, i = 2 * k + t;
+                    uint16_t *d = panels + (((size_t)p * pairs + (size_t)k) * KERNEL_PANEL + (size_t)j) * 2 + t;
+                    *d = o < out && i < in ? W[out_major ? (size_t)o * in + i : (size_t)i * out + o] : 0;
+                }
+}
+
+/* Scalar reference: sum over i of bf16 products in f32 (tests; CPUs without AVX512_BF16). */
+static void rows_scalar_bf16_dot(const uint16_t *W, int in, const uint16_t *xb, int n, int ldxb, float *y, int ldy,
+                                 int o0, int o1) {
+    for (int o = o0; o < o1; o++)
+        for (int r = 0; r < n; r++) {
+            float s = 0;
+            for (int i = 0; i < in; i++) s += bf16_to_float(W[(size_t)o * in + i]) * bf16_to_float(xb[(size_t)r * ldxb + i]);
+            y[(size_t)r * ldy + o] = s;
+        }
+}
+
+#ifdef SP_HAVE_X86_KERNELS
+#define SP_BF16DOT_TGT "avx512f,avx512bw,avx512bf16"
+/* Few rows: a block of O weight rows x R activation rows, 32 inputs per step (the last step masked). */
+#define SP_BF16DOT(R, O)                                                                                    \
+    __attribute__((target(SP_BF16DOT_TGT))) static void bd_r##R##_o##O(const uint16_t *W, int in, const uint16_t *xb, \
+                                                                      int ldxb, float *y, int ldy, int o) {    \
+        const uint16_t *w0 = W + (size_t)o * in;                                                            \
+        __m512 acc[O][R];                                                                                   \
+        _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                                 \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) acc[a][b] = _mm512_setzero_ps();           \
+        for (int i = 0; i < in; i += 32) {                                                                  \
+            __mmask32 m = in - i >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << (in - i)) - 1);       \
+            __m512i wv[O];                                                                                  \
+            _Pragma("GCC unroll 8") for (int a = 0; a < O; a++) {                                           \
+                wv[a] = _mm512_maskz_loadu_epi16(m, w0 + (size_t)a * in + i);                               \
+                _mm_prefetch((const char *)(w0 + (size_t)(O + a) * in + i), _MM_HINT_T0);                  \
+            }                                                                                               \
+            _Pragma("GCC unroll 8") for (int b = 0; b < R; b++) {                                           \
+                __m512i xv = _mm512_loadu_si512(xb + (size_t)b * ldxb + i);                                 \
+                _Pragma("GCC unroll 8") for (int a = 0; a < O; a++)                                         \
+                    acc[a][b] = _mm512_dpbf16_ps(acc[a][b], (__m512bh)wv[a], (__m512bh)xv);                 \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int a = 0; a < O; a++)                                                                         \
+            for (int b = 0; b < R; b++) y[(size_t)b * ldy + o + a] = _mm512_reduce_add_ps(acc[a][b]);      \
+    }
+SP_BF16DOT(1, 8) SP_BF16DOT(1, 1)
+SP_BF16DOT(2, 4) SP_BF16DOT(3, 4) SP_BF16DOT(4, 4) SP_BF16DOT(5, 4) SP_BF16DOT(6, 4)
+SP_BF16DOT(2, 1) SP_BF16DOT(3, 1) SP_BF16DOT(4, 1) SP_BF16DOT(5, 1) SP_BF16DOT(6, 1)
+typedef void (*BdFn)(const uint16_t *W, int in, const uint16_t *xb, int ldxb, float *y, int ldy, int o);
+static const BdFn kBdMany[7] = {NULL, bd_r1_o8, bd_r2_o4, bd_r3_o4, bd_r4_o4, bd_r5_o4, bd_r6_o4};
+static const BdFn kBdOne[7] = {NULL, bd_r1_o1, bd_r2_o1, bd_r3_o1, bd_r4_o1, bd_r5_o1, bd_r6_o1};
+
+/* Panels: per input pair, 4 pair vectors (64 outputs) times the row's pair broadcast. */
+#define SP_PANEL_BD(R)                                                                                      \
+    __attribute__((target(SP_BF16DOT_TGT))) static void pbd_r##R(const uint16_t *panel, int pairs, const uint16_t *xb, \
+                                                                int ldxb, float *y, int ldy, int nout) {       \
+        __m512 acc[R][4];                                                                                   \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
+        for (int k = 0; k < pairs; k++) {                                                                   \
+            const uint16_t *w = panel + (size_t)k * 2 * KERNEL_PANEL;                                       \
+            __m512i wv[4];                                                                                  \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) wv[v] = _mm512_load_si512(w + 32 * v);     \
+            for (int b = 0; b < 4; b++) /* 4 pairs (1 kB) ahead */                                          \
+                _mm_prefetch((const char *)(w + 8 * KERNEL_PANEL) + 64 * b, _MM_HINT_T0);                  \
+            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
+                uint32_t pr;                                                                                \
+                memcpy(&pr, xb + (size_t)r * ldxb + 2 * k, 4);                                              \
+                __m512i xv = _mm512_set1_epi32((int)pr);                                                    \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                         \
+                    acc[r][v] = _mm512_dpbf16_ps(acc[r][v], (__m512bh)wv[v], (__m512bh)xv);                 \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int r = 0; r < R; r++)                                                                         \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                int left = nout - 16 * v;                                                                   \
+                if (left <= 0) break;                                                                       \
+                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
+                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
+            }                                                                                               \
+    }
+SP_PANEL_BD(1) SP_PANEL_BD(2) SP_PANEL_BD(3) SP_PANEL_BD(4) SP_PANEL_BD(5) SP_PANEL_BD(6) SP_PANEL_BD(7)
+SP_PANEL_BD(8) SP_PANEL_BD(9)
+typedef void (*PbdFn)(const uint16_t *panel, int pairs, const uint16_t *xb, int ldxb, float *y, int ldy, int nout);
+static const PbdFn kPbd[KERNEL_PANEL_ROWS + 1] = {NULL, pbd_r1, pbd_r2, pbd_r3, pbd_r4, pbd_r5, pbd_r6, pbd_r7, pbd_r8, pbd_r9};
+#endif
+
+void matmul_few_rows_bf16_dot(int scalar, const uint16_t *W, int in, const uint16_t *xb, int n, int ldxb, float *y,
+                              int ldy, int o0, int o1) {
+#ifdef SP_HAVE_X86_KERNELS
+    if (!scalar) {
+        int g0 = n <= 6 ? n : (n + 1) / 2, g1 = n - g0; /* at most two groups of <= 6 rows */
+        int O = g0 == 1 ? 8 : 4;
+        int o = o0;
+        for (; o + O <= o1; o += O) {
+            kBdMany[g0](W, in, xb, ldxb, y, ldy, o);
+            if (g1) kBdMany[g1](W, in, xb + (size_t)g0 * ldxb, ldxb, y + (size_t)g0 * ldy, ldy, o);
+        }
+        for (; o < o1; o++) {
+            kBdOne[g0](W, in, xb, ldxb, y, ldy, o);
+            if (g1) kBdOne[g1](W, in, xb + (size_t)g0 * ldxb, ldxb, y + (size_t)g0 * ldy, ldy, o);
+        }
+        return;
+    }
+#endif
+    (void)scalar;
+    rows_scalar_bf16_dot(W, in, xb, n, ldxb, y, ldy, o0, o1);
+}
+
+void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint16_t *xb, int n, int ldxb, float *y,
+                            int ldy, int p0, int p1) {
+#ifdef SP_HAVE_X86_KERNELS
+    int pairs = (in + 1) / 2;
+    int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS;
+    for (int p = p0; p < p1; p++) {
+        int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
+        const uint16_t *panel = panels + (size_t)p * KERNEL_PANEL * 2 * pairs;
+        for (int g = 0, r0 = 0; g < passes; g++) {
+            int rows = (n - r0 + (passes - g) - 1) / (passes - g);
+            kPbd[rows](panel, pairs, xb + (size_t)r0 * ldxb, ldxb, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout);
+            r0 += rows;
+        }
+    }
+#else
+    (void)panels, (void)in, (void)out, (void)xb, (void)n, (void)ldxb, (void)y, (void)ldy, (void)p0, (void)p1;
+#endif
+}
+
+/* ---- Q8_0 weights times Q8_0 activations (AVX512_VNNI vpdpbusd), llama.cpp's numerics ----
+ * Each activation row is quantized per 32-value block as llama.cpp quantizes it before its Q8_0 dot
+ * products: d = max|x| / 127 rounded to half (the scale the product then uses), q = x / d rounded to
+ * nearest even (its SIMD quantizer's rounding). vpdpbusd multiplies unsigned by signed bytes: the
+ * activations are stored as q + 128 (unsigned, broadcast 4 at a time), the weight quants stay signed
+ * (read from L1 as the instruction's memory operand), and each block's sum starts from -128 sum(q_w)
+ * (computed once per block for all rows). Panels: Q8_0 panel blocks (SP_PANEL_Q8's size) whose quants
+ * are in groups of 4 inputs: group g of a block holds, for output j, inputs 4g .. 4g + 3 side by side
+ * (one 32-bit lane), so 16 outputs x 4 inputs are one vector. */
+#ifdef SP_HAVE_X86_KERNELS
+/* One block of 32 activations (AVX-512): the same values as the scalar loop below (vcvtps2dq rounds to
+ * nearest even, as nearbyintf does in the default rounding mode). Returns max |x|. */
+__attribute__((target("avx512f,avx512bw"))) static float quantize_block_q8_act(const float *xb, uint8_t *q) {
+    __m512 lo = _mm512_loadu_ps(xb), hi = _mm512_loadu_ps(xb + 16);
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+    __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m512i off = _mm512_set1_epi32(128);
+    __m512i ql = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id)), off);
+    __m512i qh = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id)), off);
+    _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(ql));
+    _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(qh));
+    return amax;
+}
+#endif
+
+void quantize_rows_q8_act(const float *x, int n, int ldx, int in, uint8_t *qx, float *dx) {
+    int nb = in / Q8_0_BLOCK;
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < nb; k++) {
+            const float *xb = x + (size_t)r * ldx + (size_t)k * Q8_0_BLOCK;
+            uint8_t *q = qx + ((size_t)r * nb + (size_t)k) * Q8_0_BLOCK;
+            float amax = 0.0f;
+#ifdef SP_HAVE_X86_KERNELS
+            if (kernel_q8_vnni_supported()) {
+                amax = quantize_block_q8_act(xb, q);
+            } else
+#endif
+            {
+                for (int j = 0; j < Q8_0_BLOCK; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+                float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+                for (int j = 0; j < Q8_0_BLOCK; j++) q[j] = (uint8_t)((int)nearbyintf(xb[j] * id) + 128);
+            }
+            dx[(size_t)r * nb + k] = half_to_float(float_to_half(amax / 127.0f));
+        }
+}
+
+void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
+    panel_pack_q8(W, in, out, panels); /* scales, then quants [i][j] */
+    int nb = in / Q8_0_BLOCK, n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
+    int8_t tmp[Q8_0_BLOCK * KERNEL_PANEL];
+    for (size_t b = 0; b < (size_t)n_panels * nb; b++) { /* [i][j] -> [i / 4][j][i % 4] */
+        int8_t *qs = (int8_t *)panels + b * Q8_PANEL_BLOCK + Q8_PANEL_SCALES;
+        memcpy(tmp, qs, sizeof tmp);
+        for (int i = 0; i < Q8_0_BLOCK; i++)
+            for (int j = 0; j < KERNEL_PANEL; j++) qs[((i / 4) * KERNEL_PANEL + j) * 4 + i % 4] = tmp[i * KERNEL_PANEL + j];
+    }
+}
+
+#ifdef SP_HAVE_X86_KERNELS
+/* One panel, R activation rows: y[r, 0 .. nout). Per block: -128 sum(q_w) of its 64 outputs (4
+ * vectors, by vpdpbusd with ones), then per row the 8 broadcast activation groups against the 32
+ * weight vectors (memory operands, L1), converted and scaled by d_w d_x into the f32 sums. */
+#define SP_PANEL_Q8V(R)                                                                                     \
+    __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void pq8v_r##R(                          \
+        const unsigned char *panel, int in, const uint8_t *qx, const float *dx, float *y, int ldy, int nout) { \
+        int nb = in / Q8_0_BLOCK;                                                                           \
+        __m512 acc[R][4];                                                                                   \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
+        const __m512i ones = _mm512_set1_epi8(1);                                                           \
+        for (int k = 0; k < nb; k++) {                                                                      \
+            const unsigned char *blk = panel + (size_t)k * Q8_PANEL_BLOCK;                                  \
+            const __m512i *qs = (const __m512i *)(blk + Q8_PANEL_SCALES); /* [g][v] */                      \
+            for (int b = 0; b < Q8_PANEL_BLOCK; b += 64) _mm_prefetch((const char *)blk + 4 * Q8_PANEL_BLOCK + b, _MM_HINT_T0); \
+            __m512 dw[4];                                                                                   \
+            __m512i base[4];                                                                                \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                           \
+                dw[v] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));                \
+                __m512i ws = _mm512_setzero_si512();                                                        \
+                _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) ws = _mm512_dpbusd_epi32(ws, ones, qs[4 * g + v]); \
+                base[v] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(ws, 7));              \
+            }                                                                                               \
+            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
+                const int32_t *xq = (const int32_t *)(qx + ((size_t)r * nb + (size_t)k) * Q8_0_BLOCK);      \
+                __m512i xb[8];                                                                              \
+                _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) xb[g] = _mm512_set1_epi32(xq[g]);      \
+                __m512 dxr = _mm512_set1_ps(dx[(size_t)r * nb + k]);                                        \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                       \
+                    __m512i s = base[v];                                                                    \
+                    _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) s = _mm512_dpbusd_epi32(s, xb[g], qs[4 * g + v]); \
+                    acc[r][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[v], dxr), acc[r][v]); \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+        for (int r = 0; r < R; r++)                                                                         \
+            for (int v = 0; v < 4; v++) {                                                                   \
+                int left = nout - 16 * v;                                                                   \
+                if (left <= 0) break;                                                                       \
+                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
+                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
+            }                                                                                               \
+    }
+SP_PANEL_Q8V(1) SP_PANEL_Q8V(2) SP_PANEL_Q8V(3) SP_PANEL_Q8V(4) SP_PANEL_Q8V(5) SP_PANEL_Q8V(6) SP_PANEL_Q8V(7)
+SP_PANEL_Q8V(8) SP_PANEL_Q8V(9)
+typedef void (*Pq8vFn)(const unsigned char *panel, int in, const uint8_t *qx, const float *dx, float *y, int ldy, int nout);
+static const Pq8vFn kPq8v[KERNEL_PANEL_ROWS + 1] = {NULL,      pq8v_r1, pq8v_r2, pq8v_r3, pq8v_r4,
+                                                    pq8v_r5,   pq8v_r6, pq8v_r7, pq8v_r8, pq8v_r9};
+#endif
+
+void matmul_panels_q8_vnni(const void *panels, int in, int out, const uint8_t *qx, const float *dx, int n, float *y,
+                           int ldy, int p0, int p1) {
+    int nb = in / Q8_0_BLOCK;
+    size_t panel_size = (size_t)nb * Q8_PANEL_BLOCK;
+    int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS; /* balanced, as matmul_panels */
+    for (int p = p0; p < p1; p++) {
+        int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
+        const unsigned char *panel = (const unsigned char *)panels + (size_t)p * panel_size;
+        for (int g = 0, r0 = 0; g < passes; g++) {
+            int rows = (n - r0 + (passes - g) - 1) / (passes - g);
+#ifdef SP_HAVE_X86_KERNELS
+            kPq8v[rows](panel, in, qx + (size_t)r0 * in, dx + (size_t)r0 * nb, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL,
+                        ldy, nout);
+#else
+            (void)panel, (void)nout, (void)dx, (void)qx, (void)y, (void)ldy;
+#endif
+            r0 += rows;
+        }
+    }
+}
+
 #ifdef SP_HAVE_X86_KERNELS
 #include <cpuid.h>
 /* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c"). */
@@ -397,6 +806,25 @@ static int cpu_has_f16c(void) {
     return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 }
 #endif
+
+int kernel_q8_vnni_supported(void) {
+#ifdef SP_HAVE_X86_KERNELS
+    return kernel_isa_supported(ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
+int kernel_bf16_dot_supported(void) {
+#ifdef SP_HAVE_X86_KERNELS
+    unsigned a, b, c, d; /* CPUID leaf 7 subleaf 1, EAX bit 5: AVX512_BF16 */
+    return kernel_isa_supported(ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
+           __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+#else
+    return 0;
+#endif
+}
 
 int kernel_isa_supported(KernelIsa isa) {
     switch (isa) {
@@ -427,29 +855,39 @@ int kernel_half_supported(KernelIsa isa, DType dt) {
 #ifdef SP_HAVE_X86_KERNELS
     if (dt == DT_BF16) return kernel_isa_supported(isa);
     if (dt == DT_F16) return kernel_isa_supported(isa) && cpu_has_f16c();
+    if (dt == DT_Q8_0) return isa == ISA_AVX512 && kernel_isa_supported(isa) && cpu_has_f16c();
 #endif
     return 0;
 }
 
-/* Scalar reference for 16-bit weights (tests; CPUs without AVX2). */
-static void rows_scalar_half(DType dt, const uint16_t *W, int in, const float *x, int n, int ldx, float *y, int ldy,
-                             int o0, int o1) {
-    for (int o = o0; o < o1; o++) {
-        const uint16_t *w = W + (size_t)o * in;
+/* Scalar reference for 16-bit and Q8_0 weights (tests; CPUs without AVX2 / AVX-512): each weight row
+ * widened exactly (widen), then summed in order. */
+static void rows_scalar_widened(DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
+                                int o0, int o1) {
+    enum { CHUNK = 256 }; /* a multiple of Q8_0_BLOCK */
+    float wf[CHUNK];
+    for (int o = o0; o < o1; o++)
         for (int r = 0; r < n; r++) {
             const float *xr = x + (size_t)r * ldx;
             float s = 0;
-            for (int i = 0; i < in; i++) s += (dt == DT_BF16 ? bf16_to_float(w[i]) : half_to_float(w[i])) * xr[i];
+            for (int i0 = 0; i0 < in; i0 += CHUNK) {
+                int len = in - i0 < CHUNK ? in - i0 : CHUNK;
+                widen(W, dt, (size_t)o * in + (size_t)i0, (size_t)len, wf);
+                for (int i = 0; i < len; i++) s += wf[i] * xr[i0 + i];
+            }
             y[(size_t)r * ldy + o] = s;
         }
-    }
 }
 
 void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
                      int o0, int o1) {
     if (isa == ISA_AUTO) isa = kernel_isa_best();
 #ifdef SP_HAVE_X86_KERNELS
-    if (isa != ISA_SCALAR && dt != DT_F32) { /* 16-bit weights: the AVX2 blocks at either level */
+    if (isa == ISA_AVX512 && dt == DT_Q8_0) {
+        rows_blocked(&kQ8, W, in, x, n, ldx, y, ldy, o0, o1);
+        return;
+    }
+    if (isa != ISA_SCALAR && (dt == DT_BF16 || dt == DT_F16)) { /* 16-bit weights: the AVX2 blocks at either level */
         rows_blocked(dt == DT_BF16 ? &kBf16 : &kF16, W, in, x, n, ldx, y, ldy, o0, o1);
         return;
     }
@@ -465,7 +903,7 @@ void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float
     if (dt == DT_F32)
         rows_scalar(W, in, x, n, ldx, y, ldy, o0, o1);
     else
-        rows_scalar_half(dt, W, in, x, n, ldx, y, ldy, o0, o1);
+        rows_scalar_widened(dt, W, in, x, n, ldx, y, ldy, o0, o1);
 }
 
 /* Out-major W, n <= KERNEL_MAX_ROWS: output rows split across the BLAS thread count for big
@@ -563,15 +1001,96 @@ static void linear_panels(const LinearW *L, const float *x, int n, int ldx, floa
     }
 }
 
+/* One slice of a bf16-dot product: outputs [o0, o1) (few rows: in groups of KERNEL_MAX_ROWS) or
+ * panels [o0, o1). */
+static void bf16_dot_slice(const LinearW *L, const uint16_t *xb, int n, int ldxb, float *y, int ldy, int o0, int o1) {
+    if (L->panels) {
+        matmul_panels_bf16_dot(L->w, L->in, L->out, xb, n, ldxb, y, ldy, o0, o1);
+        return;
+    }
+    for (int r0 = 0; r0 < n; r0 += KERNEL_MAX_ROWS) {
+        int rows = n - r0 < KERNEL_MAX_ROWS ? n - r0 : KERNEL_MAX_ROWS;
+        matmul_few_rows_bf16_dot(0, L->w, L->in, xb + (size_t)r0 * ldxb, rows, ldxb, y + (size_t)r0 * ldy, ldy, o0, o1);
+    }
+}
+
+/* bf16 weights by dot products: x rounded to bf16 in the tile (as many rows at a time as it holds),
+ * outputs (few rows, multiples of 8) or panels split across the BLAS thread count for big matrices. */
+static void linear_bf16_dot(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile,
+                            size_t tile_elems) {
+    int ldxb = bf16_dot_stride(L->in), chunk = (int)(tile_elems * 2 / (size_t)ldxb);
+    uint16_t *xb = (uint16_t *)tile;
+    int units = L->panels ? (L->out + KERNEL_PANEL - 1) / KERNEL_PANEL : (L->out + 7) / 8, unit = L->panels ? 1 : 8;
+    int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
+    for (int r0 = 0; r0 < n; r0 += chunk) {
+        int rows = n - r0 < chunk ? n - r0 : chunk;
+        round_rows_bf16(x + (size_t)r0 * ldx, rows, ldx, L->in, xb, ldxb);
+        float *yr = y + (size_t)r0 * ldy;
+        int last = L->panels ? units : L->out;
+        if (T <= 1 || units < 2) {
+            bf16_dot_slice(L, xb, rows, ldxb, yr, ldy, 0, last);
+            continue;
+        }
+#pragma omp parallel num_threads(T)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            int u0 = (int)((long)units * t / nt) * unit, u1 = (int)((long)units * (t + 1) / nt) * unit;
+            if (u1 > last) u1 = last;
+            if (u0 < u1) bf16_dot_slice(L, xb, rows, ldxb, yr, ldy, u0, u1);
+        }
+    }
+}
+
+/* Q8_0 panels by int8 dot products: x quantized into the tile (qx rows, then their block scales), as
+ * many rows at a time as it holds; panels split across the BLAS thread count for big matrices. */
+static void linear_q8_vnni(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile,
+                           size_t tile_elems) {
+    int nb = L->in / Q8_0_BLOCK, n_panels = (L->out + KERNEL_PANEL - 1) / KERNEL_PANEL;
+    size_t row_bytes = (size_t)L->in + (size_t)nb * sizeof(float);
+    int chunk = (int)(tile_elems * sizeof(float) / row_bytes);
+    int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
+    for (int r0 = 0; r0 < n; r0 += chunk) {
+        int rows = n - r0 < chunk ? n - r0 : chunk;
+        float *dx = tile;                                   /* [rows, nb] */
+        uint8_t *qx = (uint8_t *)(tile + (size_t)rows * nb); /* [rows, in] */
+        quantize_rows_q8_act(x + (size_t)r0 * ldx, rows, ldx, L->in, qx, dx);
+        float *yr = y + (size_t)r0 * ldy;
+        if (T <= 1 || n_panels < 2) {
+            matmul_panels_q8_vnni(L->w, L->in, L->out, qx, dx, rows, yr, ldy, 0, n_panels);
+            continue;
+        }
+#pragma omp parallel num_threads(T)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            int p0 = (int)((long)n_panels * t / nt), p1 = (int)((long)n_panels * (t + 1) / nt);
+            if (p0 < p1) matmul_panels_q8_vnni(L->w, L->in, L->out, qx, dx, rows, yr, ldy, p0, p1);
+        }
+    }
+}
+
+/* bf16 by dot products and Q8_0 by int8 dot products compute each row alone (activations rounded or
+ * quantized per row, the same instruction sequence for every row count), like the panel kernel. */
+int linear_rows_independent(const LinearW *L) { return L->panels || L->bf16_dot; }
+
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems) {
-    if (L->panels)
+    if (L->q8_vnni) {
+        linear_q8_vnni(L, x, n, ldx, y, ldy, tile, tile_elems);
+    } else if (L->bf16_dot) {
+        linear_bf16_dot(L, x, n, ldx, y, ldy, tile, tile_elems);
+    } else if (L->panels) {
         linear_panels(L, x, n, ldx, y, ldy);
-    else if (L->few_rows && n <= KERNEL_MAX_ROWS)
-        linear_few_rows(L, x, n, ldx, y, ldy);
-    else if (L->dtype == DT_F32)
+    } else if (L->few_rows) { /* balanced passes of <= KERNEL_MAX_ROWS rows: 9 -> 5 + 4, never a one-row pass */
+        int passes = (n + KERNEL_MAX_ROWS - 1) / KERNEL_MAX_ROWS;
+        for (int g = 0, r0 = 0; g < passes; g++) {
+            int rows = (n - r0 + (passes - g) - 1) / (passes - g);
+            linear_few_rows(L, x + (size_t)r0 * ldx, rows, ldx, y + (size_t)r0 * ldy, ldy);
+            r0 += rows;
+        }
+    } else if (L->dtype == DT_F32) {
         linear_f32(L, x, n, ldx, y, ldy);
-    else
+    } else {
         linear_tiled(L, x, n, ldx, y, ldy, tile, tile_elems);
+    }
     add_bias(y, n, L->out, ldy, L->bias);
 }
 

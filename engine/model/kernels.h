@@ -28,11 +28,24 @@ typedef struct LinearW {
                         * loader); linear() then takes that kernel for <= KERNEL_MAX_ROWS rows */
     int panels;        /* 1: packed into KERNEL_PANEL-wide panels of its dtype (panel_pack; the loader decides, on a
                         * CPU with AVX-512); linear() then takes matmul_panels for every row count */
+    int q8_vnni;       /* 1 (Q8_0 panels, the loader decides): activations quantized to Q8_0, int8 dot products
+                        * (panel_pack_q8_vnni layout), any n */
+    int bf16_dot;      /* 1 (bf16 weights, the loader decides): activations rounded to bf16 and bf16 dot products,
+                        * on out-major rows (few_rows) or pair panels (panels: panel_pack_bf16_dot), any n */
 } LinearW;
 
 /* y[n, out] (row stride ldy) = x[n, in] (row stride ldx) W + bias.
- * tile: scratch of tile_elems floats, used only for f16/bf16. */
+ * tile: scratch of tile_elems floats, used only for f16/bf16/Q8_0 widening and bf16-rounded or
+ * Q8_0-quantized activations (bf16_dot: tile_elems >= bf16_dot_stride(in) / 2; q8_vnni: >= in / 3).
+ * The row rule (what batching many sessions' rows in one call rests on, model.c): the arithmetic of a
+ * row of x never depends on the other rows, except, where linear_rows_independent(L) is 0, on whether
+ * n == 1 (the one-row kernel reduces its sums in another order) or n >= 2. So the few-row kernel takes
+ * n > KERNEL_MAX_ROWS too, in passes of 2..KERNEL_MAX_ROWS rows, not sgemm (whose per-row sums may
+ * depend on n); only weights no kernel takes (16-bit on a CPU without AVX2) go to BLAS, whose rows
+ * are then not promised independent (linear_rows_independent 0, and the rule does not hold). */
 void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile, size_t tile_elems);
+/* 1 when a row's arithmetic in linear(L, ...) is the same for every n (the panel kernels, bf16 and Q8_0 dot products). */
+int linear_rows_independent(const LinearW *L);
 
 /* sum_i a[i] b[i] with 8 independent partial sums (vectorised; a single running sum is a chain of
  * dependent adds the compiler may not reorder). */
@@ -46,11 +59,11 @@ KernelIsa kernel_isa_best(void);
 const char *kernel_isa_name(KernelIsa isa);
 
 /* 1 when matmul_few_rows runs weights of dtype dt at this ISA (f32: the ISA; bf16: AVX2; f16:
- * AVX2 + F16C; scalar: all). */
+ * AVX2 + F16C; Q8_0: AVX-512 + F16C; scalar: all). */
 int kernel_half_supported(KernelIsa isa, DType dt);
 
 /* y[r, o] = x[r, :] . W[o, :] for r < n (1 <= n <= KERNEL_MAX_ROWS), o in [o0, o1).
- * W: out-major [out, in] of dtype dt (f32, bf16 or f16, widened in registers); x: [n, in] (row
+ * W: out-major [out, in] of dtype dt (f32, bf16, f16 or Q8_0, widened in registers); x: [n, in] (row
  * stride ldx); y: [n, *] (row stride ldy). Every weight row is read from memory once for all n
  * rows. kernel_half_supported(isa, dt) must hold. */
 void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float *x, int n, int ldx, float *y, int ldy,
@@ -67,9 +80,10 @@ void matmul_few_rows(KernelIsa isa, DType dt, const void *W, int in, const float
 #define KERNEL_PANEL_ROWS 9 /* input rows one pass holds in registers (8, 9 spill a few to L1) */
 /* 1 when this CPU runs the panel kernel (AVX-512F). */
 int kernel_panel_supported(void);
-/* Elements of the packed copy of an [out, in] matrix: ceil(out / P) P in. */
-size_t panel_elems(int in, int out);
-/* Packs W (dtype dt, kept as it is: f32, f16 or bf16) into panels: W out-major [out, in] (out_major
+/* Bytes of the packed copy of an [out, in] matrix of dtype dt (Q8_0: in a multiple of Q8_0_BLOCK; its
+ * panels hold, per block of 32 inputs, the 64 outputs' scales then 32 rows of 64 quants). */
+size_t panel_bytes(DType dt, int in, int out);
+/* Packs W (dtype dt, kept as it is: f32, f16, bf16 or Q8_0; Q8_0 only out-major) into panels: W out-major [out, in] (out_major
  * = 1) or in-major [in, out] (GPT-2 Conv1D). panels: 64-byte aligned. */
 void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *panels);
 /* y[r, o] = x[r, :] . W[o, :] for r < n (any n >= 1; passes of <= KERNEL_PANEL_ROWS rows), outputs of
@@ -77,6 +91,39 @@ void panel_pack(const void *W, DType dt, int in, int out, int out_major, void *p
  * kernel_panel_supported(). */
 void matmul_panels(const void *panels, DType dt, int in, int out, const float *x, int n, int ldx, float *y, int ldy,
                    int p0, int p1);
+
+/* ---- bf16 weights by bf16 dot products (AVX512_BF16 vdpbf16ps), activations rounded to bf16 ----
+ * The numerics of llama.cpp's bf16 path: each activation is rounded to bf16 (nearest even) and the
+ * exact products of bf16 pairs are summed in f32. The exact path (kernels above) widens the weights
+ * and keeps the activations f32. x rows are rounded once per product (round_rows_bf16) into
+ * scratch rows of bf16_dot_stride(in) elements, zero-padded. */
+#define BF16_DOT_PAD 32
+int kernel_bf16_dot_supported(void); /* AVX-512F/BW and AVX512_BF16 */
+int bf16_dot_stride(int in);
+void round_rows_bf16(const float *x, int n, int ldx, int in, uint16_t *xb, int ldxb);
+/* y[r, o] = xb[r, :] . W[o, :], W out-major bf16 [out, in], n <= KERNEL_MAX_ROWS, o in [o0, o1);
+ * scalar: 1 runs the scalar reference (tests), else needs kernel_bf16_dot_supported(). */
+void matmul_few_rows_bf16_dot(int scalar, const uint16_t *W, int in, const uint16_t *xb, int n, int ldxb, float *y,
+                              int ldy, int o0, int o1);
+/* Pair panels: pair k of panel p holds W[p P + j, 2k], W[p P + j, 2k + 1] for j < P (0 past `out` and
+ * past an odd `in`); 64-byte aligned. */
+size_t panel_bytes_bf16_dot(int in, int out);
+void panel_pack_bf16_dot(const uint16_t *W, int in, int out, int out_major, uint16_t *panels);
+/* Any n >= 1, panels [p0, p1); needs kernel_bf16_dot_supported(). */
+void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint16_t *xb, int n, int ldxb, float *y,
+                            int ldy, int p0, int p1);
+
+/* ---- Q8_0 weights times Q8_0-quantized activations (AVX512_VNNI), llama.cpp's numerics ----
+ * quantize_rows_q8_act: x [n, in] (in a multiple of Q8_0_BLOCK) -> qx [n, in] (q + 128, unsigned) and
+ * dx [n, in / 32] (each block's half-rounded scale): per block d = max|x| / 127, q = x 127 / max
+ * rounded to nearest even. Panels: panel_bytes(DT_Q8_0, ..)
+ * bytes, packed by panel_pack_q8_vnni from out-major Q8_0 rows; y[r, o] = sum over blocks of
+ * d_w d_x sum(q_w q_x), any n >= 1. */
+int kernel_q8_vnni_supported(void); /* AVX-512F/BW and AVX512_VNNI */
+void quantize_rows_q8_act(const float *x, int n, int ldx, int in, uint8_t *qx, float *dx);
+void panel_pack_q8_vnni(const void *W, int in, int out, void *panels);
+void matmul_panels_q8_vnni(const void *panels, int in, int out, const uint8_t *qx, const float *dx, int n, float *y,
+                           int ldy, int p0, int p1);
 
 /* dst[cols, rows] = src[rows, cols]^T for elem-byte elements (the loader stores Conv1D weights
  * out-major). */

@@ -5,8 +5,9 @@
  *
  *   GPT-2 / GPT-Neo:  x = wte[tok] + wpe[pos]
  *                     x += Attn(LN1(x));  x += MLP(LN2(x))        MLP = proj(act(fc(.)))
- *   Llama:            x = embed[tok]
- *                     x += Attn(RMS1(x)); x += down(silu(gate(.)) * up(.))   (RoPE on q, k)
+ *   Llama, Qwen2/3:   x = embed[tok]
+ *                     x += Attn(RMS1(x)); x += down(silu(gate(.)) * up(.))   (RoPE on q, k, its
+ *                     frequencies rescaled by rope_scaling; Qwen3: RMSNorm on each head's q, k first)
  *   all:              hidden = final_norm(x);  logits = hidden lm_head^T
  *
  * Which of these a model runs comes from its row in arch.c's table (ArchInfo: norm, positions, qkv
@@ -25,12 +26,14 @@
 #include "arch.h"
 #include "jsonutil.h"
 #include "kernels.h"
+#include "gguf.h"
 #include "safetensors.h"
 
 typedef struct Layer {
     const float *ln1_w, *ln1_b, *ln2_w, *ln2_b; /* f32 copies, owned by Model.owned */
     LinearW qkv;                                /* GPT-2: fused [d, 3d] */
     LinearW q, k, v, o;                         /* GPT-Neo, Llama */
+    const float *qn_w, *kn_w;                   /* [hd] per-head q / k RMSNorm weights (Qwen3), f32 copies */
     LinearW fc, proj;                           /* GPT-2, GPT-Neo MLP */
     LinearW gate, up, down;                     /* Llama MLP */
 } Layer;
@@ -47,6 +50,8 @@ struct Model {
     float **owned;
     int n_owned;
     int64_t n_params, weight_bytes;
+    int bf16_dot; /* bf16 matrices by bf16 dot products (model_bf16_dot_default), else widened exactly */
+    int q8_vnni;  /* Q8_0 panels by int8 dot products (model_q8_vnni_default), else widened exactly */
 };
 
 /* ------------------------------------------------------------------ tensor table */
@@ -83,7 +88,7 @@ static int add_spec(SpecList *l, TensorRole role, int64_t d0, int64_t d1, const 
 /* One slot of a layer: a norm (weight [+ bias]) or a matrix (weight [+ bias]) that the row's traits
  * imply. The tensor table, the loader and the GGUF export all walk this list, in this order (which is
  * also init-random's: it draws the weights in table order). */
-typedef enum { S_ATTN_NORM, S_QKV, S_Q, S_K, S_V, S_O, S_MLP_NORM, S_GATE, S_UP, S_DOWN, S_COUNT } SlotId;
+typedef enum { S_ATTN_NORM, S_QKV, S_Q, S_K, S_V, S_O, S_Q_NORM, S_K_NORM, S_MLP_NORM, S_GATE, S_UP, S_DOWN, S_COUNT } SlotId;
 typedef struct Slot {
     SlotId id;
     const char *name; /* the row's pattern */
@@ -93,8 +98,9 @@ typedef struct Slot {
 } Slot;
 
 /* llama.cpp's names for the slots (blk.N.<name>.weight / .bias). */
-static const char *const slot_gguf[S_COUNT] = {"attn_norm", "attn_qkv",  "attn_q",   "attn_k",  "attn_v",
-                                               "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+static const char *const slot_gguf[S_COUNT] = {"attn_norm",   "attn_qkv",    "attn_q",      "attn_k",
+                                               "attn_v",      "attn_output", "attn_q_norm", "attn_k_norm",
+                                               "ffn_norm",    "ffn_gate",    "ffn_up",      "ffn_down"};
 
 static int layer_slots(const ArchInfo *a, const ModelConfig *c, Slot *s) {
     int64_t d = c->d_model, f = c->d_ff, qd = (int64_t)c->n_heads * c->head_dim, kvd = (int64_t)c->n_kv_heads * c->head_dim;
@@ -109,6 +115,10 @@ static int layer_slots(const ArchInfo *a, const ModelConfig *c, Slot *s) {
         s[n++] = (Slot){S_V, N->v, kvd, d, a->qkv_bias, 0};
     }
     s[n++] = (Slot){S_O, N->o, d, qd, a->o_bias, 0};
+    if (a->qk_norm == QK_NORM_HEAD_RMS) { /* one [hd] weight each, shared by the heads */
+        s[n++] = (Slot){S_Q_NORM, N->q_norm, c->head_dim, 0, 0, 0};
+        s[n++] = (Slot){S_K_NORM, N->k_norm, c->head_dim, 0, 0, 0};
+    }
     s[n++] = (Slot){S_MLP_NORM, N->mlp_norm, d, 0, nb, 0};
     if (a->mlp == MLP_SWIGLU) s[n++] = (Slot){S_GATE, N->gate, f, d, a->mlp_bias, 0};
     s[n++] = (Slot){S_UP, N->up, f, d, a->mlp_bias, 0};
@@ -200,7 +210,7 @@ const StEntry *model_find_tensor(const StArchive *st, const char *name) {
 }
 
 static const char *st_label(const Model *m) {
-    return m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
+    return m->st.gguf ? GGUF_MODEL_FILE : m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
 }
 
 static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
@@ -209,24 +219,47 @@ static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
     if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
-/* Looks up spec, checks dtype and shape, returns a view. */
+static int own(Model *m, float *v, SpErr *err);
+
+/* Llama's q / k rows as llama.cpp stores them (gguf.h: within each head of d rows, GGUF row 2i + j is
+ * Hugging Face row j d/2 + i) back in Hugging Face's rotate-half order, into an owned copy. */
+static const void *unpermute_rope_rows(Model *m, const StEntry *e, int heads, SpErr *err) {
+    size_t rows = (size_t)e->shape[0], row_bytes = e->nbytes / rows, d = rows / (size_t)heads, half = d / 2;
+    char *dst = malloc(e->nbytes);
+    if (own(m, (float *)dst, err)) return NULL;
+    const char *src = e->data;
+    for (size_t h = 0; h < (size_t)heads; h++)
+        for (size_t i = 0; i < half; i++)
+            for (size_t j = 0; j < 2; j++)
+                memcpy(dst + (h * d + j * half + i) * row_bytes, src + (h * d + 2 * i + j) * row_bytes, row_bytes);
+    return dst;
+}
+
+/* Looks up spec (under its GGUF name in a GGUF file, where every matrix is stored [out, in]: a
+ * Conv1D's shape is the spec's transposed), checks dtype and shape, returns a view. */
 static int bind(Model *m, const TensorSpec *spec, Tensor *t, SpErr *err) {
-    const StEntry *e = model_find_tensor(&m->st, spec->name);
-    if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(m), spec->name);
+    int gguf = m->st.gguf, flip = gguf && spec->conv1d && spec->ndim == 2;
+    const char *name = gguf ? spec->gguf_name : spec->name;
+    const StEntry *e = gguf ? st_find(&m->st, name) : model_find_tensor(&m->st, name);
+    if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(m), name);
     const char *file = st_entry_file(&m->st, e);
     if (e->dtype == ST_F32) t->dtype = DT_F32;
     else if (e->dtype == ST_F16) t->dtype = DT_F16;
     else if (e->dtype == ST_BF16) t->dtype = DT_BF16;
-    else return sp_fail(err, "%s: tensor %s has dtype %s; supported: F32, F16, BF16", file, e->name, st_dtype_name(e->dtype));
+    else if (e->dtype == ST_Q8_0 && spec->ndim == 2) t->dtype = DT_Q8_0;
+    else return sp_fail(err, "%s: tensor %s has dtype %s; supported: F32, F16, BF16 (and Q8_0 matrices from GGUF)", file, e->name, st_dtype_name(e->dtype));
     int same = e->ndim == spec->ndim;
-    for (int i = 0; same && i < spec->ndim; i++) same = e->shape[i] == spec->shape[i];
+    for (int i = 0; same && i < spec->ndim; i++) same = e->shape[i] == spec->shape[flip ? spec->ndim - 1 - i : i];
     if (!same) {
         char have[128], want[128];
         shape_str(have, sizeof have, e->shape, e->ndim);
-        shape_str(want, sizeof want, spec->shape, spec->ndim);
+        int64_t ws[2] = {spec->shape[flip], spec->shape[!flip]};
+        shape_str(want, sizeof want, spec->ndim == 2 ? ws : spec->shape, spec->ndim);
         return sp_fail(err, "%s: tensor %s has shape %s, config says %s", file, e->name, have, want);
     }
     t->data = e->data;
+    if (gguf && spec->rope_heads && m->ai->gguf_permute_qk && !(t->data = unpermute_rope_rows(m, e, spec->rope_heads, err)))
+        return -1;
     t->ndim = e->ndim;
     for (int i = 0; i < e->ndim && i < 4; i++) t->shape[i] = e->shape[i];
     m->n_params += e->numel;
@@ -302,6 +335,7 @@ static int next_linear(Binder *b, int out_major, LinearW *L) {
 
 /* Where a slot's tensors go in a Layer. */
 static int bind_slot(Binder *b, const Slot *s, int out_major, Layer *Ly, int swiglu) {
+    if (s->id == S_Q_NORM || s->id == S_K_NORM) return next_vec(b, s->id == S_Q_NORM ? &Ly->qn_w : &Ly->kn_w);
     if (s->id == S_ATTN_NORM || s->id == S_MLP_NORM) {
         const float **w = s->id == S_ATTN_NORM ? &Ly->ln1_w : &Ly->ln2_w, **bias = s->id == S_ATTN_NORM ? &Ly->ln1_b : &Ly->ln2_b;
         return next_vec(b, w) || (s->bias && next_vec(b, bias));
@@ -319,7 +353,7 @@ static int bind_layers(Binder *b) {
     if (next_tensor(b, &m->wte)) return -1;
     if (a->pos == POS_LEARNED && next_tensor(b, &m->wpe)) return -1;
     Slot s[S_COUNT];
-    int ns = layer_slots(a, c, s), out_major = a->weights == W_LINEAR;
+    int ns = layer_slots(a, c, s), out_major = a->weights == W_LINEAR || m->st.gguf; /* GGUF: all [out, in] */
     for (int i = 0; i < c->n_layers; i++)
         for (int k = 0; k < ns; k++)
             if (bind_slot(b, &s[k], out_major, &m->layers[i], a->mlp == MLP_SWIGLU)) return -1;
@@ -334,7 +368,8 @@ static int bind_layers(Binder *b) {
     return 0;
 }
 
-static size_t dtype_bytes(DType t) { return t == DT_F32 ? 4 : 2; }
+/* Bytes of matrix L as stored. */
+static size_t matrix_bytes(const LinearW *L) { return dtype_row_bytes(L->dtype, (size_t)L->in * (size_t)L->out); }
 
 /* A matrix the few-row kernel takes (f32 always; bf16/f16 where this CPU has the instructions). */
 static int kernel_takes(const LinearW *L) { return L->w && kernel_half_supported(ISA_AUTO, L->dtype); }
@@ -373,19 +408,25 @@ static int kernel_matrices(Model *m, LinearW **out) {
  * token). */
 static int packs_to_panels(const Model *m, const LinearW *L) {
     (void)m;
-    return kernel_panel_supported() && (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype) >= PANEL_MIN_BYTES;
+    return kernel_panel_supported() && matrix_bytes(L) >= PANEL_MIN_BYTES;
 }
+
+/* A bf16 matrix the bf16 dot-product kernels take (the model's choice, on a CPU with AVX512_BF16). */
+static int takes_bf16_dot(const Model *m, const LinearW *L) { return m->bf16_dot && L->dtype == DT_BF16; }
 
 /* Arena bytes of matrix L in its new layout, rounded up to ARENA_ALIGN. */
 static size_t arena_bytes(const Model *m, const LinearW *L) {
-    size_t bytes = (packs_to_panels(m, L) ? panel_elems(L->in, L->out) : (size_t)L->in * (size_t)L->out) *
-                   dtype_bytes(L->dtype);
+    size_t bytes = !packs_to_panels(m, L)  ? matrix_bytes(L)
+                   : takes_bf16_dot(m, L) ? panel_bytes_bf16_dot(L->in, L->out)
+                                          : panel_bytes(L->dtype, L->in, L->out);
     return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
 }
 
 /* The kernel's matrices move from the file map into one owned arena in their stored dtype, 64-byte
  * aligned, backed by transparent huge pages where the kernel allows: matrices of >= PANEL_MIN_BYTES
- * (f32, f16, bf16) packed into panels for the broadcast kernel (kernels.h) where the CPU has AVX-512,
+ * (f32, f16, bf16, Q8_0) packed into panels for the broadcast kernel (kernels.h) where the CPU has
+ * AVX-512 (bf16 as pair panels for the bf16 dot products, Q8_0 in 4-input groups for the int8 ones,
+ * where the model takes those paths: takes_bf16_dot, Model.q8_vnni),
  * every other one out-major (GPT-2's
  * Conv1D [in, out] is transposed) for the few-row kernel. Both kernels stream their layout
  * sequentially, and 4 kB pages cost them ~20% of their bandwidth (TLB misses; hardware prefetchers
@@ -410,25 +451,42 @@ static int relayout_weights(Model *m, SpErr *err) {
     char *at = (char *)arena;
     for (int i = 0; i < n; i++) {
         LinearW *L = mats[i];
-        size_t bytes = (size_t)L->in * (size_t)L->out * dtype_bytes(L->dtype), step = arena_bytes(m, L);
+        size_t bytes = matrix_bytes(L), step = arena_bytes(m, L);
         void *dst = at;
-        int panels = packs_to_panels(m, L);
-        if (panels)
+        int panels = packs_to_panels(m, L), bf16_dot = takes_bf16_dot(m, L);
+        int q8_vnni = panels && m->q8_vnni && L->dtype == DT_Q8_0;
+        if (q8_vnni)
+            panel_pack_q8_vnni(L->w, L->in, L->out, dst);
+        else if (panels && bf16_dot)
+            panel_pack_bf16_dot(L->w, L->in, L->out, L->out_major, dst);
+        else if (panels)
             panel_pack(L->w, L->dtype, L->in, L->out, L->out_major, dst);
         else if (L->out_major)
             memcpy(dst, L->w, bytes);
         else
-            transpose_elems(L->w, L->in, L->out, dtype_bytes(L->dtype), dst); /* [in, out] -> [out, in] */
+            transpose_elems(L->w, L->in, L->out, dtype_row_bytes(L->dtype, 1), dst); /* [in, out] -> [out, in] (never Q8_0) */
         if (st_is_mapped(&m->st, L->w)) drop_pages(L->w, bytes);
         if (L == &m->lm_head && m->wte.data == L->w && !panels) m->wte.data = dst; /* tied: same [V, d] bytes */
         L->w = dst;
         L->out_major = 1;
         L->panels = panels;
         L->few_rows = !panels;
+        L->bf16_dot = bf16_dot;
+        L->q8_vnni = q8_vnni;
         at += step;
     }
     free(mats);
     return 0;
+}
+
+int model_q8_vnni_default(void) {
+    const char *v = getenv(Q8_ENV);
+    return kernel_q8_vnni_supported() && !(v && !strcmp(v, "widen"));
+}
+
+int model_bf16_dot_default(void) {
+    const char *v = getenv(BF16_ENV);
+    return kernel_bf16_dot_supported() && !(v && !strcmp(v, "exact"));
 }
 
 Model *model_load(const char *dir, SpErr *err) {
@@ -442,7 +500,10 @@ Model *model_load(const char *dir, SpErr *err) {
     int n_specs = 0;
     if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
     m->ai = arch_info(m->cfg.arch);
-    if (st_open_dir(dir, &m->st, err)) goto fail;
+    m->bf16_dot = model_bf16_dot_default();
+    m->q8_vnni = model_q8_vnni_default();
+    if (sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err)) goto fail;
+    if (access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err)) goto fail;
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) {
         sp_fail(err, "out of memory");
@@ -479,21 +540,28 @@ int suggest_threads(int64_t weight_bytes, int n_cores) {
 
 /* ------------------------------------------------------------------ session */
 
+/* The activations of one forward call: `rows` rows stacked, each session's rows contiguous (a Session
+ * owns one for its own calls, a ForwardBatch one for many sessions'). R = rows capacity. */
+typedef struct Acts {
+    int rows;
+    float *x;      /* [R, d] residual stream */
+    float *xn;     /* [R, max(d, H*hd)] normed input / projection output */
+    float *q;      /* [R, H*hd] queries (GPT-2: [R, 3d] fused qkv) */
+    float *k, *v;  /* [R, Hkv*hd] new keys / values before they go to each session's cache */
+    float *att;    /* [R, H*hd] attention output */
+    float *ff_a;   /* [R, d_ff] */
+    float *ff_b;   /* [R, d_ff] Llama up projection */
+    float *hidden; /* [R, d] final-norm output */
+    float *logits; /* [R, V] */
+    float *tile;   /* [tile_elems] widened f16/bf16 weights */
+    size_t tile_elems;
+} Acts;
+
 struct Session {
     const Model *m;
     int max_ctx, max_batch, len;
-    /* activations, B = max_batch */
-    float *x;      /* [B, d] residual stream */
-    float *xn;     /* [B, d] normed input / projection output */
-    float *q;      /* [B, H*hd] queries (GPT-2: [B, 3d] fused qkv) */
-    float *att;    /* [B, H*hd] attention output */
-    float *ff_a;   /* [B, d_ff] */
-    float *ff_b;   /* [B, d_ff] Llama up projection */
-    float *scores; /* [B, max_ctx] one head's attention weights */
-    float *hidden; /* [B, d] final-norm output */
-    float *logits; /* [B, V] */
-    float *tile;   /* [tile_elems] widened f16/bf16 weights */
-    size_t tile_elems;
+    Acts a;        /* activations, R = max_batch */
+    float *scores; /* [max_batch, max_ctx] one head's attention weights */
     float *kc, *vc;             /* [L, max_ctx, Hkv*hd] */
     float *rope_cos, *rope_sin; /* [max_ctx, hd/2] Llama */
     /* session_probe: >= 0 while a probe runs: the query attends to cache positions [0, probe_keys)
@@ -507,21 +575,96 @@ struct Session {
     int cand_cap;
 };
 
-/* Zeroed floats, 64-byte aligned (cache lines: the few-row kernel's x rows are full-width loads). */
+/* One session's rows in a forward call: rows [row0, row0 + n) of the Acts, at positions p0 .. p0 + n - 1
+ * (candidates: all at p0). */
+typedef struct Seg {
+    Session *s;
+    int row0, n, p0;
+} Seg;
+
+/* The rows of one call and how linear() may take them (see rows_linear). */
+typedef struct Call {
+    const Model *m;
+    Acts *a;
+    const Seg *seg;
+    int n_seg, rows;
+    int n_multi; /* rows [0, n_multi) belong to sessions of >= 2 rows; each later row is a one-row session */
+} Call;
+
+/* Zeroed floats, 64-byte aligned (cache lines: the few-row kernel's x rows are full-width loads), freed
+ * by free_f. Buffers of at least MAP_MIN_BYTES are mapped: zero pages that cost nothing until touched
+ * (a session's buffers are sized for its longest call, [max_batch, V] logits and the KV cache, of
+ * which a decode touches a few rows; B decoders of a batched sweep would otherwise zero B times all
+ * of it). A 64-byte header before the floats holds the mapping's size (0: aligned_alloc). */
+#define MAP_MIN_BYTES ((size_t)1 << 20)
+#define ALLOC_HEADER ((size_t)64)
+
 static float *alloc_f(size_t n, int *ok) {
-    size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes);
-    if (p) memset(p, 0, bytes);
-    else *ok = 0;
-    return p;
+    size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64, total = bytes + ALLOC_HEADER;
+    char *base;
+    if (bytes >= MAP_MIN_BYTES) {
+        base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) base = NULL;
+        else memcpy(base, &total, sizeof total);
+    } else {
+        base = aligned_alloc(64, total);
+        if (base) {
+            memset(base, 0, total);
+        }
+    }
+    if (!base) {
+        *ok = 0;
+        return NULL;
+    }
+    return (float *)(base + ALLOC_HEADER);
+}
+
+static void free_f(float *p) {
+    if (!p) return;
+    char *base = (char *)p - ALLOC_HEADER;
+    size_t mapped;
+    memcpy(&mapped, base, sizeof mapped);
+    if (mapped) munmap(base, mapped);
+    else free(base);
+}
+
+/* Activations for R rows; 0 into *ok (left 1 otherwise) when out of memory. */
+static int acts_alloc(const Model *m, int R, Acts *a) {
+    const ModelConfig *c = &m->cfg;
+    size_t B = (size_t)R, d = (size_t)c->d_model, qd = (size_t)c->n_heads * c->head_dim,
+           kvd = (size_t)c->n_kv_heads * c->head_dim, f = (size_t)c->d_ff;
+    size_t qbuf = m->ai->qkv == QKV_FUSED ? 3 * d : qd;
+    size_t longest = 3 * d > f ? 3 * d : f;
+    if (qd > longest) longest = qd;
+    int ok = 1;
+    a->rows = R;
+    a->tile_elems = longest * 64 > (1u << 18) ? longest * 64 : (1u << 18);
+    a->x = alloc_f(B * d, &ok);
+    a->xn = alloc_f(B * (d > qd ? d : qd), &ok);
+    a->q = alloc_f(B * qbuf, &ok);
+    a->k = alloc_f(B * kvd, &ok);
+    a->v = alloc_f(B * kvd, &ok);
+    a->att = alloc_f(B * qd, &ok);
+    a->ff_a = alloc_f(B * f, &ok);
+    a->ff_b = m->ai->mlp == MLP_SWIGLU ? alloc_f(B * f, &ok) : NULL;
+    a->hidden = alloc_f(B * d, &ok);
+    a->logits = alloc_f(B * (size_t)c->vocab_size, &ok);
+    a->tile = alloc_f(a->tile_elems, &ok);
+    return ok;
+}
+
+static void acts_free(Acts *a) {
+    float *bufs[] = {a->x, a->xn, a->q, a->k, a->v, a->att, a->ff_a, a->ff_b, a->hidden, a->logits, a->tile};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free_f(bufs[i]);
 }
 
 static void rope_tables(Session *s) {
     const ModelConfig *c = &s->m->cfg;
     int half = c->head_dim / 2;
     for (int i = 0; i < half; i++) {
-        /* As Hugging Face: inv_freq in float32, angle = float32(pos * inv_freq). */
-        float inv_freq = (float)(1.0 / pow((double)c->rope_theta, (double)(2 * i) / c->head_dim));
+        /* As Hugging Face: inv_freq (rescaled by rope_scaling) in float32, angle = float32(pos * inv_freq). */
+        double unscaled = rope_inv_freq(c, i);
+        float inv_freq = (float)(unscaled / rope_freq_divisor(&c->rope_scaling, unscaled));
         for (int p = 0; p < s->max_ctx; p++) {
             float ang = (float)p * inv_freq;
             s->rope_cos[(size_t)p * half + i] = (float)cos((double)ang);
@@ -546,23 +689,9 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
     s->m = m;
     s->max_ctx = max_ctx;
     s->max_batch = max_batch;
-    size_t B = (size_t)max_batch, d = (size_t)c->d_model, qd = (size_t)c->n_heads * c->head_dim,
-           kvd = (size_t)c->n_kv_heads * c->head_dim, f = (size_t)c->d_ff;
-    size_t qbuf = m->ai->qkv == QKV_FUSED ? 3 * d : qd;
-    size_t longest = 3 * d > f ? 3 * d : f;
-    if (qd > longest) longest = qd;
-    s->tile_elems = longest * 64 > (1u << 18) ? longest * 64 : (1u << 18);
-    int ok = 1;
-    s->x = alloc_f(B * d, &ok);
-    s->xn = alloc_f(B * (d > qd ? d : qd), &ok);
-    s->q = alloc_f(B * qbuf, &ok);
-    s->att = alloc_f(B * qd, &ok);
-    s->ff_a = alloc_f(B * f, &ok);
-    s->ff_b = m->ai->mlp == MLP_SWIGLU ? alloc_f(B * f, &ok) : NULL;
+    size_t B = (size_t)max_batch, d = (size_t)c->d_model, kvd = (size_t)c->n_kv_heads * c->head_dim;
+    int ok = acts_alloc(m, max_batch, &s->a);
     s->scores = alloc_f(B * (size_t)max_ctx, &ok);
-    s->hidden = alloc_f(B * d, &ok);
-    s->logits = alloc_f(B * (size_t)c->vocab_size, &ok);
-    s->tile = alloc_f(s->tile_elems, &ok);
     s->kc = alloc_f((size_t)c->n_layers * max_ctx * kvd, &ok);
     s->vc = alloc_f((size_t)c->n_layers * max_ctx * kvd, &ok);
     s->probe_keys = -1;
@@ -583,10 +712,9 @@ Session *session_new(const Model *m, int max_ctx, int max_batch, SpErr *err) {
 
 void session_free(Session *s) {
     if (!s) return;
-    float *bufs[] = {s->x, s->xn, s->q, s->att, s->ff_a, s->ff_b, s->scores, s->hidden, s->logits,
-                     s->tile, s->kc, s->vc, s->rope_cos, s->rope_sin, s->probe_k, s->probe_v,
-                     s->cand_k, s->cand_v};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    acts_free(&s->a);
+    float *bufs[] = {s->scores, s->kc, s->vc, s->rope_cos, s->rope_sin, s->probe_k, s->probe_v, s->cand_k, s->cand_v};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free_f(bufs[i]);
     free(s);
 }
 
@@ -600,22 +728,39 @@ int session_truncate(Session *s, int pos, SpErr *err) {
     return 0;
 }
 
-/* ------------------------------------------------------------------ forward */
+/* ------------------------------------------------------------------ forward
+ *
+ * One code path for a session's own call and for a batch of many sessions' rows (ForwardBatch): a Call
+ * is rows stacked in an Acts, each session's rows contiguous (a Seg); the matrices run once over all
+ * rows; embedding positions, RoPE, the keys/values and attention are per Seg, on its own session.
+ * Bit-identity of a batched row with the same row in its session's own call rests on two facts: every
+ * step but the matrix products is computed row by row (or per session, on that session's rows only),
+ * and linear()'s arithmetic for a row depends only on whether its call has one row or more
+ * (kernels.h: linear_row_rule). A batch keeps that: the rows of sessions with >= 2 rows are stacked
+ * first and run in one product, each one-row session's row in its own (rows_linear). */
 
-static void run_linear(const Session *s, const LinearW *L, const float *x, int n, int ldx, float *y, int ldy) {
-    linear(L, x, n, ldx, y, ldy, s->tile, s->tile_elems);
+/* y = x W (+ bias) for the call's rows [0, rows) (x, y of row strides ldx, ldy). */
+static void rows_linear(const Call *c, const LinearW *L, const float *x, int ldx, float *y, int ldy) {
+    const Acts *a = c->a;
+    if (linear_rows_independent(L) || c->n_seg == 1) {
+        linear(L, x, c->rows, ldx, y, ldy, a->tile, a->tile_elems);
+        return;
+    }
+    if (c->n_multi > 0) linear(L, x, c->n_multi, ldx, y, ldy, a->tile, a->tile_elems);
+    for (int r = c->n_multi; r < c->rows; r++)
+        linear(L, x + (size_t)r * ldx, 1, ldx, y + (size_t)r * ldy, ldy, a->tile, a->tile_elems);
 }
 
-/* x[n, d] = embedding rows (+ learned positions from p0). */
-static void embed(Session *s, const int32_t *tok, int n, int p0) {
-    const Model *m = s->m;
+/* x[row0 .. row0 + n) = embedding rows (+ learned positions from p0; candidates all at p0). */
+static void embed(const Call *c, const Seg *g, const int32_t *tok) {
+    const Model *m = c->m;
     size_t d = (size_t)m->cfg.d_model;
-    for (int i = 0; i < n; i++) {
-        float *row = s->x + (size_t)i * d;
+    for (int i = 0; i < g->n; i++) {
+        float *row = c->a->x + (size_t)(g->row0 + i) * d;
         widen(m->wte.data, m->wte.dtype, (size_t)tok[i] * d, d, row);
         if (m->ai->pos != POS_LEARNED) continue;
-        float *pos = s->hidden; /* scratch row */
-        widen(m->wpe.data, m->wpe.dtype, (size_t)(p0 + (s->cand ? 0 : i)) * d, d, pos);
+        float *pos = c->a->hidden; /* scratch row (the final norm writes it later) */
+        widen(m->wpe.data, m->wpe.dtype, (size_t)(g->p0 + (g->s->cand ? 0 : i)) * d, d, pos);
         for (size_t j = 0; j < d; j++) row[j] += pos[j];
     }
 }
@@ -625,7 +770,7 @@ static void embed(Session *s, const int32_t *tok, int n, int p0) {
 #define ATTN_DIRECT_MAX_ROWS 8
 
 static void attention_direct(Session *s, const float *q, int ldq, int n, int p0, int window, float scale,
-                             const float *K, const float *V) {
+                             const float *K, const float *V, float *att) {
     const ModelConfig *c = &s->m->cfg;
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
     float *sc = s->scores; /* [T] */
@@ -639,7 +784,7 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
                 sc[j] = dot_f32(qh, Kg + (size_t)(lo + j) * kvd, hd) * scale;
             }
             softmax_inplace(sc, m);
-            float *out = s->att + (size_t)i * H * hd + (size_t)h * hd;
+            float *out = att + (size_t)i * H * hd + (size_t)h * hd;
             memset(out, 0, (size_t)hd * sizeof *out);
             for (int j = 0; j < m; j++) {
                 const float *vj = Vg + (size_t)(lo + j) * kvd;
@@ -653,7 +798,7 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
 /* session_candidates: n queries all at position p0; row i attends to the cache [lo, p0) and then to
  * its own key/value (cand_k / cand_v row i), in the order a one-token forward at p0 visits them. */
 static void attention_candidates(Session *s, const float *q, int ldq, int n, int p0, int window, float scale,
-                                 const float *K, const float *V) {
+                                 const float *K, const float *V, float *att) {
     const ModelConfig *c = &s->m->cfg;
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
     int lo = window && p0 - window + 1 > 0 ? p0 - window + 1 : 0, m = p0 - lo + 1; /* cache keys, then self */
@@ -666,7 +811,7 @@ static void attention_candidates(Session *s, const float *q, int ldq, int n, int
             for (int j = 0; j < m - 1; j++) sc[j] = dot_f32(qh, Kg + (size_t)(lo + j) * kvd, hd) * scale;
             sc[m - 1] = dot_f32(qh, Ki + (size_t)(h / group) * hd, hd) * scale;
             softmax_inplace(sc, m);
-            float *out = s->att + (size_t)i * H * hd + (size_t)h * hd;
+            float *out = att + (size_t)i * H * hd + (size_t)h * hd;
             memset(out, 0, (size_t)hd * sizeof *out);
             for (int j = 0; j < m; j++) {
                 const float *vj = j < m - 1 ? Vg + (size_t)(lo + j) * kvd : Vi + (size_t)(h / group) * hd;
@@ -677,9 +822,9 @@ static void attention_candidates(Session *s, const float *q, int ldq, int n, int
     }
 }
 
-/* Causal (optionally windowed) multi-head attention for queries at p0..p0+n-1 over the cache.
- * q: [n, ldq] with head h at columns h*hd; K, V: [max_ctx, kvd] of this layer; out att [n, H*hd]. */
-static void attention(Session *s, int layer, const float *q, int ldq, int n, int p0) {
+/* Causal (optionally windowed) multi-head attention of one session's queries at p0..p0+n-1 over its
+ * cache. q: [n, ldq] with head h at columns h*hd; K, V: [max_ctx, kvd] of this layer; att [n, H*hd]. */
+static void attention(Session *s, int layer, const float *q, int ldq, int n, int p0, float *att) {
     const ModelConfig *c = &s->m->cfg;
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
     int T = p0 + n, window = (c->layer_local && c->layer_local[layer]) ? c->window_size : 0;
@@ -688,11 +833,11 @@ static void attention(Session *s, int layer, const float *q, int ldq, int n, int
     if (c->scale_attn_by_layer) scale /= (float)(layer + 1);
     const float *K = s->kc + (size_t)layer * s->max_ctx * kvd, *V = s->vc + (size_t)layer * s->max_ctx * kvd;
     if (s->cand) {
-        attention_candidates(s, q, ldq, n, p0, window, scale, K, V);
+        attention_candidates(s, q, ldq, n, p0, window, scale, K, V, att);
         return;
     }
     if (n <= ATTN_DIRECT_MAX_ROWS) {
-        attention_direct(s, q, ldq, n, p0, window, scale, K, V);
+        attention_direct(s, q, ldq, n, p0, window, scale, K, V, att);
         return;
     }
     for (int h = 0; h < H; h++) {
@@ -709,13 +854,13 @@ static void attention(Session *s, int layer, const float *q, int ldq, int n, int
         }
         /* att_h[n, hd] = scores[n, T] V_g[T, hd] */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, T, 1.0f, s->scores, T, V + (size_t)g * hd, kvd, 0.0f,
-                    s->att + (size_t)h * hd, H * hd);
+                    att + (size_t)h * hd, H * hd);
     }
 }
 
-static void norm(const Session *s, const float *w, const float *b, const float *x, int n, float *out) {
-    const ModelConfig *c = &s->m->cfg;
-    if (s->m->ai->norm == NORM_RMS) rmsnorm(x, w, n, c->d_model, c->norm_eps, out);
+static void norm(const Model *m, const float *w, const float *b, const float *x, int n, float *out) {
+    const ModelConfig *c = &m->cfg;
+    if (m->ai->norm == NORM_RMS) rmsnorm(x, w, n, c->d_model, c->norm_eps, out);
     else layernorm(x, w, b, n, c->d_model, c->norm_eps, out);
 }
 
@@ -728,88 +873,126 @@ static void add_inplace(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-static void layer_forward(Session *s, int l, int n, int p0) {
-    const Model *m = s->m;
-    const ModelConfig *c = &m->cfg;
-    const Layer *Ly = &m->layers[l];
-    int d = c->d_model, hd = c->head_dim, qd = c->n_heads * hd, kvd = c->n_kv_heads * hd;
-    int probe = s->probe_keys >= 0; /* a probe's keys/values are never attended to: scratch */
-    float *Kl = s->cand ? s->cand_k : probe ? s->probe_k : s->kc + ((size_t)l * s->max_ctx + p0) * kvd;
-    float *Vl = s->cand ? s->cand_v : probe ? s->probe_v : s->vc + ((size_t)l * s->max_ctx + p0) * kvd;
+/* Where a Seg's new keys/values of layer l go: its cache at p0, or a probe's / candidates' scratch. */
+static void kv_dest(const Seg *g, int l, float **K, float **V) {
+    Session *s = g->s;
+    size_t kvd = (size_t)s->m->cfg.n_kv_heads * s->m->cfg.head_dim;
+    if (s->cand) *K = s->cand_k, *V = s->cand_v;
+    else if (s->probe_keys >= 0) *K = s->probe_k, *V = s->probe_v; /* never attended to: scratch */
+    else *K = s->kc + ((size_t)l * s->max_ctx + g->p0) * kvd, *V = s->vc + ((size_t)l * s->max_ctx + g->p0) * kvd;
+}
 
-    norm(s, Ly->ln1_w, Ly->ln1_b, s->x, n, s->xn);
-    const float *q = s->q;
-    int ldq = qd;
-    if (m->ai->qkv == QKV_FUSED) { /* qkv[n, 3d] = xn c_attn; k, v rows go to the cache */
-        run_linear(s, &Ly->qkv, s->xn, n, d, s->q, 3 * d);
-        for (int i = 0; i < n; i++) {
-            memcpy(Kl + (size_t)i * kvd, s->q + (size_t)i * 3 * d + d, (size_t)d * sizeof(float));
-            memcpy(Vl + (size_t)i * kvd, s->q + (size_t)i * 3 * d + 2 * d, (size_t)d * sizeof(float));
-        }
-        ldq = 3 * d;
-    } else {
-        run_linear(s, &Ly->q, s->xn, n, d, s->q, qd);
-        run_linear(s, &Ly->k, s->xn, n, d, Kl, kvd);
-        run_linear(s, &Ly->v, s->xn, n, d, Vl, kvd);
+/* One Seg's attention block of layer l: its keys/values (rows of k, v of stride ldk) into its cache with
+ * RoPE, then its queries (q, stride ldq) against its cache into att. */
+static void seg_attention(const Call *c, const Seg *g, int l, float *q, int ldq, const float *k, const float *v,
+                          int ldk) {
+    const ModelConfig *mc = &c->m->cfg;
+    Session *s = g->s;
+    int hd = mc->head_dim, qd = mc->n_heads * hd, kvd = mc->n_kv_heads * hd;
+    float *K, *V;
+    kv_dest(g, l, &K, &V);
+    for (int i = 0; i < g->n; i++) {
+        memcpy(K + (size_t)i * kvd, k + (size_t)(g->row0 + i) * ldk, (size_t)kvd * sizeof(float));
+        memcpy(V + (size_t)i * kvd, v + (size_t)(g->row0 + i) * ldk, (size_t)kvd * sizeof(float));
     }
-    if (m->ai->pos == POS_ROPE) {
+    float *qs = q + (size_t)g->row0 * ldq;
+    if (c->m->ai->pos == POS_ROPE) {
         int half = hd / 2;
-        for (int i = 0; i < n; i++) {
-            int at = p0 + (s->cand ? 0 : i); /* candidates all sit at p0 */
+        for (int i = 0; i < g->n; i++) {
+            int at = g->p0 + (s->cand ? 0 : i); /* candidates all sit at p0 */
             const float *cr = s->rope_cos + (size_t)at * half, *sr = s->rope_sin + (size_t)at * half;
-            rope_apply(s->q + (size_t)i * qd, c->n_heads, hd, hd, cr, sr);
-            rope_apply(Kl + (size_t)i * kvd, c->n_kv_heads, hd, hd, cr, sr);
+            rope_apply(qs + (size_t)i * ldq, mc->n_heads, hd, hd, cr, sr);
+            rope_apply(K + (size_t)i * kvd, mc->n_kv_heads, hd, hd, cr, sr);
         }
     }
-    attention(s, l, q, ldq, n, p0);
-    run_linear(s, &Ly->o, s->att, n, qd, s->xn, d);
-    add_inplace(s->x, s->xn, (size_t)n * d);
+    attention(s, l, qs, ldq, g->n, g->p0, c->a->att + (size_t)g->row0 * qd);
+}
 
-    norm(s, Ly->ln2_w, Ly->ln2_b, s->x, n, s->xn);
-    size_t nf = (size_t)n * c->d_ff;
-    if (m->ai->mlp == MLP_SWIGLU) {
-        run_linear(s, &Ly->gate, s->xn, n, d, s->ff_a, c->d_ff);
-        run_linear(s, &Ly->up, s->xn, n, d, s->ff_b, c->d_ff);
-        swiglu_inplace(s->ff_a, s->ff_b, nf);
-        run_linear(s, &Ly->down, s->ff_a, n, c->d_ff, s->xn, d);
+static void layer_forward(const Call *c, int l) {
+    const Model *m = c->m;
+    const ModelConfig *mc = &m->cfg;
+    const Layer *Ly = &m->layers[l];
+    Acts *a = c->a;
+    int n = c->rows, d = mc->d_model, hd = mc->head_dim, qd = mc->n_heads * hd, kvd = mc->n_kv_heads * hd;
+
+    norm(m, Ly->ln1_w, Ly->ln1_b, a->x, n, a->xn);
+    if (m->ai->qkv == QKV_FUSED) { /* qkv[n, 3d] = xn c_attn: q, k, v at columns 0, d, 2d */
+        rows_linear(c, &Ly->qkv, a->xn, d, a->q, 3 * d);
+        for (int g = 0; g < c->n_seg; g++) seg_attention(c, &c->seg[g], l, a->q, 3 * d, a->q + d, a->q + 2 * d, 3 * d);
     } else {
-        run_linear(s, &Ly->fc, s->xn, n, d, s->ff_a, c->d_ff);
-        act_inplace(c, s->ff_a, nf);
-        run_linear(s, &Ly->proj, s->ff_a, n, c->d_ff, s->xn, d);
+        rows_linear(c, &Ly->q, a->xn, d, a->q, qd);
+        rows_linear(c, &Ly->k, a->xn, d, a->k, kvd);
+        rows_linear(c, &Ly->v, a->xn, d, a->v, kvd);
+        if (m->ai->qk_norm == QK_NORM_HEAD_RMS) { /* q [n*H, hd], k [n*Hkv, hd]: rows contiguous, in place */
+            rmsnorm(a->q, Ly->qn_w, n * mc->n_heads, hd, mc->norm_eps, a->q);
+            rmsnorm(a->k, Ly->kn_w, n * mc->n_kv_heads, hd, mc->norm_eps, a->k);
+        }
+        for (int g = 0; g < c->n_seg; g++) seg_attention(c, &c->seg[g], l, a->q, qd, a->k, a->v, kvd);
     }
-    add_inplace(s->x, s->xn, (size_t)n * d);
+    rows_linear(c, &Ly->o, a->att, qd, a->xn, d);
+    add_inplace(a->x, a->xn, (size_t)n * d);
+
+    norm(m, Ly->ln2_w, Ly->ln2_b, a->x, n, a->xn);
+    size_t nf = (size_t)n * mc->d_ff;
+    if (m->ai->mlp == MLP_SWIGLU) {
+        rows_linear(c, &Ly->gate, a->xn, d, a->ff_a, mc->d_ff);
+        rows_linear(c, &Ly->up, a->xn, d, a->ff_b, mc->d_ff);
+        swiglu_inplace(a->ff_a, a->ff_b, nf);
+        rows_linear(c, &Ly->down, a->ff_a, mc->d_ff, a->xn, d);
+    } else {
+        rows_linear(c, &Ly->fc, a->xn, d, a->ff_a, mc->d_ff);
+        act_inplace(mc, a->ff_a, nf);
+        rows_linear(c, &Ly->proj, a->ff_a, mc->d_ff, a->xn, d);
+    }
+    add_inplace(a->x, a->xn, (size_t)n * d);
+}
+
+/* The transformer over the call's rows (embedded already): hidden [rows, d] = final_norm(x). */
+static void call_layers(const Call *c) {
+    for (int l = 0; l < c->m->cfg.n_layers; l++) layer_forward(c, l);
+    norm(c->m, c->m->lnf_w, c->m->lnf_b, c->a->x, c->rows, c->a->hidden);
+}
+
+/* A call of one session on its own activations: n rows at p0. */
+static Call own_call(Session *s, Seg *g, int n, int p0) {
+    *g = (Seg){s, 0, n, p0};
+    return (Call){s->m, &s->a, g, 1, n, n > 1 ? n : 0};
+}
+
+static int check_tokens(const Session *s, const int32_t *tokens, int n, SpErr *err) {
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= s->m->cfg.vocab_size)
+            return sp_fail(err, "token id %d at index %d is out of range [0, %d)", tokens[i], i, s->m->cfg.vocab_size);
+    return 0;
 }
 
 static int check_call(const Session *s, const int32_t *tokens, int n, SpErr *err) {
-    const ModelConfig *c = &s->m->cfg;
     if (n < 1 || n > s->max_batch) return sp_fail(err, "forward of %d tokens: must be 1..%d (the session's batch)", n, s->max_batch);
     if (s->len + n > s->max_ctx)
         return sp_fail(err, "forward of %d tokens at position %d exceeds the context of %d positions", n, s->len, s->max_ctx);
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
-            return sp_fail(err, "token id %d at index %d is out of range [0, %d)", tokens[i], i, c->vocab_size);
-    return 0;
+    return check_tokens(s, tokens, n, err);
 }
 
 /* Runs n tokens; computes hidden for all rows and logits for the last n_logits rows. */
 static int forward_impl(Session *s, const int32_t *tokens, int n, int n_logits, SpErr *err) {
     if (check_call(s, tokens, n, err)) return -1;
-    const Model *m = s->m;
-    const ModelConfig *c = &m->cfg;
-    int p0 = s->len;
-    embed(s, tokens, n, p0);
-    for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, n, p0);
-    norm(s, m->lnf_w, m->lnf_b, s->x, n, s->hidden);
-    run_linear(s, &m->lm_head, s->hidden + (size_t)(n - n_logits) * c->d_model, n_logits, c->d_model, s->logits,
-               c->vocab_size);
+    const ModelConfig *mc = &s->m->cfg;
+    Seg g;
+    Call c = own_call(s, &g, n, s->len);
+    embed(&c, &g, tokens);
+    call_layers(&c);
+    /* the LM head on the last n_logits rows: a call of n_logits rows (linear's row rule) */
+    Call tail = own_call(s, &g, n_logits, s->len);
+    rows_linear(&tail, &s->m->lm_head, s->a.hidden + (size_t)(n - n_logits) * mc->d_model, mc->d_model, s->a.logits,
+                mc->vocab_size);
     s->len += n;
     return 0;
 }
 
 int session_forward(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden, SpErr *err) {
     if (forward_impl(s, tokens, n, n, err)) return -1;
-    if (logits) *logits = s->logits;
-    if (hidden) *hidden = s->hidden;
+    if (logits) *logits = s->a.logits;
+    if (hidden) *hidden = s->a.hidden;
     return 0;
 }
 
@@ -817,8 +1000,8 @@ int session_forward_tail(Session *s, const int32_t *tokens, int n, int n_tail, c
                          const float **hidden, SpErr *err) {
     if (n_tail < 1 || n_tail > n) return sp_fail(err, "forward of %d tokens cannot return logits for %d rows", n, n_tail);
     if (forward_impl(s, tokens, n, n_tail, err)) return -1;
-    if (logits) *logits = s->logits;
-    if (hidden) *hidden = s->hidden;
+    if (logits) *logits = s->a.logits;
+    if (hidden) *hidden = s->a.hidden;
     return 0;
 }
 
@@ -834,11 +1017,12 @@ int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpEr
             if (c->layer_local[l])
                 return sp_fail(err, "probe at position %d: no cached key within the local window of %d", pos, c->window_size);
     s->probe_keys = s->len;
-    embed(s, &token, 1, pos);
-    for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, 1, pos);
-    norm(s, s->m->lnf_w, s->m->lnf_b, s->x, 1, s->hidden);
+    Seg g;
+    Call call = own_call(s, &g, 1, pos);
+    embed(&call, &g, &token);
+    call_layers(&call);
     s->probe_keys = -1;
-    if (hidden) *hidden = s->hidden;
+    if (hidden) *hidden = s->a.hidden;
     return 0;
 }
 
@@ -856,21 +1040,21 @@ int session_candidates(Session *s, const int32_t *tokens, int n, const float **l
         int ok = 1;
         float *k = alloc_f((size_t)s->max_batch * w, &ok), *v = alloc_f((size_t)s->max_batch * w, &ok);
         if (!ok) {
-            free(k), free(v);
+            free_f(k), free_f(v);
             return sp_fail(err, "out of memory");
         }
-        free(s->cand_k), free(s->cand_v);
+        free_f(s->cand_k), free_f(s->cand_v);
         s->cand_k = k, s->cand_v = v, s->cand_cap = s->max_batch;
     }
-    int p0 = s->len;
     s->cand = 1;
-    embed(s, tokens, n, p0);
-    for (int l = 0; l < c->n_layers; l++) layer_forward(s, l, n, p0);
-    norm(s, m->lnf_w, m->lnf_b, s->x, n, s->hidden);
-    if (logits) run_linear(s, &m->lm_head, s->hidden, n, c->d_model, s->logits, c->vocab_size);
+    Seg g;
+    Call call = own_call(s, &g, n, s->len);
+    embed(&call, &g, tokens);
+    call_layers(&call);
+    if (logits) rows_linear(&call, &m->lm_head, s->a.hidden, c->d_model, s->a.logits, c->vocab_size);
     s->cand = 0;
-    if (logits) *logits = s->logits;
-    if (hidden) *hidden = s->hidden;
+    if (logits) *logits = s->a.logits;
+    if (hidden) *hidden = s->a.hidden;
     return 0;
 }
 
@@ -881,7 +1065,130 @@ int session_prefill(Session *s, const int32_t *tokens, int n, const float **logi
         last = n - i < s->max_batch ? n - i : s->max_batch;
         if (forward_impl(s, tokens + i, last, 1, err)) return -1;
     }
-    if (logits) *logits = s->logits;
-    if (hidden) *hidden = s->hidden + (size_t)(last - 1) * s->m->cfg.d_model;
+    if (logits) *logits = s->a.logits;
+    if (hidden) *hidden = s->a.hidden + (size_t)(last - 1) * s->m->cfg.d_model;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ many sessions' rows */
+
+struct ForwardBatch {
+    const Model *m;
+    Acts a;      /* R = max_rows */
+    Seg *seg;    /* [max_rows] */
+    int *order;  /* [max_rows] the requests in stacking order */
+    Seg *tseg;   /* [max_rows] the LM head's rows of each, by stacking position */
+    float *tail; /* [max_rows, d] the LM head's input rows, gathered */
+};
+
+ForwardBatch *forward_batch_new(const Model *m, int max_rows, SpErr *err) {
+    if (max_rows < 1) {
+        sp_fail(err, "a forward batch needs room for at least one row (asked for %d)", max_rows);
+        return NULL;
+    }
+    ForwardBatch *b = calloc(1, sizeof *b);
+    int ok = b != NULL;
+    if (b) {
+        b->m = m;
+        ok = acts_alloc(m, max_rows, &b->a);
+        b->seg = malloc((size_t)max_rows * sizeof *b->seg);
+        b->order = malloc((size_t)max_rows * sizeof *b->order);
+        b->tseg = malloc((size_t)max_rows * sizeof *b->tseg);
+        b->tail = alloc_f((size_t)max_rows * m->cfg.d_model, &ok);
+        ok = ok && b->seg && b->order && b->tseg;
+    }
+    if (!ok) {
+        forward_batch_free(b);
+        sp_fail(err, "out of memory allocating a forward batch of %d rows", max_rows);
+        return NULL;
+    }
+    return b;
+}
+
+void forward_batch_free(ForwardBatch *b) {
+    if (!b) return;
+    if (b->a.x) acts_free(&b->a);
+    free(b->seg);
+    free(b->order);
+    free(b->tseg);
+    free_f(b->tail);
+    free(b);
+}
+
+int forward_batch_rows(const ForwardBatch *b) { return b->a.rows; }
+
+/* Checks one request as session_forward_tail does, and that its session is of the batch's model and
+ * in no other request of the call. */
+static int check_request(const ForwardBatch *b, const SessionRows *req, int i, const SessionRows *all, SpErr *err) {
+    Session *s = req->session;
+    if (!s || s->m != b->m) return sp_fail(err, "forward batch: request %d is not a session of the batch's model", i);
+    for (int j = 0; j < i; j++)
+        if (all[j].session == s) return sp_fail(err, "forward batch: requests %d and %d name the same session", j, i);
+    if (req->n_tail < 1 || req->n_tail > req->n)
+        return sp_fail(err, "forward batch: request %d: %d tokens cannot return logits for %d rows", i, req->n, req->n_tail);
+    if (check_call(s, req->tokens, req->n, err)) return sp_err_prefix(err, "forward batch: request %d", i);
+    return 0;
+}
+
+/* Runs requests [0, n) whose rows fit the batch: sessions of >= 2 rows stacked first, then the one-row
+ * ones; each result copied to its session's own buffers (as its own call leaves them). */
+static void batch_run(ForwardBatch *b, SessionRows *req, int n) {
+    const ModelConfig *mc = &b->m->cfg;
+    size_t d = (size_t)mc->d_model, V = (size_t)mc->vocab_size;
+    int k = 0, rows = 0, n_multi = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if ((req[i].n > 1) == (pass == 0)) b->order[k++] = i;
+    for (int j = 0; j < n; j++) {
+        SessionRows *r = &req[b->order[j]];
+        b->seg[j] = (Seg){r->session, rows, r->n, r->session->len};
+        rows += r->n;
+        if (r->n > 1) n_multi = rows;
+    }
+    Call c = {b->m, &b->a, b->seg, n, rows, n_multi};
+    for (int j = 0; j < n; j++) embed(&c, &b->seg[j], req[b->order[j]].tokens);
+    call_layers(&c);
+    /* the LM head on each request's last n_tail rows, gathered: tails of >= 2 rows first, then the
+     * one-row ones (a request of many rows may want one), as the layers stack them */
+    Seg *tseg = b->tseg; /* [n] by stacking position j: where request order[j]'s tail rows went */
+    int trows = 0, t_multi = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < n; j++) {
+            const SessionRows *r = &req[b->order[j]];
+            if ((r->n_tail > 1) != (pass == 0)) continue;
+            memcpy(b->tail + (size_t)trows * d, b->a.hidden + (size_t)(b->seg[j].row0 + r->n - r->n_tail) * d,
+                   (size_t)r->n_tail * d * sizeof(float));
+            tseg[j] = (Seg){r->session, trows, r->n_tail, 0};
+            trows += r->n_tail;
+            if (r->n_tail > 1) t_multi = trows;
+        }
+    Call tc = {b->m, &b->a, tseg, n, trows, t_multi};
+    rows_linear(&tc, &b->m->lm_head, b->tail, (int)d, b->a.logits, (int)V);
+    for (int j = 0; j < n; j++) {
+        SessionRows *r = &req[b->order[j]];
+        Session *s = r->session;
+        memcpy(s->a.hidden, b->a.hidden + (size_t)b->seg[j].row0 * d, (size_t)r->n * d * sizeof(float));
+        memcpy(s->a.logits, b->a.logits + (size_t)tseg[j].row0 * V, (size_t)r->n_tail * V * sizeof(float));
+        s->len += r->n;
+        r->logits = s->a.logits;
+        r->hidden = s->a.hidden;
+    }
+}
+
+int forward_batch(ForwardBatch *b, SessionRows *req, int n, SpErr *err) {
+    for (int i = 0; i < n; i++)
+        if (check_request(b, &req[i], i, req, err)) return -1;
+    /* consecutive requests in calls of at most max_rows rows; a request of more runs as its own call */
+    for (int i = 0; i < n;) {
+        if (req[i].n > b->a.rows) {
+            SessionRows *r = &req[i++];
+            if (session_forward_tail(r->session, r->tokens, r->n, r->n_tail, &r->logits, &r->hidden, err)) return -1;
+            continue;
+        }
+        int j = i, rows = 0;
+        while (j < n && req[j].n <= b->a.rows && rows + req[j].n <= b->a.rows) rows += req[j++].n;
+        batch_run(b, req + i, j - i);
+        i = j;
+    }
     return 0;
 }

@@ -48,8 +48,23 @@ struct StArchive;
 struct StEntry;
 const struct StEntry *model_find_tensor(const struct StArchive *st, const char *name);
 
-/* Loads dir/config.json and dir/model.safetensors (or the sharded form named by
- * dir/model.safetensors.index.json). Shapes are checked against the config. */
+/* Loads dir/config.json and the weights: dir/model.gguf when it exists (a GGUF file as export-gguf or
+ * llama-quantize writes it: f32, f16, bf16 or Q8_0 matrices under llama.cpp's names), else
+ * dir/model.safetensors (or the sharded form named by dir/model.safetensors.index.json). Shapes are
+ * checked against the config. */
+#define GGUF_MODEL_FILE "model.gguf"
+/* bf16 matrices: on a CPU with AVX512_BF16 the activations are rounded to bf16 and multiplied by bf16
+ * dot products (kernels.h; llama.cpp's numerics and speed), unless the environment sets
+ * SPRINTER_BF16=exact: then (and on other CPUs) the weights are widened exactly and the activations
+ * stay f32. Read once per model_load. */
+#define BF16_ENV "SPRINTER_BF16"
+int model_bf16_dot_default(void);
+/* Q8_0 matrices packed into panels: on a CPU with AVX512_VNNI the activations are quantized to Q8_0
+ * per row and multiplied by int8 dot products (kernels.h; llama.cpp's numerics), unless the
+ * environment sets SPRINTER_Q8=widen: then (and for matrices under PANEL_MIN_BYTES, which the few-row
+ * kernel runs) the quants are widened exactly and the activations stay f32. */
+#define Q8_ENV "SPRINTER_Q8"
+int model_q8_vnni_default(void);
 Model *model_load(const char *dir, SpErr *err);
 void model_free(Model *m);
 const ModelConfig *model_config(const Model *m);
@@ -102,6 +117,30 @@ int session_probe(Session *s, int32_t token, int pos, const float **hidden, SpEr
  * 1 <= n <= max_batch; needs session_len < max_ctx. */
 int session_candidates(Session *s, const int32_t *tokens, int n, const float **logits, const float **hidden,
                        SpErr *err);
+
+/* ---- one forward call over rows of many Sessions of one Model ----
+ * Each request is what session_forward_tail(session, tokens, n, n_tail) would run: n tokens at the
+ * session's next positions, logits for the last n_tail rows. The matrices run once over all requests'
+ * rows stacked; embedding positions, keys/values and attention are each session's own. Results land in
+ * each session's own buffers, as its own call leaves them (the same pointers, valid until that session's
+ * next call), and are bit-identical to them: a row's arithmetic never depends on the other requests
+ * (model.c, "forward"). A ForwardBatch owns the stacked activations of at most max_rows rows (one
+ * call of more is run in consecutive parts, a request of more rows as its own session call); it
+ * borrows the sessions for the call only. Not
+ * thread-safe; a session may appear in one request of a call. */
+typedef struct SessionRows {
+    Session *session;
+    const int32_t *tokens; /* [n] */
+    int n, n_tail;         /* 1 <= n_tail <= n <= the session's max_batch */
+    const float *logits;   /* out: [n_tail, V] */
+    const float *hidden;   /* out: [n, d] final-norm states of all n rows */
+} SessionRows;
+typedef struct ForwardBatch ForwardBatch;
+ForwardBatch *forward_batch_new(const Model *m, int max_rows, SpErr *err);
+void forward_batch_free(ForwardBatch *b);
+int forward_batch_rows(const ForwardBatch *b);
+/* Runs req[0..n) (checked first, each as its own call would be; nothing runs if one is refused). */
+int forward_batch(ForwardBatch *b, SessionRows *req, int n, SpErr *err);
 
 /* Number of positions in the cache. */
 int session_len(const Session *s);

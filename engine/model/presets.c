@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch.h"
+#include "rules.h"
 #include "jsonutil.h"
 #include "kernels.h"
 #include "safetensors.h"
@@ -64,27 +66,59 @@ static cJSON *neo(int V, int d, int L, int H, int npos, int window, double std) 
     return c;
 }
 
-static cJSON *llama(int V, int d, int L, int H, int Hkv, int ff, int npos, int tie, double std) {
+/* The shapes and settings of a Llama-style config (Llama, Qwen2, Qwen3): what config.json says. */
+typedef struct RopeLlama3 {
+    double factor, low_freq_factor, high_freq_factor;
+    int original_max_pos;
+} RopeLlama3;
+typedef struct LlamaShape {
+    int V, d, L, H, Hkv, hd, ff, npos, tie; /* hd = 0: not written (hidden / heads) */
+    double eps, theta, std;
+    int bos, eos;
+    const RopeLlama3 *rope; /* NULL: rope_scaling null */
+} LlamaShape;
+
+static cJSON *llama_like(const char *model_type, const char *arch_class, const LlamaShape *s) {
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "model_type", "llama");
+    cJSON_AddStringToObject(c, "model_type", model_type);
     cJSON *a = cJSON_AddArrayToObject(c, "architectures");
-    cJSON_AddItemToArray(a, cJSON_CreateString("LlamaForCausalLM"));
-    cJSON_AddNumberToObject(c, "vocab_size", V);
-    cJSON_AddNumberToObject(c, "hidden_size", d);
-    cJSON_AddNumberToObject(c, "num_hidden_layers", L);
-    cJSON_AddNumberToObject(c, "num_attention_heads", H);
-    cJSON_AddNumberToObject(c, "num_key_value_heads", Hkv);
-    cJSON_AddNumberToObject(c, "intermediate_size", ff);
-    cJSON_AddNumberToObject(c, "max_position_embeddings", npos);
+    cJSON_AddItemToArray(a, cJSON_CreateString(arch_class));
+    cJSON_AddNumberToObject(c, "vocab_size", s->V);
+    cJSON_AddNumberToObject(c, "hidden_size", s->d);
+    cJSON_AddNumberToObject(c, "num_hidden_layers", s->L);
+    cJSON_AddNumberToObject(c, "num_attention_heads", s->H);
+    cJSON_AddNumberToObject(c, "num_key_value_heads", s->Hkv);
+    if (s->hd) cJSON_AddNumberToObject(c, "head_dim", s->hd);
+    cJSON_AddNumberToObject(c, "intermediate_size", s->ff);
+    cJSON_AddNumberToObject(c, "max_position_embeddings", s->npos);
     cJSON_AddStringToObject(c, "hidden_act", "silu");
-    cJSON_AddNumberToObject(c, "rms_norm_eps", 1e-6);
-    cJSON_AddNumberToObject(c, "rope_theta", 10000.0);
-    cJSON_AddNullToObject(c, "rope_scaling");
-    cJSON_AddBoolToObject(c, "tie_word_embeddings", tie);
-    cJSON_AddNumberToObject(c, "initializer_range", std);
-    cJSON_AddNumberToObject(c, "bos_token_id", 1);
-    cJSON_AddNumberToObject(c, "eos_token_id", 2);
+    cJSON_AddNumberToObject(c, "rms_norm_eps", s->eps);
+    cJSON_AddNumberToObject(c, "rope_theta", s->theta);
+    if (s->rope) {
+        cJSON *r = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddNumberToObject(r, "factor", s->rope->factor);
+        cJSON_AddNumberToObject(r, "low_freq_factor", s->rope->low_freq_factor);
+        cJSON_AddNumberToObject(r, "high_freq_factor", s->rope->high_freq_factor);
+        cJSON_AddNumberToObject(r, "original_max_position_embeddings", s->rope->original_max_pos);
+        cJSON_AddStringToObject(r, "rope_type", "llama3");
+    } else {
+        cJSON_AddNullToObject(c, "rope_scaling");
+    }
+    if (strcmp(model_type, "llama")) { /* Qwen2 / Qwen3: sliding window off, as released */
+        cJSON_AddBoolToObject(c, "use_sliding_window", 0);
+        cJSON_AddNumberToObject(c, "sliding_window", s->npos);
+        cJSON_AddNumberToObject(c, "max_window_layers", s->L);
+    }
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", s->tie);
+    cJSON_AddNumberToObject(c, "initializer_range", s->std);
+    cJSON_AddNumberToObject(c, "bos_token_id", s->bos);
+    cJSON_AddNumberToObject(c, "eos_token_id", s->eos);
     return c;
+}
+
+static cJSON *llama(int V, int d, int L, int H, int Hkv, int ff, int npos, int tie, double std) {
+    LlamaShape s = {V, d, L, H, Hkv, 0, ff, npos, tie, 1e-6, 10000.0, std, 1, 2, NULL};
+    return llama_like("llama", "LlamaForCausalLM", &s);
 }
 
 /* Real shapes are those of the public checkpoints' config.json files. */
@@ -103,11 +137,49 @@ static cJSON *presets_neo(const char *p) {
     return NULL;
 }
 
+/* The tiny variants of the new families have vocab 269, the GPT-2 BPE test tokenizer's
+ * (tests/tokenizer/fixtures/gpt2: 256 bytes, 12 merges, <|endoftext|> = 268), so a tiny pair runs
+ * end to end with it; their other traits are the family's: GQA, tied embeddings, theta, and for
+ * Llama 3 its rope scaling with original_max_position_embeddings scaled down to 64 (within a short
+ * test sequence; its three frequency bands all occur at head_dim 16). */
+#define TINY_V 269
+static const RopeLlama3 kLlama3Tiny = {4.0, 1.0, 4.0, 64};
+static const RopeLlama3 kLlama31 = {8.0, 1.0, 4.0, 8192};  /* Llama-3.1-8B config.json */
+static const RopeLlama3 kLlama32 = {32.0, 1.0, 4.0, 8192}; /* Llama-3.2-1B config.json */
+
 static cJSON *presets_llama(const char *p) {
     if (!strcmp(p, "tiny")) return llama(128, 32, 2, 4, 2, 64, 64, 0, 0.1);
     if (!strcmp(p, "vicuna-68m")) return llama(32000, 768, 2, 12, 12, 3072, 2048, 0, 0.02);
     if (!strcmp(p, "vicuna-7b")) return llama(32000, 4096, 32, 32, 32, 11008, 2048, 0, 0.02);
-    return NULL;
+    const LlamaShape *s = NULL;
+    static const LlamaShape tiny3 = {TINY_V, 64, 2, 4, 2, 16, 128, 256, 1, 1e-5, 500000.0, 0.1, TINY_V - 1, TINY_V - 1,
+                                     &kLlama3Tiny};
+    static const LlamaShape l1b = {128256, 2048, 16, 32, 8, 64, 8192, 131072, 1, 1e-5, 500000.0, 0.02, 128000, 128001,
+                                   &kLlama32};
+    static const LlamaShape l8b = {128256, 4096, 32, 32, 8, 128, 14336, 131072, 0, 1e-5, 500000.0, 0.02, 128000, 128001,
+                                   &kLlama31};
+    if (!strcmp(p, "llama-3-tiny")) s = &tiny3;
+    if (!strcmp(p, "llama-3.2-1b")) s = &l1b;
+    if (!strcmp(p, "llama-3.1-8b")) s = &l8b;
+    return s ? llama_like("llama", "LlamaForCausalLM", s) : NULL;
+}
+
+/* Qwen2.5 (model_type qwen2): the published config.json shapes. */
+static cJSON *presets_qwen2(const char *p) {
+    static const LlamaShape tiny = {TINY_V, 64, 2, 4, 2, 0, 128, 128, 1, 1e-6, 1e6, 0.1, TINY_V - 1, TINY_V - 1, NULL};
+    static const LlamaShape q05 = {151936, 896, 24, 14, 2, 0, 4864, 32768, 1, 1e-6, 1e6, 0.02, 151643, 151643, NULL};
+    static const LlamaShape q7 = {152064, 3584, 28, 28, 4, 0, 18944, 131072, 0, 1e-6, 1e6, 0.02, 151643, 151643, NULL};
+    const LlamaShape *s = !strcmp(p, "tiny") ? &tiny : !strcmp(p, "qwen2.5-0.5b") ? &q05 : !strcmp(p, "qwen2.5-7b") ? &q7 : NULL;
+    return s ? llama_like("qwen2", "Qwen2ForCausalLM", s) : NULL;
+}
+
+/* Qwen3: head_dim 128 whatever hidden / heads (tiny: 16 with hidden 32 and 4 heads). */
+static cJSON *presets_qwen3(const char *p) {
+    static const LlamaShape tiny = {TINY_V, 32, 2, 4, 2, 16, 96, 128, 1, 1e-6, 1e6, 0.1, TINY_V - 1, TINY_V - 1, NULL};
+    static const LlamaShape q06 = {151936, 1024, 28, 16, 8, 128, 3072, 40960, 1, 1e-6, 1e6, 0.02, 151643, 151645, NULL};
+    static const LlamaShape q8 = {151936, 4096, 36, 32, 8, 128, 12288, 40960, 0, 1e-6, 1e6, 0.02, 151643, 151645, NULL};
+    const LlamaShape *s = !strcmp(p, "tiny") ? &tiny : !strcmp(p, "qwen3-0.6b") ? &q06 : !strcmp(p, "qwen3-8b") ? &q8 : NULL;
+    return s ? llama_like("qwen3", "Qwen3ForCausalLM", s) : NULL;
 }
 
 /* One row per architecture init-random knows: its --arch spelling, the model_type of its arch.c row,
@@ -120,12 +192,17 @@ typedef struct PresetArch {
 
 static const char *const kGpt2Presets[] = {"tiny", "gpt2", "gpt2-medium", "gpt2-xl", NULL};
 static const char *const kNeoPresets[] = {"tiny", "gpt-neo-125m", "gpt-neo-1.3b", NULL};
-static const char *const kLlamaPresets[] = {"tiny", "vicuna-68m", "vicuna-7b", NULL};
+static const char *const kLlamaPresets[] = {"tiny",         "vicuna-68m",   "vicuna-7b", "llama-3-tiny",
+                                            "llama-3.2-1b", "llama-3.1-8b", NULL};
+static const char *const kQwen2Presets[] = {"tiny", "qwen2.5-0.5b", "qwen2.5-7b", NULL};
+static const char *const kQwen3Presets[] = {"tiny", "qwen3-0.6b", "qwen3-8b", NULL};
 
 static const PresetArch kPresetArchs[] = {
     {"gpt2", "gpt2", kGpt2Presets, presets_gpt2},
     {"gpt-neo", "gpt_neo", kNeoPresets, presets_neo},
     {"llama", "llama", kLlamaPresets, presets_llama},
+    {"qwen2", "qwen2", kQwen2Presets, presets_qwen2},
+    {"qwen3", "qwen3", kQwen3Presets, presets_qwen3},
 };
 
 static const PresetArch *preset_arch(const char *arch) {
@@ -171,6 +248,49 @@ cJSON *preset_config(const char *arch, const char *p, SpErr *err) {
         sp_fail(err, "--preset: unknown preset \"%s\" for %s (%s)", p, arch, list);
     }
     return c;
+}
+
+const char *preset_arch_of(const char *preset, const char *arch, SpErr *err) {
+    const char *found = NULL;
+    int n = 0;
+    char list[256] = "";
+    for (size_t i = 0; i < sizeof kPresetArchs / sizeof *kPresetArchs; i++) {
+        const PresetArch *pa = &kPresetArchs[i];
+        if (arch && strcmp(pa->arch, arch)) continue;
+        for (int k = 0; pa->names[k]; k++)
+            if (!strcmp(pa->names[k], preset)) {
+                strncat(list, n++ ? ", " : "", sizeof list - strlen(list) - 1);
+                strncat(list, pa->arch, sizeof list - strlen(list) - 1);
+                found = pa->arch;
+            }
+    }
+    if (n > 1) {
+        sp_fail(err, "--preset: \"%s\" is a preset of several architectures (%s): give --arch", preset, list);
+        return NULL;
+    }
+    if (!found) {
+        if (arch && !preset_arch(arch)) sp_fail(err, "--arch: unknown architecture \"%s\" (%s)", arch, preset_arch_list());
+        else sp_fail(err, "--preset: unknown preset \"%s\"%s%s", preset, arch ? " for " : "", arch ? arch : "");
+    }
+    return found;
+}
+
+int config_param_count(const ModelConfig *cfg, ParamCount *out, SpErr *err) {
+    TensorSpec *specs = NULL;
+    int n = 0;
+    if (model_tensor_specs(cfg, &specs, &n, err)) return -1;
+    const ArchInfo *a = arch_info(cfg->arch);
+    char embed[96], head[96];
+    snprintf(embed, sizeof embed, "%s.weight", a->names.embed);
+    snprintf(head, sizeof head, "%s.weight", a->names.lm_head);
+    *out = (ParamCount){0, 0};
+    for (int i = 0; i < n; i++) {
+        int64_t k = specs[i].shape[0] * (specs[i].ndim == 2 ? specs[i].shape[1] : 1);
+        out->total += k;
+        if (strcmp(specs[i].name, embed) && strcmp(specs[i].name, head)) out->non_embedding += k;
+    }
+    free(specs);
+    return 0;
 }
 
 /* ---- random weights ---- */
@@ -244,7 +364,7 @@ int init_random_model(const cJSON *config, const char *name, DType dtype, uint64
     gsl_rng_set(ctx.rng, (unsigned long)(seed ^ (seed >> 32)));
     char seedbuf[32];
     snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
-    const char *meta[] = {"format", "pt", "sprinter_init_seed", seedbuf, NULL, NULL};
+    const char *meta[] = {"format", "pt", SP_INIT_SEED_KEY, seedbuf, NULL, NULL}; /* rules.h */
     if (sp_path_join(path, sizeof path, out_dir, "model.safetensors", err)) goto done;
     if (st_write_file(path, ws, n, meta, fill_tensor, &ctx, err)) goto done;
     char *text = cJSON_Print(config);

@@ -18,6 +18,17 @@ const char *preset_model_type(const char *arch);
 /* "gpt2, gpt-neo, llama": the --arch spellings, for messages (a static string). */
 const char *preset_arch_list(void);
 
+/* The --arch spelling whose presets include `preset` (arch NULL: any; a name two architectures
+ * share, as "tiny", then needs arch), or NULL with err naming the choices. */
+const char *preset_arch_of(const char *preset, const char *arch, SpErr *err);
+
+/* Parameters a config implies, from its tensor table (model_tensor_specs) without weights: all of
+ * them (a tied embedding counted once), and those outside the token embedding and the LM head. */
+typedef struct ParamCount {
+    int64_t total, non_embedding;
+} ParamCount;
+int config_param_count(const ModelConfig *cfg, ParamCount *out, SpErr *err);
+
 /* A new config object (caller deletes) for arch + preset, or NULL with err. */
 cJSON *preset_config(const char *arch, const char *preset, SpErr *err);
 

@@ -31,6 +31,7 @@ static const struct {
 #define N_DTYPES (sizeof kDTypes / sizeof kDTypes[0])
 
 const char *st_dtype_name(StDType t) {
+    if (t == ST_Q8_0) return "Q8_0";
     for (size_t i = 0; i < N_DTYPES; i++)
         if (kDTypes[i].t == t) return kDTypes[i].name;
     return "?";

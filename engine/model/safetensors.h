@@ -31,6 +31,7 @@ typedef enum {
     ST_BOOL,
     ST_F8_E4M3,
     ST_F8_E5M2,
+    ST_Q8_0, /* ggml's Q8_0 blocks (GGUF only; see dtype.h): numel values in numel / 32 blocks of 34 bytes */
 } StDType;
 
 #define ST_MAX_DIMS 8
@@ -58,6 +59,7 @@ typedef struct StArchive {
     int n_files;
     StEntry *entries; /* sorted by name */
     int n_entries;
+    int gguf;         /* 1: opened from a GGUF file (gguf_open): llama.cpp's tensor names and layouts */
 } StArchive;
 
 const char *st_dtype_name(StDType t);

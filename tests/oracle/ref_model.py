@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Independent PyTorch reference forward pass for Hugging Face GPT-2, GPT-Neo
-and Llama model directories (config.json + safetensors), written from the
-Hugging Face model definitions (modeling_gpt2.py, modeling_gpt_neo.py,
-modeling_llama.py), not from the C engine.
+"""Independent PyTorch reference forward pass for Hugging Face GPT-2, GPT-Neo,
+Llama (with rope_scaling llama3 / linear), Qwen2 and Qwen3 model directories
+(config.json + safetensors), written from the Hugging Face model definitions
+(modeling_gpt2.py, modeling_gpt_neo.py, modeling_llama.py, modeling_qwen2.py,
+modeling_qwen3.py, modeling_rope_utils.py), not from the C engine.
 
 Weights stored as F16/BF16 are widened to float32 exactly on load (what the
 C engine does).  The arithmetic then runs in `dtype` (float64 by default: the
@@ -84,7 +85,7 @@ def parse_config(cfg):
         c["attention_layers"] = layers
         c["tie"] = bool(cfg.get("tie_word_embeddings", True))
         c["hd"] = c["d"] // c["H"]
-    elif mt == "llama":
+    elif mt in ("llama", "qwen2", "qwen3"):
         c["d"] = _get(cfg, "hidden_size")
         c["L"] = _get(cfg, "num_hidden_layers")
         c["H"] = _get(cfg, "num_attention_heads")
@@ -96,16 +97,22 @@ def parse_config(cfg):
         c["theta"] = float(_get(cfg, "rope_theta", 10000.0))
         c["act"] = _get(cfg, "hidden_act", "silu")
         c["tie"] = bool(cfg.get("tie_word_embeddings", False))
-        c["hd"] = _get(cfg, "head_dim", required=False) or c["d"] // c["H"]
-        c["attn_bias"] = bool(cfg.get("attention_bias", False))
-        c["mlp_bias"] = bool(cfg.get("mlp_bias", False))
-        if cfg.get("rope_scaling"):
-            raise NotImplementedError("rope_scaling not supported by the reference")
+        # Qwen3Config's head_dim defaults to 128; LlamaAttention / Qwen2Attention use
+        # getattr(config, "head_dim", hidden // heads)
+        c["hd"] = _get(cfg, "head_dim", required=False) or (128 if mt == "qwen3" else c["d"] // c["H"])
+        # biases: Llama and Qwen3 attention_bias on q, k, v and o; Qwen2 on q, k, v only, always
+        c["qkv_bias"] = True if mt == "qwen2" else bool(cfg.get("attention_bias", False))
+        c["o_bias"] = False if mt == "qwen2" else bool(cfg.get("attention_bias", False))
+        c["mlp_bias"] = bool(cfg.get("mlp_bias", False)) if mt == "llama" else False
+        c["qk_norm"] = mt == "qwen3"
+        if mt != "llama" and cfg.get("use_sliding_window"):
+            raise NotImplementedError("sliding window attention not supported by the reference")
+        c["rope_scaling"] = cfg.get("rope_scaling") or None
         if c["H"] % c["KV"]:
             raise ValueError("num_attention_heads not a multiple of num_key_value_heads")
     else:
         raise ValueError(f"config.json: unknown model_type {mt!r}")
-    if mt != "llama" and c["d"] % c["H"]:
+    if mt in ("gpt2", "gpt_neo") and c["d"] % c["H"]:
         raise ValueError("hidden size not divisible by number of heads")
     return c
 
@@ -113,7 +120,7 @@ def parse_config(cfg):
 # ------------------------------------------------------------------ weights
 PREFIXES = {"gpt2": ["", "transformer."],
             "gpt_neo": ["transformer.", ""],
-            "llama": ["model.", ""]}
+            "llama": ["model.", ""], "qwen2": ["model.", ""], "qwen3": ["model.", ""]}
 
 
 class Weights:
@@ -191,7 +198,7 @@ def local_mask(n, window):
 # Deliberate mutations of the reference, used only by the negative controls
 # in check_forward.py to show the comparison can see such mistakes.
 MUTATIONS = ("global_only", "rope_interleaved", "kv_tile", "no_attn_scale",
-             "attn_scale", "gelu_exact")
+             "attn_scale", "gelu_exact", "no_rope_scaling", "no_qk_norm", "no_qkv_bias")
 
 
 def pad_keys(mask, key_limit):
@@ -266,9 +273,33 @@ def gpt_neo_forward(c, W, ids, mutate=(), key_limit=None):
     return hid @ head.T, hid
 
 
-def rope_cos_sin(n, hd, theta, dtype):
-    """HF LlamaRotaryEmbedding: inv_freq = 1/theta^(2j/hd), emb = cat(f, f)."""
+def scaled_inv_freq(inv_freq, rs):
+    """modeling_rope_utils.py: the rope_scaling rules this reference knows (None: unscaled)."""
+    if rs is None:
+        return inv_freq
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "default":
+        return inv_freq
+    if kind == "linear":  # _compute_linear_scaling_rope_parameters
+        return inv_freq / rs["factor"]
+    if kind == "llama3":  # _compute_llama3_parameters
+        factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        old_ctx = rs["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old_ctx / low, old_ctx / high
+        wavelen = 2 * math.pi / inv_freq
+        out = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        smooth = (old_ctx / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * out / factor + smooth * out
+        medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+        return torch.where(medium, smoothed, out)
+    raise NotImplementedError(f"rope_scaling type {kind!r} not supported by the reference")
+
+
+def rope_cos_sin(n, hd, theta, dtype, rope_scaling=None):
+    """HF LlamaRotaryEmbedding: inv_freq = 1/theta^(2j/hd) (rescaled by rope_scaling),
+    emb = cat(f, f)."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    inv_freq = scaled_inv_freq(inv_freq, rope_scaling)
     pos = torch.arange(n, dtype=torch.float64)
     freqs = torch.outer(pos, inv_freq)
     emb = torch.cat([freqs, freqs], dim=-1)
@@ -292,7 +323,9 @@ def llama_forward(c, W, ids, mutate=(), key_limit=None):
     emb = W("embed_tokens.weight", (c["V"], d))
     x = emb[ids]
     mask = pad_keys(causal_mask(n), key_limit)
-    cos, sin = rope_cos_sin(n, hd, c["theta"], W.dtype)
+    cos, sin = rope_cos_sin(n, hd, c["theta"], W.dtype,
+                            None if "no_rope_scaling" in mutate else c["rope_scaling"])
+    qkv_bias = c["qkv_bias"] and "no_qkv_bias" not in mutate
     rep = H // KV
     for i in range(c["L"]):
         p = f"layers.{i}."
@@ -304,9 +337,12 @@ def llama_forward(c, W, ids, mutate=(), key_limit=None):
             if bias:
                 y = y + W(name + ".bias", (out_f,))
             return y
-        q = lin(s_ + "q_proj", H * hd, d, c["attn_bias"]).reshape(n, H, hd).transpose(0, 1)
-        k = lin(s_ + "k_proj", KV * hd, d, c["attn_bias"]).reshape(n, KV, hd).transpose(0, 1)
-        v = lin(s_ + "v_proj", KV * hd, d, c["attn_bias"]).reshape(n, KV, hd).transpose(0, 1)
+        q = lin(s_ + "q_proj", H * hd, d, qkv_bias).reshape(n, H, hd).transpose(0, 1)
+        k = lin(s_ + "k_proj", KV * hd, d, qkv_bias).reshape(n, KV, hd).transpose(0, 1)
+        v = lin(s_ + "v_proj", KV * hd, d, qkv_bias).reshape(n, KV, hd).transpose(0, 1)
+        if c["qk_norm"] and "no_qk_norm" not in mutate:  # Qwen3: RMSNorm over each head's hd values
+            q = rms_norm(q, W(s_ + "q_norm.weight", (hd,)), c["eps"])
+            k = rms_norm(k, W(s_ + "k_norm.weight", (hd,)), c["eps"])
         if "rope_interleaved" in mutate:
             ci, si = cos[:, :hd // 2].repeat_interleave(2, -1), sin[:, :hd // 2].repeat_interleave(2, -1)
             q = q * ci + rotate_interleaved(q) * si
@@ -322,7 +358,7 @@ def llama_forward(c, W, ids, mutate=(), key_limit=None):
             v = v.repeat_interleave(rep, dim=0)
         a = attention(q, k, v, mask, 1.0 / math.sqrt(hd))
         a = a @ W(s_ + "o_proj.weight", (d, H * hd)).T
-        if c["attn_bias"]:
+        if c["o_bias"]:
             a = a + W(s_ + "o_proj.bias", (d,))
         x = x + a
         h = rms_norm(x, W(p + "post_attention_layernorm.weight", (d,)), c["eps"])
@@ -428,6 +464,12 @@ def _rand_tensors(cfg, rng, std=0.08, emb_std=0.15):
             t[p + "self_attn.k_proj.weight"] = nrm(KV * hd, d, s=0.12)
             t[p + "self_attn.v_proj.weight"] = nrm(KV * hd, d, s=0.12)
             t[p + "self_attn.o_proj.weight"] = nrm(d, H * hd)
+            if c["qkv_bias"]:
+                for nm, rows in (("q_proj", H * hd), ("k_proj", KV * hd), ("v_proj", KV * hd)):
+                    t[p + f"self_attn.{nm}.bias"] = nrm(rows, s=0.3)
+            if c["qk_norm"]:
+                for nm in ("q_norm", "k_norm"):
+                    t[p + f"self_attn.{nm}.weight"] = (1.0 + rng.standard_normal(hd) * 0.1).astype(np.float32)
             ln(p + "post_attention_layernorm", bias=False)
             t[p + "mlp.gate_proj.weight"] = nrm(inner, d, s=0.12)
             t[p + "mlp.up_proj.weight"] = nrm(inner, d, s=0.12)
@@ -458,7 +500,12 @@ def selftest():
              "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 40,
              "vocab_size": 50, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
     ids = list(rng.integers(0, 50, 12))
-    for cfg in (gpt2, neo, llama):
+    qwen2 = dict(llama, model_type="qwen2", rope_theta=1e6)
+    qwen3 = dict(llama, model_type="qwen3", head_dim=16, rope_theta=1e6)
+    llama3 = dict(llama, max_position_embeddings=64, rope_scaling={
+        "rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64})
+    for cfg in (gpt2, neo, llama, qwen2, qwen3, llama3):
         t = _rand_tensors(cfg, rng)
         lg, hid = forward_tensors(cfg, t, ids)
         lg32, _ = forward_tensors(cfg, t, ids, dtype=torch.float32)
@@ -509,6 +556,31 @@ def selftest():
     rk = k * cos + rotate_half(k) * sin
     check("rope: pos 0 identity", torch.allclose(rq[0], q))
     check("rope: relative", abs(float(rq[5] @ rk[3] - rq[2] @ rk[0])) < 1e-10)
+    # llama3 scaling: high frequencies kept, low ones divided by factor, the band between blended
+    # monotonically; factor 1 is no scaling at all
+    inv = 1.0 / (500000.0 ** (torch.arange(0, 16, 2, dtype=torch.float64) / 16))
+    rs = llama3["rope_scaling"]
+    sc = scaled_inv_freq(inv, rs)
+    wl = 2 * math.pi / inv
+    hi, lo = wl < 64 / 4.0, wl > 64 / 1.0
+    ratio = inv / sc
+    check("llama3 scaling: three bands present at head_dim 16, theta 5e5, original 64",
+          bool(hi.any() and lo.any() and (~hi & ~lo).any()), str(wl.numpy().round(1)))
+    check("llama3 scaling: high kept, low / factor, between in (1, factor)",
+          bool(torch.allclose(ratio[hi], torch.ones(int(hi.sum()), dtype=torch.float64)) and
+               torch.allclose(ratio[lo], torch.full((int(lo.sum()),), 4.0, dtype=torch.float64)) and
+               ((ratio[~hi & ~lo] > 1) & (ratio[~hi & ~lo] < 4)).all()), str(ratio.numpy().round(3)))
+    check("llama3 scaling: factor 1 is none", torch.allclose(scaled_inv_freq(inv, dict(rs, factor=1.0)), inv))
+    # Qwen3: the per-head q/k RMSNorm makes the logits blind to the scale of q_proj and k_proj
+    t = _rand_tensors(qwen3, rng)
+    t2 = {k: (v * 3.0 if k.endswith(("q_proj.weight", "k_proj.weight")) else v) for k, v in t.items()}
+    a, _ = forward_tensors(qwen3, t, ids)
+    b, _ = forward_tensors(qwen3, t2, ids)
+    c, _ = forward_tensors(qwen3, t2, ids, mutate=("no_qk_norm",))
+    # (up to rms_norm_eps, which the scale moves relative to the variance)
+    check("qwen3: q/k norm makes logits invariant to scaling q_proj, k_proj", np.abs(a - b).max() < 1e-4,
+          f"{np.abs(a - b).max():.2e}")
+    check("qwen3: without q/k norm the scale matters", np.abs(a - c).max() > 1e-2, f"{np.abs(a - c).max():.3f}")
     # bf16 round trip and rounding
     x = np.array([1.0, 1.00390625, 1.01171875, -3.5e-3, 1e30], dtype=np.float32)
     y = stio.bf16_bits_to_f32(stio.f32_to_bf16_bits(x))

@@ -1,0 +1,233 @@
+/* gguf_read.c - a GGUF v2/v3 file opened as an StArchive (see gguf.h): the header, metadata and
+ * tensor infos validated against the file's size before anything is used; tensors of type F32, F16,
+ * BF16 and Q8_0 become entries under their GGUF names, shapes in row-major order (ne reversed), data
+ * borrowed from the file map. */
+#include "gguf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "mapguard.h"
+#include "safetensors.h"
+
+enum { GV_U8, GV_I8, GV_U16, GV_I16, GV_U32, GV_I32, GV_F32, GV_BOOL, GV_STRING, GV_ARRAY, GV_U64, GV_I64, GV_F64 };
+enum { GT_F32 = 0, GT_F16 = 1, GT_Q8_0 = 8, GT_BF16 = 30 };
+#define GGUF_DEFAULT_ALIGN 32
+#define GGUF_MAX_DIMS 4
+#define GGUF_MAX_TENSORS ((uint64_t)1 << 20)
+
+/* A bounds-checked reading cursor over the mapped file. */
+typedef struct Cur {
+    const unsigned char *p;
+    size_t at, size;
+    const char *fname;
+    SpErr *err;
+} Cur;
+
+static int need(Cur *c, size_t n, const char *what) {
+    if (n > c->size - c->at)
+        return sp_fail(c->err, "%s: %s at byte %zu runs past the end of the file (%zu bytes)", c->fname, what, c->at,
+                       c->size);
+    return 0;
+}
+static int rd(Cur *c, void *dst, size_t n, const char *what) {
+    if (need(c, n, what)) return -1;
+    memcpy(dst, c->p + c->at, n);
+    c->at += n;
+    return 0;
+}
+static int skip(Cur *c, uint64_t n, const char *what) {
+    if (n > c->size - c->at) return need(c, (size_t)-1, what);
+    c->at += (size_t)n;
+    return 0;
+}
+/* A string: u64 length + bytes; *s points into the map (not NUL-terminated). */
+static int rd_str(Cur *c, const char **s, uint64_t *len, const char *what) {
+    if (rd(c, len, 8, what) || need(c, *len > c->size ? c->size + 1 : (size_t)*len, what)) return -1;
+    *s = (const char *)c->p + c->at;
+    c->at += (size_t)*len;
+    return 0;
+}
+
+static size_t scalar_size(uint32_t t) {
+    static const size_t sz[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    return t < sizeof sz / sizeof *sz ? sz[t] : 0;
+}
+
+/* One metadata value of type t (arrays one level deep, as GGUF allows); general.alignment read. */
+static int skip_value(Cur *c, uint32_t t, const char *key, uint64_t keylen, size_t *align) {
+    if (t == GV_STRING) {
+        const char *s;
+        uint64_t n;
+        return rd_str(c, &s, &n, "a metadata string");
+    }
+    if (t == GV_ARRAY) {
+        uint32_t et;
+        uint64_t n;
+        if (rd(c, &et, 4, "an array type") || rd(c, &n, 8, "an array length")) return -1;
+        if (et == GV_STRING) {
+            for (uint64_t i = 0; i < n; i++)
+                if (skip_value(c, GV_STRING, NULL, 0, NULL)) return -1;
+            return 0;
+        }
+        size_t es = scalar_size(et);
+        if (!es) return sp_fail(c->err, "%s: metadata %.*s: array of unknown type %u", c->fname, (int)keylen, key, et);
+        if (n > (c->size - c->at) / es) return need(c, (size_t)-1, "a metadata array");
+        return skip(c, n * es, "a metadata array");
+    }
+    size_t es = scalar_size(t);
+    if (!es) return sp_fail(c->err, "%s: metadata %.*s: unknown value type %u", c->fname, (int)keylen, key, t);
+    if (align && keylen == 17 && !memcmp(key, "general.alignment", 17)) {
+        uint32_t v;
+        if (t != GV_U32) return sp_fail(c->err, "%s: general.alignment is not a u32", c->fname);
+        if (rd(c, &v, 4, "general.alignment")) return -1;
+        if (v == 0 || (v & (v - 1))) return sp_fail(c->err, "%s: general.alignment %u is not a power of two", c->fname, v);
+        *align = v;
+        return 0;
+    }
+    return skip(c, es, "a metadata value");
+}
+
+static int cmp_entry(const void *a, const void *b) {
+    return strcmp(((const StEntry *)a)->name, ((const StEntry *)b)->name);
+}
+
+/* Parses the mapped file into a->entries (a->files already holds the map). */
+static int parse(StArchive *a, Cur *c) {
+    char magic[4];
+    uint32_t version;
+    uint64_t n_tensors, n_kv;
+    if (rd(c, magic, 4, "the magic") || memcmp(magic, "GGUF", 4))
+        return sp_fail(c->err, "%s: not a GGUF file (magic is not \"GGUF\")", c->fname);
+    if (rd(c, &version, 4, "the version") || (version != 2 && version != 3))
+        return sp_fail(c->err, "%s: GGUF version %u; supported: 2, 3", c->fname, version);
+    if (rd(c, &n_tensors, 8, "the tensor count") || rd(c, &n_kv, 8, "the metadata count")) return -1;
+    if (n_tensors > GGUF_MAX_TENSORS) return sp_fail(c->err, "%s: %llu tensors is implausible", c->fname, (unsigned long long)n_tensors);
+    size_t align = GGUF_DEFAULT_ALIGN;
+    for (uint64_t i = 0; i < n_kv; i++) {
+        const char *key;
+        uint64_t keylen;
+        uint32_t t;
+        if (rd_str(c, &key, &keylen, "a metadata key") || rd(c, &t, 4, "a metadata type") ||
+            skip_value(c, t, key, keylen, &align))
+            return -1;
+    }
+    a->entries = calloc((size_t)n_tensors + 1, sizeof *a->entries);
+    if (!a->entries) return sp_fail(c->err, "out of memory");
+    uint64_t *offsets = calloc((size_t)n_tensors + 1, sizeof *offsets);
+    if (!offsets) return sp_fail(c->err, "out of memory");
+    int rc = 0;
+    for (uint64_t i = 0; rc == 0 && i < n_tensors; i++) {
+        const char *name;
+        uint64_t len, ne[GGUF_MAX_DIMS];
+        uint32_t nd, type;
+        if (rd_str(c, &name, &len, "a tensor name") || rd(c, &nd, 4, "a tensor's dimension count")) {
+            rc = -1;
+            break;
+        }
+        if (nd < 1 || nd > GGUF_MAX_DIMS) {
+            rc = sp_fail(c->err, "%s: tensor %.*s has %u dimensions (1-%d expected)", c->fname, (int)len, name, nd, GGUF_MAX_DIMS);
+            break;
+        }
+        if (rd(c, ne, 8 * (size_t)nd, "a tensor's shape") || rd(c, &type, 4, "a tensor's type") ||
+            rd(c, &offsets[i], 8, "a tensor's offset")) {
+            rc = -1;
+            break;
+        }
+        StEntry *e = &a->entries[a->n_entries++];
+        if (!(e->name = strndup(name, (size_t)len))) {
+            rc = sp_fail(c->err, "out of memory");
+            break;
+        }
+        e->ndim = (int)nd;
+        e->numel = 1;
+        for (uint32_t d = 0; d < nd; d++) {
+            if (ne[d] == 0 || ne[d] > ((uint64_t)1 << 40) || (uint64_t)e->numel > (((uint64_t)1 << 40) / ne[d])) {
+                rc = sp_fail(c->err, "%s: tensor %s: dimension %u of %llu is out of range", c->fname, e->name, d,
+                             (unsigned long long)ne[d]);
+                break;
+            }
+            e->shape[nd - 1 - d] = (int64_t)ne[d]; /* ne[0] is the contiguous (last row-major) axis */
+            e->numel *= (int64_t)ne[d];
+        }
+        if (rc) break;
+        if (type == GT_F32) e->dtype = ST_F32;
+        else if (type == GT_F16) e->dtype = ST_F16;
+        else if (type == GT_BF16) e->dtype = ST_BF16;
+        else if (type == GT_Q8_0) e->dtype = ST_Q8_0;
+        else {
+            rc = sp_fail(c->err, "%s: tensor %s has ggml type %u; supported: F32 (0), F16 (1), Q8_0 (8), BF16 (30)", c->fname,
+                         e->name, type);
+            break;
+        }
+        if (e->dtype == ST_Q8_0 && ne[0] % Q8_0_BLOCK) {
+            rc = sp_fail(c->err, "%s: tensor %s: Q8_0 rows of %llu values are not whole 32-value blocks", c->fname, e->name,
+                         (unsigned long long)ne[0]);
+            break;
+        }
+        e->nbytes = e->dtype == ST_Q8_0 ? (size_t)e->numel / Q8_0_BLOCK * sizeof(BlockQ8_0)
+                                        : (size_t)e->numel * st_dtype_size(e->dtype);
+    }
+    size_t data = (c->at + align - 1) / align * align;
+    for (int i = 0; rc == 0 && i < a->n_entries; i++) {
+        StEntry *e = &a->entries[i];
+        if (offsets[i] % align)
+            rc = sp_fail(c->err, "%s: tensor %s: offset %llu is not a multiple of the alignment %zu", c->fname, e->name,
+                         (unsigned long long)offsets[i], align);
+        else if (data > c->size || offsets[i] > c->size - data || e->nbytes > c->size - data - offsets[i])
+            rc = sp_fail(c->err, "%s: tensor %s: %zu bytes at offset %llu run past the end of the file (%zu bytes)", c->fname,
+                         e->name, e->nbytes, (unsigned long long)offsets[i], c->size);
+        else
+            e->data = c->p + data + offsets[i];
+    }
+    free(offsets);
+    if (rc) return rc;
+    qsort(a->entries, (size_t)a->n_entries, sizeof *a->entries, cmp_entry);
+    for (int i = 1; i < a->n_entries; i++)
+        if (!strcmp(a->entries[i - 1].name, a->entries[i].name))
+            return sp_fail(c->err, "%s: tensor %s is defined twice", c->fname, a->entries[i].name);
+    return 0;
+}
+
+int gguf_open(const char *path, StArchive *a, SpErr *err) {
+    memset(a, 0, sizeof *a);
+    const char *fname = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int fd = sp_open_input(path, err);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return sp_fail(err, "%s: cannot stat: %s", path, strerror(errno));
+    }
+    size_t size = (size_t)st.st_size;
+    if (size < 24) {
+        close(fd);
+        return sp_fail(err, "%s: file of %zu bytes is too short for a GGUF header", fname, size);
+    }
+    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return sp_fail(err, "%s: mmap failed: %s", path, strerror(errno));
+    mapguard_add(map, size, path);
+    a->files = calloc(1, sizeof *a->files);
+    if (!a->files || !(a->files[0].path = strdup(path))) {
+        mapguard_remove(map);
+        munmap(map, size);
+        free(a->files);
+        a->files = NULL;
+        return sp_fail(err, "out of memory");
+    }
+    a->files[0].map = map, a->files[0].size = size;
+    a->n_files = 1;
+    a->gguf = 1;
+    Cur c = {map, 0, size, fname, err};
+    if (parse(a, &c)) {
+        st_close(a);
+        return -1;
+    }
+    return 0;
+}
