@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "fsutil.h"
 #include "resultsdir.h"
 #include "runner.h"
 #include "sqlutil.h"
@@ -19,18 +20,21 @@
  * opens an untrusted log with libhdf5). */
 static int copy_log(const char *src, const char *dst, SpErr *err) {
     char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
-    int in = open(src, O_RDONLY), out = -1, rc = 0;
+    int in = open(src, O_RDONLY), rc = 0;
     if (in < 0) return sp_fail(err, "%s: cannot open: %s", src, strerror(errno));
-    if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) rc = sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    int out = sp_output_create_tmp(dst, tmp, sizeof tmp, err); /* refuses a link or device at dst or dst.tmp */
+    if (out < 0) {
+        close(in);
+        return -1;
+    }
     char buf[1 << 16];
     for (ssize_t k; rc == 0 && (k = read(in, buf, sizeof buf)) != 0;) {
         if (k < 0 || write(out, buf, (size_t)k) != k) rc = sp_fail(err, "%s: copy to %s failed: %s", src, tmp, strerror(errno));
     }
     close(in);
-    if (out >= 0 && (fsync(out) != 0 || close(out) != 0) && rc == 0) rc = sp_fail(err, "%s: write failed", tmp);
-    if (rc == 0 && rename(tmp, dst) != 0) rc = sp_fail(err, "%s: rename failed: %s", tmp, strerror(errno));
-    if (rc) unlink(tmp);
+    if ((fsync(out) != 0 || close(out) != 0) && rc == 0) rc = sp_fail(err, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0) return sp_output_commit(tmp, dst, err);
+    sp_output_discard(tmp);
     return rc;
 }
 

@@ -311,6 +311,25 @@ def main():
                 "%s --out whose %s is %s: exit 1, one line naming it (%s), %s intact (%s): exit %d %r" %
                 (c, fname, what, why, os.path.basename(victim), intact, p.returncode, lines[-1:]))
 
+    # merge copies each shard log through PATH.tmp like every other output (fsutil sp_output_create_tmp):
+    # a symbolic link planted at OUT/tokens/H.h5.tmp is removed, never followed; before, the copy
+    # truncated and overwrote the link's target and renamed the link into place as the merged log.
+    out = os.path.join(w, "tmplink_out")
+    os.makedirs(os.path.join(out, "tokens"))
+    victim = os.path.join(w, "tmplink_victim.bin")
+    with open(victim, "wb") as f:
+        f.write(b"not a token log\n")
+    logs = [fn for fn in os.listdir(os.path.join(w, "res", "tokens")) if fn.endswith(".h5")]
+    for fn in logs:
+        os.symlink(victim, os.path.join(out, "tokens", fn + ".tmp"))
+    before = digest(victim)
+    p = subprocess.run([S, "merge", "--quiet", "--out", out, os.path.join(w, "res")], capture_output=True, text=True)
+    merged_regular = all(os.path.isfile(os.path.join(out, "tokens", fn)) and
+                         not os.path.islink(os.path.join(out, "tokens", fn)) for fn in logs)
+    t.check(len(logs) > 0 and p.returncode == 0 and digest(victim) == before and merged_regular,
+            "merge with links planted at tokens/H.h5.tmp (%d logs): exit 0 (%d %s), the links' target intact, "
+            "every merged log a regular file (%s)" % (len(logs), p.returncode, p.stderr.strip()[-200:], merged_regular))
+
     # an empty output path is refused up front, naming the option's problem (issue 27, class 10)
     for c, name in (("export-gguf", "--out"), ("logits", "--out"), ("train-verifier", "--out")):
         a = [x.replace("{n}", "6") for x in args[c]]
