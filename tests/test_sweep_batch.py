@@ -116,7 +116,10 @@ def main():
     ap.add_argument("--dump", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--regime", default=os.path.join(SOURCE, "data", "models", "regime"))
+    ap.add_argument("--pairs", default="gpt2,gpt-neo,llama,regime",
+                    help="which pairs (CTest runs the tiny ones and the regime pair as two tests, in parallel)")
     a = ap.parse_args()
+    wanted = a.pairs.split(",")
     t = fx.Checks("sweep_batch")
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
@@ -124,8 +127,10 @@ def main():
     data = os.path.join(a.work, "data.jsonl")
     methods = sweep_methods()
     t.check(len(methods) >= 13, "methods.h lists the sweep methods: %s" % ", ".join(methods))
-    pairs = [(arch,) + init_pair(a.sprinter, a.work, arch) for arch in ("gpt2", "gpt-neo", "llama")]
-    if os.path.isdir(os.path.join(a.regime, "target")):
+    pairs = [(arch,) + init_pair(a.sprinter, a.work, arch) for arch in ("gpt2", "gpt-neo", "llama") if arch in wanted]
+    if "regime" not in wanted:
+        pass
+    elif os.path.isdir(os.path.join(a.regime, "target")):
         pairs.append(("regime", os.path.join(a.regime, "draft"), os.path.join(a.regime, "target")))
     else:
         t.check(False, "the regime pair is at %s" % a.regime)
