@@ -233,6 +233,7 @@ def seeds_gguf(sprinter, work):
     put(t, "bad-truncated.gguf", g[: len(g) // 2])
     put(t, "bad-version.gguf", g[:4] + struct.pack("<I", 4) + g[8:64])
     put(t, "bad-header-only.gguf", b"GGUF" + struct.pack("<IQQ", 3, 1 << 40, 0))
+    put(t, "bad-many-tensors.gguf", b"GGUF" + struct.pack("<IQQ", 3, 1 << 20, 0) + bytes(64))
 
 
 def seeds_tokenizers():
