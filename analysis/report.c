@@ -139,7 +139,8 @@ static int analyze_log(const Report *R, RunAn *a, SpErr *err) {
     const RunInfo *ri = a->ri;
     size_t np = (size_t)(ri->n_rows > 0 ? ri->n_rows : 1);
     ExpectRow *er = malloc(np * sizeof *er);
-    TokenLogExpect x = {ri->hash, ri->n_rows, malloc(np * sizeof(int32_t)), malloc(np * sizeof(int64_t))};
+    TokenLogExpect x = {ri->hash, ri->n_rows, malloc(np * sizeof(int32_t)), malloc(np * sizeof(int64_t)), ""};
+    snprintf(x.content_hash, sizeof x.content_hash, "%s", ri->token_log_fnv1a64);
     int rc = er && x.prompt_index && x.tokens ? 0 : sp_fail(err, "out of memory");
     for (int i = 0; rc == 0 && i < ri->n_rows; i++) er[i].pi = ri->prompts[i].prompt_index, er[i].tokens = ri->prompts[i].tokens;
     if (rc == 0) qsort(er, (size_t)ri->n_rows, sizeof *er, cmp_expect);

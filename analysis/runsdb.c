@@ -53,6 +53,7 @@ static void read_run_row(sqlite3_stmt *st, RunInfo *r) {
     for (int i = 0; i < RUNS_N_COLS; i++)
         if (kRunsTable.cols[i].param >= 0) r->param[kRunsTable.cols[i].param] = col_opt(st, i);
     col_str(st, RUNS_token_log, r->token_log, sizeof r->token_log);
+    col_str(st, RUNS_token_log_fnv1a64, r->token_log_fnv1a64, sizeof r->token_log_fnv1a64);
     col_str(st, RUNS_label_rule, r->label_rule, sizeof r->label_rule);
     col_str(st, RUNS_verifier_sha256, r->verifier_sha256, sizeof r->verifier_sha256);
     col_str(st, RUNS_spec_name, r->spec_name, sizeof r->spec_name);

@@ -34,6 +34,7 @@ typedef struct TimingInfo {
 /* One done run. Parameters that do not apply to the method are NaN (NULL in the database). */
 typedef struct RunInfo {
     char hash[72], method[32], dataset[1024], dataset_sha256[72], data_format[32], token_log[1024];
+    char token_log_fnv1a64[24]; /* runs.token_log_fnv1a64: the log's digest at commit ("": schema < 10) */
     char verifier_data_sha256[72]; /* the verifier's training data (from runs.config), "" if none */
     int verifier_n_prompts;        /* the verifier's training prompts 0..n-1 of that data (runs.config), 0 if none */
     int on_verifier_prompts;       /* 1: evaluated on some of them (same data, prompt_offset < verifier_n_prompts:

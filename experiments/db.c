@@ -31,6 +31,10 @@ Db *db_open(const char *path, SpErr *err) {
         return NULL;
     }
     snprintf(db->path, sizeof db->path, "%s", path);
+    if (sql_check_output(path, err)) { /* SQLite writes these files itself: same rule as any output */
+        free(db);
+        return NULL;
+    }
     int orc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (orc != SQLITE_OK) {
         char detail[160];
@@ -76,6 +80,7 @@ Db *db_open_read(const char *path, int *older, SpErr *err) {
                 path, version, DB_SCHEMA_MIN, DB_SCHEMA_VERSION);
     if (version != DB_SCHEMA_VERSION) {
         db_close(db);
+        if (*older) sql_forget_inputs(path); /* the caller's db_open upgrades this very file */
         return NULL;
     }
     return db;
@@ -316,7 +321,7 @@ static int insert_prompt(Db *db, sqlite3_stmt *st, const char *hash, const Promp
 }
 
 int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const RunThroughput *tp,
-                  const char *finished_at, SpErr *err) {
+                  const char *finished_at, const char *token_log_fnv1a64, SpErr *err) {
     char sql[4096];
     sqlite3_stmt *st = NULL, *up = NULL;
     if (exec(db, "BEGIN IMMEDIATE", err)) return -1;
@@ -326,8 +331,8 @@ int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, co
     for (int i = 0; rc == 0 && i < n; i++) rc = insert_prompt(db, st, run_hash, &rows[i], err);
     if (rc == 0) {
         if (sqlite3_prepare_v2(db->h,
-                               "UPDATE runs SET status = 'done', finished_at = ?, exec_batch = ?, tokens_per_s_batched = ? "
-                               "WHERE run_hash = ?",
+                               "UPDATE runs SET status = 'done', finished_at = ?, exec_batch = ?, tokens_per_s_batched = ?, "
+                               "token_log_fnv1a64 = ? WHERE run_hash = ?",
                                -1, &up, NULL) != SQLITE_OK) {
             rc = sql_fail(db->h, db->path, "prepare update of runs", err);
         } else {
@@ -335,7 +340,8 @@ int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, co
             sqlite3_bind_int(up, 2, tp ? tp->batch : 1);
             if (tp && tp->seconds > 0) sqlite3_bind_double(up, 3, (double)tp->tokens / tp->seconds);
             else sqlite3_bind_null(up, 3);
-            sqlite3_bind_text(up, 4, run_hash, -1, SQLITE_STATIC);
+            sqlite3_bind_text(up, 4, token_log_fnv1a64, -1, SQLITE_STATIC);
+            sqlite3_bind_text(up, 5, run_hash, -1, SQLITE_STATIC);
             if (sqlite3_step(up) != SQLITE_DONE) rc = sql_fail(db->h, db->path, "mark run done", err);
             else if (sqlite3_changes(db->h) != 1) rc = sp_fail(err, "%s: run %.16s has no row to mark done", db->path, run_hash);
         }

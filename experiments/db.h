@@ -27,7 +27,8 @@ typedef struct Db Db;
 Db *db_open(const char *path, SpErr *err);
 /* Opens an existing file for reading only (read-only media work: records/sqlutil.h sql_open_read)
  * when its schema is this sprinter's; NULL otherwise. *older = 1 (NULL, err not set) when it is an
- * older schema that db_open would upgrade first. For the read-only commands (summary). */
+ * older schema that db_open would upgrade first (its files are then no longer the command's inputs:
+ * records/sqlutil.h sql_forget_inputs). For the read-only commands (summary). */
 Db *db_open_read(const char *path, int *older, SpErr *err);
 void db_close(Db *db);
 /* The connection itself, for a module that owns its own table's queries (score.c: outputs).
@@ -77,10 +78,12 @@ typedef struct RunThroughput {
     int64_t tokens;
     double seconds;
 } RunThroughput;
-/* One transaction: inserts the prompt rows and marks the run done with finished_at; tp: a batched run's
- * runs.exec_batch and tokens_per_s_batched (NULL: a run of one prompt at a time, exec_batch 1). */
+/* One transaction: inserts the prompt rows and marks the run done with finished_at and its committed
+ * token log's content digest (runs.token_log_fnv1a64, records/tokenlog.h TokenLog.content_hash); tp: a
+ * batched run's runs.exec_batch and tokens_per_s_batched (NULL: a run of one prompt at a time,
+ * exec_batch 1). */
 int db_run_finish(Db *db, const char *run_hash, const PromptRow *rows, int n, const RunThroughput *tp,
-                  const char *finished_at, SpErr *err);
+                  const char *finished_at, const char *token_log_fnv1a64, SpErr *err);
 /* One transaction: marks the 'running' run failed with the one-line reason and finished_at, and
  * deletes its prompt and outputs rows (a failed run keeps no partial results). */
 int db_run_fail(Db *db, const char *run_hash, const char *reason, const char *finished_at, SpErr *err);

@@ -10,28 +10,31 @@
 #include <unistd.h>
 
 #include "db.h"
-#include "h5util.h"
+#include "fsutil.h"
 #include "resultsdir.h"
 #include "runner.h"
+#include "sqlutil.h"
+#include "tokenlog.h"
 
-/* Copies src to dst via dst.tmp + rename; src must open as HDF5. */
+/* Copies src to dst via dst.tmp + rename (src was verified by verify_shard_logs: this process never
+ * opens an untrusted log with libhdf5). */
 static int copy_log(const char *src, const char *dst, SpErr *err) {
-    hid_t f = h5_open_read(src, err);
-    if (f < 0) return -1;
-    H5Fclose(f);
     char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
-    int in = open(src, O_RDONLY), out = -1, rc = 0;
+    int in = open(src, O_RDONLY), rc = 0;
     if (in < 0) return sp_fail(err, "%s: cannot open: %s", src, strerror(errno));
-    if ((out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) rc = sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    int out = sp_output_create_tmp(dst, tmp, sizeof tmp, err); /* refuses a link or device at dst or dst.tmp */
+    if (out < 0) {
+        close(in);
+        return -1;
+    }
     char buf[1 << 16];
     for (ssize_t k; rc == 0 && (k = read(in, buf, sizeof buf)) != 0;) {
         if (k < 0 || write(out, buf, (size_t)k) != k) rc = sp_fail(err, "%s: copy to %s failed: %s", src, tmp, strerror(errno));
     }
     close(in);
-    if (out >= 0 && (fsync(out) != 0 || close(out) != 0) && rc == 0) rc = sp_fail(err, "%s: write failed", tmp);
-    if (rc == 0 && rename(tmp, dst) != 0) rc = sp_fail(err, "%s: rename failed: %s", tmp, strerror(errno));
-    if (rc) unlink(tmp);
+    if ((fsync(out) != 0 || close(out) != 0) && rc == 0) rc = sp_fail(err, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0) return sp_output_commit(tmp, dst, err);
+    sp_output_discard(tmp);
     return rc;
 }
 
@@ -118,8 +121,45 @@ void grid_report_free(GridReport *r) {
     r->empty = NULL;
 }
 
-/* Before anything is merged: the shards whose database holds no tables (into g->empty), and, unless
- * allow_specs, a refusal when two of the grids recorded by out_dir and the shards differ. */
+/* Every done run's token log of the shard, read as the sweep's resume, score and analyze read it
+ * (records/tokenlog.h tokrows_read: in a checked child, its content digest, and against the shard's
+ * database: run hash, rows per prompt, runs.token_log_fnv1a64). A log that fails is the one-line
+ * error naming the shard, the run and the file. */
+static int verify_shard_logs(const char *shard, SpErr *err) {
+    char src_db[4200];
+    snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard);
+    sqlite3 *h = sql_open_read(src_db, err);
+    if (!h) return -1;
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    if (sqlite3_prepare_v2(h, "SELECT run_hash FROM runs WHERE status = 'done' ORDER BY run_index", -1, &st, NULL) !=
+        SQLITE_OK)
+        rc = sql_fail(h, src_db, "read runs", err);
+    for (int s; rc == 0 && (s = sqlite3_step(st)) != SQLITE_DONE;) {
+        const unsigned char *hv = s == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+        if (!hv) {
+            rc = sql_fail(h, src_db, "read runs", err);
+            break;
+        }
+        char hash[80], log[4400];
+        snprintf(hash, sizeof hash, "%s", (const char *)hv);
+        snprintf(log, sizeof log, "%s/tokens/%s.h5", shard, hash);
+        TokenLogExpect x;
+        TokenRows t;
+        if ((rc = tokenlog_expect_db(h, src_db, hash, &x, err)) != 0) break;
+        rc = tokrows_read(log, &x, &t, err);
+        tokenlog_expect_free(&x);
+        if (rc == 0) tokrows_free(&t);
+        else sp_err_prefix(err, "shard %s: run %.12s is done but its token log fails the check", shard, hash);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return rc;
+}
+
+/* Before anything is merged: the shards whose database holds no tables (into g->empty), unless
+ * allow_specs a refusal when two of the grids recorded by out_dir and the shards differ, and every
+ * shard's token logs verified (verify_shard_logs). */
 static int merge_precheck(Db *db, const char *out_dir, char *const *shard_dirs, int n, int allow_specs, GridReport *g,
                           SpErr *err) {
     if (!(g->empty = calloc((size_t)(n ? n : 1), sizeof *g->empty))) return sp_fail(err, "out of memory");
@@ -148,6 +188,8 @@ static int merge_precheck(Db *db, const char *out_dir, char *const *shard_dirs, 
         }
     }
     free(first);
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (!same_dir(shard_dirs[i], out_dir) && !g->empty[i]) rc = verify_shard_logs(shard_dirs[i], err);
     return rc;
 }
 
@@ -185,9 +227,11 @@ static int merge_one(Db *dst, const char *out_dir, const char *shard, MergeCount
     return rc;
 }
 
-/* What runner_merge created in out_dir (each 1 when it was not there before the merge opened it). */
+/* What runner_merge created in out_dir (each 1 when it was not there before the merge opened it;
+ * dir: the levels of out_dir it created, resultsdir.h). */
 typedef struct Created {
-    int dir, db, tokens, lock;
+    size_t dir;
+    int db, tokens, lock;
 } Created;
 
 static int exists(const char *dir, const char *name) {
@@ -198,8 +242,9 @@ static int exists(const char *dir, const char *name) {
 }
 
 /* A merge refused before it merged anything leaves out_dir as it found it: what it created there (the
- * database, tokens/, the lock, the directory itself) goes; what was there before stays, and the
- * directories go only when empty. db is closed by the caller first. */
+ * database, tokens/, the lock, the directory itself and the levels above it that it created) goes;
+ * what was there before stays, and the directories go only when empty. db is closed by the caller
+ * first. */
 static void undo_created(const char *out_dir, const Created *c) {
     char path[4400];
     if (c->db) {
@@ -217,7 +262,7 @@ static void undo_created(const char *out_dir, const Created *c) {
         snprintf(path, sizeof path, "%s/.sweep.lock", out_dir);
         unlink(path);
     }
-    if (c->dir) rmdir(out_dir); /* only when empty */
+    results_dir_remove_created(out_dir, c->dir); /* only when empty */
 }
 
 int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_specs, MergeCounts *mc, GridReport *gr,
@@ -230,11 +275,15 @@ int runner_merge(const char *out_dir, char *const *shard_dirs, int n, int allow_
         struct stat st;
         if (stat(shard_dirs[i], &st) != 0 || !S_ISDIR(st.st_mode)) return sp_fail(err, "%s: not a directory", shard_dirs[i]);
     }
-    Created created = {!exists(out_dir, ""), !exists(out_dir, "runs.sqlite"), !exists(out_dir, "tokens"),
-                       !exists(out_dir, ".sweep.lock")};
+    Created created = {0, !exists(out_dir, "runs.sqlite"), !exists(out_dir, "tokens"), !exists(out_dir, ".sweep.lock")};
     int lock_fd = -1; /* a sweep writing out_dir uses the same lock and the same HASH.h5.tmp names */
     Db *db = NULL;
-    int rc = results_dir_open(out_dir, &lock_fd, err);
+    for (int i = 0; i < n; i++) { /* the shards' databases are inputs: out_dir's may not be one of them */
+        char src_db[4200];
+        snprintf(src_db, sizeof src_db, "%s/runs.sqlite", shard_dirs[i]);
+        if (!same_dir(shard_dirs[i], out_dir)) sql_note_inputs(src_db);
+    }
+    int rc = results_dir_open(out_dir, &created.dir, &lock_fd, err);
     if (rc == 0 && !(db = db_open(db_path, err))) rc = -1;
     if (rc == 0) rc = merge_precheck(db, out_dir, shard_dirs, n, allow_specs, gr, err);
     if (rc) { /* refused before anything was merged: nothing of this merge stays in out_dir */

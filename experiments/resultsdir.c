@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -17,9 +18,42 @@ static int mkdirs(const char *path, SpErr *err) {
     return 0;
 }
 
-int results_dir_open(const char *dir, int *lock_fd, SpErr *err) {
+/* The levels of dir, as sp_mkdir_p walks them: the prefix lengths ending at each '/' and the end. */
+static int is_level_end(const char *dir, size_t i) { return i > 0 && (dir[i] == '/' || dir[i] == '\0'); }
+
+/* The length of dir's topmost prefix that does not exist (0: dir exists). */
+static size_t first_missing(const char *dir) {
+    char buf[4200];
+    size_t n = strlen(dir);
+    if (n >= sizeof buf) return 0;
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (!is_level_end(dir, i)) continue;
+        struct stat st;
+        buf[i] = '\0';
+        int missing = stat(buf, &st) != 0;
+        buf[i] = dir[i];
+        if (missing) return i;
+    }
+    return 0;
+}
+
+void results_dir_remove_created(const char *dir, size_t created) {
+    char buf[4200];
+    size_t n = strlen(dir);
+    if (created == 0 || n >= sizeof buf) return;
+    memcpy(buf, dir, n + 1);
+    for (size_t i = n + 1; i-- > created;) { /* deepest level first; stops at the first one not empty */
+        if (!is_level_end(dir, i)) continue;
+        buf[i] = '\0';
+        if (rmdir(buf) != 0 && errno != ENOENT) return;
+    }
+}
+
+int results_dir_open(const char *dir, size_t *created, int *lock_fd, SpErr *err) {
     char tokens[4200], lock[4200];
     *lock_fd = -1;
+    *created = first_missing(dir);
     snprintf(tokens, sizeof tokens, "%s/tokens", dir);
     snprintf(lock, sizeof lock, "%s/.sweep.lock", dir);
     if (mkdirs(dir, err) || mkdirs(tokens, err)) return sp_err_prefix(err, "--out");

@@ -154,7 +154,7 @@ typedef struct Ctx {
     FileStamp *stamps; /* every file of the model directories as loaded (changed_input checks them) */
     int n_stamps;
     int inputs_loaded; /* load_inputs has run */
-    int created_out;   /* the results directory did not exist before this sweep */
+    size_t created_out; /* the levels of the results directory this sweep created (resultsdir.h; 0: none) */
 } Ctx;
 
 /* SIGINT / SIGTERM: the handler only records the signal (the one piece of process-global state
@@ -637,7 +637,7 @@ static int run_one(Ctx *c, const RunConfig *r, SpErr *err) {
     db_now_iso(finished, sizeof finished);
     RunThroughput tp = {batch, 0, batched_s};
     for (int i = 0; i < s->n_prompts; i++) tp.tokens += rows[i].st.tokens;
-    if (db_run_finish(c->db, r->hash, rows, s->n_prompts, batch > 1 ? &tp : NULL, finished, err)) goto done;
+    if (db_run_finish(c->db, r->hash, rows, s->n_prompts, batch > 1 ? &tp : NULL, finished, log.content_hash, err)) goto done;
     checkpoint(c);
     rc = 0;
 done:
@@ -775,9 +775,7 @@ static int prepare(Ctx *c, SpErr *err) {
     const RunnerOpts *o = c->o;
     if (spec_resolve(s, err) || spec_expand(s, &c->runs, &c->n_runs, err)) return -1;
     snprintf(c->db_path, sizeof c->db_path, "%s/runs.sqlite", o->out_dir);
-    struct stat st;
-    c->created_out = stat(o->out_dir, &st) != 0;
-    if (results_dir_open(o->out_dir, &c->lock_fd, err) || !(c->db = db_open(c->db_path, err))) return -1;
+    if (results_dir_open(o->out_dir, &c->created_out, &c->lock_fd, err) || !(c->db = db_open(c->db_path, err))) return -1;
     /* the grid, for merge to count the runs missing from the shards (written before any run) */
     return db_set_grid(c->db, c->runs, c->n_runs, o->shard_i, o->shard_n, err);
 }
@@ -973,8 +971,9 @@ static int time_runs(Ctx *c, int *timed, SpErr *err) {
 }
 
 /* A sweep refused before any run (models, data or verifiers failed their checks) leaves nothing in a
- * results directory it created: its database, tokens/ and lock go, then the directory itself when it
- * is empty. A directory that existed before is left as it was found but for the database's schema. */
+ * results directory it created: its database, tokens/ and lock go, then the directory itself and the
+ * levels above it that the sweep created (`a/b` of `--out a/b/c`), each when empty. A directory that
+ * existed before is left as it was found but for the database's schema. */
 static void undo_created_out(Ctx *c) {
     if (!c->created_out) return;
     int64_t done = 0, failed = 0, tokens = 0;
@@ -995,7 +994,7 @@ static void undo_created_out(Ctx *c) {
         snprintf(path, sizeof path, "%s/%s", c->o->out_dir, dirs[i]);
         rmdir(path); /* only when empty */
     }
-    rmdir(c->o->out_dir);
+    results_dir_remove_created(c->o->out_dir, c->created_out);
 }
 
 int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err) {

@@ -30,6 +30,9 @@
  *        runs.tokens_per_s_batched (a batched run's throughput: its tokens over the wall time of its
  *        batches; NULL when exec_batch is 1: such a run's speed is its prompts' timings); a batched
  *        run's prompts.t_* are 0 (a prompt's share of a batch is not a latency)
+ *  10  + runs.token_log_fnv1a64 (the token log's content digest, its root attribute content_fnv1a64,
+ *        stored when the run is committed: every reader of the log checks the file against it; NULL
+ *        in rows of older files and for failed runs)
  * Adding a column: its line at the END of the table's X-macro (ALTER TABLE appends, so a new and an
  * upgraded file then have the same column order) with the version that adds it (nullable, no
  * constraint: the upgrade adds it by ALTER TABLE), DB_SCHEMA_VERSION + 1, the README row. A grid
@@ -45,7 +48,7 @@
 #include "error.h"
 #include "params.h"
 
-#define DB_SCHEMA_VERSION 9
+#define DB_SCHEMA_VERSION 10
 /* Every grid parameter's column exists in the current schema (a new row of params_table.h names the
  * version that adds its column: DB_SCHEMA_VERSION must be raised to it). */
 #define RP_SINCE_CHECK_(ID, name, type, dflt, lo, hi, flags, methods, since) \
@@ -128,7 +131,8 @@ typedef struct DbTable {
     X(prompt_template, "TEXT", 7, 0, NOPARAM)                                                                 \
     RUN_PARAMS_ADDED(RUNS_PARAM_COLUMN_, X)                                                                   \
     X(exec_batch, "INTEGER", 9, 0, NOPARAM)                                                                   \
-    X(tokens_per_s_batched, "REAL", 9, 0, NOPARAM)
+    X(tokens_per_s_batched, "REAL", 9, 0, NOPARAM)                                                            \
+    X(token_log_fnv1a64, "TEXT", 10, 0, NOPARAM)
 
 #define PROMPTS_COLUMNS(X)                                                                                    \
     X(run_hash, "TEXT NOT NULL", 1, 0, NOPARAM)                                                               \

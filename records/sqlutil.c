@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 #if SQLITE_VERSION_NUMBER < 3035000
 #error "records/ needs SQLite >= 3.35 (sqlite3_system_errno, SQLITE_READONLY_DIRECTORY, ALTER TABLE DROP COLUMN)"
 #endif
@@ -150,7 +152,44 @@ static sqlite3 *open_probe(const char *path, const char *uri, int flags, SpErr *
     return NULL;
 }
 
+/* The database's files: path and its sidecars (sqlite3's own names). */
+static const char *const kSqlSuffixes[] = {"", "-wal", "-journal", "-shm"};
+#define SQL_N_FILES (sizeof kSqlSuffixes / sizeof *kSqlSuffixes)
+
+void sql_note_inputs(const char *path) {
+    char f[4300];
+    for (size_t i = 0; i < SQL_N_FILES; i++) {
+        snprintf(f, sizeof f, "%s%s", path, kSqlSuffixes[i]);
+        sp_input_note(f);
+    }
+}
+
+void sql_forget_inputs(const char *path) {
+    char f[4300];
+    for (size_t i = 0; i < SQL_N_FILES; i++) {
+        snprintf(f, sizeof f, "%s%s", path, kSqlSuffixes[i]);
+        sp_input_forget(f);
+    }
+}
+
+int sql_check_output(const char *path, SpErr *err) {
+    char f[4300];
+    for (size_t i = 0; i < SQL_N_FILES; i++) {
+        snprintf(f, sizeof f, "%s%s", path, kSqlSuffixes[i]);
+        if (sp_output_check(f, err)) return -1;
+    }
+    return 0;
+}
+
+static sqlite3 *open_read(const char *path, SpErr *err);
+
 sqlite3 *sql_open_read(const char *path, SpErr *err) {
+    sqlite3 *h = open_read(path, err);
+    if (h) sql_note_inputs(path);
+    return h;
+}
+
+static sqlite3 *open_read(const char *path, SpErr *err) {
     if (access(path, F_OK) != 0) {
         sp_fail(err, "%s: cannot open for reading: %s", path, strerror(errno));
         return NULL;

@@ -26,6 +26,19 @@ int sql_scalar_text(sqlite3 *h, const char *path, const char *sql, char *buf, si
  * failure is reported as it is ("PATH: open for reading: MESSAGE (CODE, errno N: TEXT)"), never as
  * a file of the wrong kind. Returns the connection (sqlite3_close it), or NULL with err set. */
 sqlite3 *sql_open_read(const char *path, SpErr *err);
+
+/* The files SQLite opens itself for the database at path: path, path-wal, path-journal, path-shm.
+ * They are under the same input-over-output rule as every other file (engine/util/fsutil.h):
+ * sql_note_inputs notes those that exist as the command's inputs (sql_open_read calls it, as does a
+ * writer for the databases it will read, before it opens its own), so no output of the command may
+ * replace them; sql_check_output, run by a writer before SQLite opens path (experiments/db.c
+ * db_open), refuses a database whose file or sidecar is a symbolic link, a device, a FIFO or a
+ * directory (SQLite would write through it) or one of the command's inputs ("OUT/runs.sqlite: is the
+ * command's input (SHARD/runs.sqlite); give another path"). sql_forget_inputs undoes the note (a
+ * reader that then opens the same database to upgrade it). */
+void sql_note_inputs(const char *path);
+int sql_check_output(const char *path, SpErr *err);
+void sql_forget_inputs(const char *path);
 /* Reads every row of the prepared statement st into a growing array: for each row, one zeroed
  * element of item_size bytes is appended to *items (*n counts them; the caller frees *items, which
  * may hold elements read before an error) and read_row(st, element, ctx, err) fills it. A step that

@@ -118,6 +118,7 @@ int tokenlog_append(TokenLog *l, int32_t prompt_index, const TokenEvent *ev, int
 int tokenlog_commit(TokenLog *l, SpErr *err) {
     char hex[17];
     digest_hex(l->col_hash, hex);
+    memcpy(l->content_hash, hex, sizeof hex);
     if (h5t_attr_str(&l->t, "content_fnv1a64", hex, err)) {
         tokenlog_abort(l);
         return -1;
@@ -296,11 +297,16 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The log against what the database says: the run hash, and per prompt the number of rows. */
+/* The log against what the database says: the run hash, the digest recorded at commit, and per
+ * prompt the number of rows. */
 static int check_expect(const char *path, const TokenRows *t, const TokenLogExpect *x, SpErr *err) {
     if (x->run_hash && strcmp(t->run_hash, x->run_hash))
         return sp_fail(err, "%s: attribute run_hash is %.16s..., the run is %.16s... (another run's log?)", path,
                        t->run_hash[0] ? t->run_hash : "(none)", x->run_hash);
+    if (x->content_hash[0] && strcmp(t->content_hash, x->content_hash))
+        return sp_fail(err, "%s: content digest %s, but runs.token_log_fnv1a64 recorded %s when the run was committed "
+                            "(another run's log, or changed after the run)",
+                       path, t->content_hash[0] ? t->content_hash : "(none: a version-3 log)", x->content_hash);
     if (x->n_prompts < 0) return 0;
     int64_t want = 0;
     for (int i = 0; i < x->n_prompts; i++) want += x->tokens[i];
@@ -340,6 +346,22 @@ int tokrows_read(const char *path, const TokenLogExpect *x, TokenRows *t, SpErr 
     return rc;
 }
 
+/* runs.token_log_fnv1a64 of run_hash into buf ("" when the file predates schema 10 or holds NULL). */
+static int recorded_digest(sqlite3 *h, const char *db_path, const char *run_hash, char *buf, size_t cap, SpErr *err) {
+    buf[0] = '\0';
+    if (!sql_has_column(h, "main", "runs", "token_log_fnv1a64")) return 0;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, "SELECT token_log_fnv1a64 FROM runs WHERE run_hash = ?", -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(h, db_path, "read runs.token_log_fnv1a64", err);
+    sqlite3_bind_text(st, 1, run_hash, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st), rc = 0;
+    const unsigned char *v = s == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    if (v) snprintf(buf, cap, "%s", (const char *)v);
+    if (s != SQLITE_ROW && s != SQLITE_DONE) rc = sql_fail(h, db_path, "read runs.token_log_fnv1a64", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int tokenlog_expect_db(sqlite3 *h, const char *db_path, const char *run_hash, TokenLogExpect *x, SpErr *err) {
     memset(x, 0, sizeof *x);
     x->run_hash = run_hash;
@@ -369,6 +391,7 @@ int tokenlog_expect_db(sqlite3 *h, const char *db_path, const char *run_hash, To
         x->tokens[x->n_prompts++] = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
+    if (rc == 0) rc = recorded_digest(h, db_path, run_hash, x->content_hash, sizeof x->content_hash, err);
     if (rc) tokenlog_expect_free(x);
     x->run_hash = run_hash;
     return rc;
@@ -378,4 +401,5 @@ void tokenlog_expect_free(TokenLogExpect *x) {
     free(x->prompt_index);
     free(x->tokens);
     x->prompt_index = NULL, x->tokens = NULL, x->n_prompts = 0;
+    x->content_hash[0] = '\0';
 }

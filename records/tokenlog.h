@@ -77,6 +77,7 @@ typedef struct TokenLog {
     uint64_t col_hash[TOKENLOG_N_COLS]; /* running FNV-1a 64 of each column (the content digest) */
     int64_t run_id;
     int open;
+    char content_hash[17]; /* after tokenlog_commit: the digest written (runs.token_log_fnv1a64) */
 } TokenLog;
 
 /* run_id from a run hash (64 hex digits). */
@@ -93,7 +94,8 @@ typedef struct TokenLogMeta {
 int tokenlog_create(TokenLog *l, const char *path, const TokenLogMeta *m, SpErr *err);
 /* Appends the n events of one prompt. */
 int tokenlog_append(TokenLog *l, int32_t prompt_index, const TokenEvent *ev, int n, SpErr *err);
-/* Closes and renames path.tmp -> path. */
+/* Writes the content digest (attribute content_fnv1a64, also into l->content_hash), closes and
+ * renames path.tmp -> path. */
 int tokenlog_commit(TokenLog *l, SpErr *err);
 /* Closes and deletes path.tmp (no-op when not open). */
 void tokenlog_abort(TokenLog *l);
@@ -113,23 +115,27 @@ typedef struct TokenRows {
     char content_hash[24]; /* attribute content_fnv1a64 (version 4), "" before */
 } TokenRows;
 
-/* What the database says about a run's log: its hash (NULL: not checked) and, per prompt (ascending
- * prompt_index), its number of tokens (n_prompts -1: not checked). */
+/* What the database says about a run's log: its hash (NULL: not checked), per prompt (ascending
+ * prompt_index) its number of tokens (n_prompts -1: not checked), and the content digest recorded
+ * when the run was committed (runs.token_log_fnv1a64; "": none recorded, not checked). */
 typedef struct TokenLogExpect {
     const char *run_hash;
     int n_prompts;
     int32_t *prompt_index;
     int64_t *tokens;
+    char content_hash[24];
 } TokenLogExpect;
 
-/* x from runs.sqlite's prompts rows of run_hash (x->run_hash = run_hash, borrowed). */
+/* x from runs.sqlite's prompts rows of run_hash and its runs.token_log_fnv1a64 (x->run_hash =
+ * run_hash, borrowed). */
 int tokenlog_expect_db(sqlite3 *h, const char *db_path, const char *run_hash, TokenLogExpect *x, SpErr *err);
 void tokenlog_expect_free(TokenLogExpect *x);
 
 /* The one reader of token logs: reads every column in a checked child (h5util.h h5_checked: a crash
  * of libhdf5 on damaged bytes is the one-line error "PATH: HDF5 crashed reading it (signal N): the
  * file is damaged"), checks the content digest (version 4 on) and, with x, the log against the
- * database (check_expect: run hash, rows per prompt). Errors name the file and the dataset or
+ * database (check_expect: run hash, rows per prompt, the digest recorded at commit: a log swapped with
+ * another run's, or rewritten after the run with a self-consistent digest, is refused). Errors name the file and the dataset or
  * attribute ("x.h5: dataset /label has 10 rows, /prompt_index has 12"; "x.h5: missing" when there is
  * no file). On error t holds nothing. */
 int tokrows_read(const char *path, const TokenLogExpect *x, TokenRows *t, SpErr *err);

@@ -1,6 +1,6 @@
 /* decode_fixture.h - what the decoding tests share (test_decoding.c, test_judge.c): tiny random
  * models, a fixed prefix with its target and draft laws p and q, the histogram of the first token
- * over N_DRAWS decodes, and a chi-square p-value of such a histogram against an exact law.
+ * over N_DRAWS (or n) decodes, and a chi-square p-value of such a histogram against an exact law.
  * Header-only (each test is one .c file that includes it once). Needs V_TINY (the models' vocabulary)
  * and N_DRAWS defined before it. */
 #ifndef SP_TESTS_DECODE_FIXTURE_H
@@ -77,13 +77,14 @@ static void dists(Fixture *f) {
     session_free(s);
 }
 
-static int first_token_hist(Fixture *f, DecodeConfig *cfg, uint64_t seed, long *counts) {
+/* The first token of n decodes at the prefix, seeded with seed (first_token_hist: N_DRAWS of them). */
+static int first_token_hist_n(Fixture *f, DecodeConfig *cfg, uint64_t seed, long n, long *counts) {
     memset(counts, 0, V_TINY * sizeof *counts);
     gsl_rng *rng = sampler_rng_new(seed);
     SpErr err = {{0}};
     cfg->max_new = 1;
     cfg->sampling = f->sp;
-    for (int i = 0; i < N_DRAWS; i++) {
+    for (long i = 0; i < n; i++) {
         DecodeOutput out;
         if (decoder_run(f->dec, cfg, f->prefix, f->n_prefix, rng, &out, &err)) {
             fprintf(stderr, "decode: %s\n", err.msg);
@@ -95,6 +96,10 @@ static int first_token_hist(Fixture *f, DecodeConfig *cfg, uint64_t seed, long *
     }
     gsl_rng_free(rng);
     return 0;
+}
+
+static int first_token_hist(Fixture *f, DecodeConfig *cfg, uint64_t seed, long *counts) {
+    return first_token_hist_n(f, cfg, seed, N_DRAWS, counts);
 }
 
 #endif

@@ -4,9 +4,11 @@
 # and the regime pair of issue 13 when data/models/regime/MANIFEST.json exists), with text built
 # from the committed evaluation sets (prompt + reference = one document per line). Required agreement:
 # relative difference of perplexity <= 0.5% (issue 3's bar); the measured difference is printed.
-# usage: perplexity_oracle.sh SPRINTER SRCDIR WORKDIR
+# PAIR: default (data/models/draft, target), regime (data/models/regime/..., which must exist) or all
+# (default: both, the regime pair when it exists); CTest runs the two pairs as two tests, side by side.
+# usage: perplexity_oracle.sh SPRINTER SRCDIR WORKDIR [PAIR]
 set -uo pipefail
-S=$1; SRC=$2; W=$3
+S=$1; SRC=$2; W=$3; PAIR=${4:-all}
 mkdir -p "$W"
 /usr/bin/python3 -c "
 import json, sys
@@ -19,8 +21,13 @@ with open('$W/docs.txt', 'w') as out:
 "
 pass=0; fail=0
 declare -A ppl
-models="draft target"
-[[ -f $SRC/data/models/regime/MANIFEST.json ]] && models="$models regime/draft regime/target"
+case $PAIR in
+  default) models="draft target" ;;
+  regime) models="regime/draft regime/target" ;;
+  all) models="draft target"
+       [[ -f $SRC/data/models/regime/MANIFEST.json ]] && models="$models regime/draft regime/target" ;;
+  *) echo "perplexity_oracle.sh: PAIR must be default, regime or all, not '$PAIR'" >&2; exit 2 ;;
+esac
 for m in $models; do
   M=$SRC/data/models/$m
   if [[ ! -f $M/model.safetensors ]]; then echo "FAIL: $M missing"; fail=$((fail+1)); continue; fi

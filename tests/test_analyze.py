@@ -144,7 +144,7 @@ def check_oracle_stay(t, sprinter, work, spec, out):
     rows = db.execute("SELECT method, oracle_stay FROM runs").fetchall()
     ver = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
     db.close()
-    t.check(ver == "9" and all((m == "oracle-markov") == (v is not None) for m, v in rows) and
+    t.check(ver == "10" and all((m == "oracle-markov") == (v is not None) for m, v in rows) and
             all(v == 0.8 for m, v in rows if m == "oracle-markov"),
             "runs.oracle_stay is 0.8 for oracle-markov and NULL otherwise (schema %s)" % ver)
     bad = os.path.join(work, "bad_stay.ini")
@@ -318,8 +318,8 @@ def check_old_schema(t, sprinter, work, out):
     ver = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
     cols = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
     db.close()
-    t.check(p.returncode == 0 and ver == "9" and "oracle_stay" in cols and "failure" in cols,
-            "sprinter summary upgrades a version-1 database to 9 (got %s, oracle_stay %s, failure %s)" %
+    t.check(p.returncode == 0 and ver == "10" and "oracle_stay" in cols and "failure" in cols,
+            "sprinter summary upgrades a version-1 database to 10 (got %s, oracle_stay %s, failure %s)" %
             (ver, "oracle_stay" in cols, "failure" in cols))
 
 

@@ -273,6 +273,63 @@ def main():
                                                    lines[-1:]))
     t.check(n_self >= 15, "outputs over inputs tried: %d cases" % n_self)
 
+    # ... nor over the files SQLite opens itself (issue 27 item 4: the database, -wal, -journal, -shm are
+    # under the same rule, records/sqlutil.h sql_check_output): a merge whose --out database is a hard link
+    # or a symbolic link to the shard's database, a sweep whose --out database is a hard link to its data
+    # set, a sweep whose runs.sqlite-wal / -journal is a symbolic link to a file: exit 1, one line naming
+    # the path, before anything is written; the linked file keeps its bytes and the --out keeps its link.
+    res_db = os.path.join(w, "res", "runs.sqlite")
+    victim_data = os.path.join(w, "sqlvictim.jsonl")
+    shutil.copy(os.path.join(w, "data.jsonl"), victim_data)
+    spec_v = os.path.join(w, "sqlvictim.ini")
+    with open(spec) as f, open(spec_v, "w") as g:
+        g.write(f.read().replace(os.path.join(w, "data.jsonl"), victim_data))
+    sql_cases = [("merge", "a hard link to the shard's database", "runs.sqlite", "link", res_db, "input",
+                  ["merge", "--quiet", "--out", "{out}", os.path.join(w, "res")]),
+                 ("merge", "a symbolic link to the shard's database", "runs.sqlite", "symlink", res_db, "symbolic link",
+                  ["merge", "--quiet", "--out", "{out}", os.path.join(w, "res")]),
+                 ("sweep", "a hard link to its data set", "runs.sqlite", "link", victim_data, "input",
+                  ["sweep", spec_v, "--quiet", "--out", "{out}"]),
+                 ("sweep", "a symbolic link to a file", "runs.sqlite-wal", "symlink", victim_data, "symbolic link",
+                  ["sweep", spec_v, "--quiet", "--out", "{out}"]),
+                 ("sweep", "a symbolic link to a file", "runs.sqlite-journal", "symlink", victim_data,
+                  "symbolic link", ["sweep", spec_v, "--quiet", "--out", "{out}"])]
+    for k, (c, what, fname, how, victim, why, argv) in enumerate(sql_cases):
+        out = os.path.join(w, "sqlout%d" % k)
+        os.makedirs(out)
+        lk = os.path.join(out, fname)
+        os.link(victim, lk) if how == "link" else os.symlink(victim, lk)
+        before = digest(victim)
+        try:  # before the check, the hard-linked merge waited on its own lock (SQLite's busy timeout, 120 s)
+            p = subprocess.run([S] + [x.replace("{out}", out) for x in argv], capture_output=True, text=True,
+                               timeout=30)
+        except subprocess.TimeoutExpired:
+            p = subprocess.CompletedProcess(argv, -1, "", "timed out after 30 s")
+        lines = p.stderr.strip().splitlines()
+        intact = digest(victim) == before and (os.path.islink(lk) if how == "symlink" else os.path.isfile(lk))
+        t.check(p.returncode == 1 and len(lines) == 1 and lk in lines[0] and why in lines[0] and intact,
+                "%s --out whose %s is %s: exit 1, one line naming it (%s), %s intact (%s): exit %d %r" %
+                (c, fname, what, why, os.path.basename(victim), intact, p.returncode, lines[-1:]))
+
+    # merge copies each shard log through PATH.tmp like every other output (fsutil sp_output_create_tmp):
+    # a symbolic link planted at OUT/tokens/H.h5.tmp is removed, never followed; before, the copy
+    # truncated and overwrote the link's target and renamed the link into place as the merged log.
+    out = os.path.join(w, "tmplink_out")
+    os.makedirs(os.path.join(out, "tokens"))
+    victim = os.path.join(w, "tmplink_victim.bin")
+    with open(victim, "wb") as f:
+        f.write(b"not a token log\n")
+    logs = [fn for fn in os.listdir(os.path.join(w, "res", "tokens")) if fn.endswith(".h5")]
+    for fn in logs:
+        os.symlink(victim, os.path.join(out, "tokens", fn + ".tmp"))
+    before = digest(victim)
+    p = subprocess.run([S, "merge", "--quiet", "--out", out, os.path.join(w, "res")], capture_output=True, text=True)
+    merged_regular = all(os.path.isfile(os.path.join(out, "tokens", fn)) and
+                         not os.path.islink(os.path.join(out, "tokens", fn)) for fn in logs)
+    t.check(len(logs) > 0 and p.returncode == 0 and digest(victim) == before and merged_regular,
+            "merge with links planted at tokens/H.h5.tmp (%d logs): exit 0 (%d %s), the links' target intact, "
+            "every merged log a regular file (%s)" % (len(logs), p.returncode, p.stderr.strip()[-200:], merged_regular))
+
     # an empty output path is refused up front, naming the option's problem (issue 27, class 10)
     for c, name in (("export-gguf", "--out"), ("logits", "--out"), ("train-verifier", "--out")):
         a = [x.replace("{n}", "6") for x in args[c]]

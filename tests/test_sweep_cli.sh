@@ -32,7 +32,7 @@ GOOD=$W/good.ini
 check_bad() {
   local name=$1 sedexpr=$2 want=$3 extra=${4:-}
   sed -e "$sedexpr" "$GOOD" > "$W/$name.ini"
-  local out=$W/out-$name
+  local top=$W/out-$name out=$W/out-$name/a/b  # nested: every level the sweep creates must go
   err=$("$S" sweep "$W/$name.ini" --out "$out" --quiet $extra 2>&1 >/dev/null); rc=$?
   lines=$(printf '%s\n' "$err" | grep -c .)
   expect "$name: non-zero exit ($rc)" '[[ $rc -ne 0 ]]'
@@ -42,8 +42,10 @@ check_bad() {
   n_runs=0
   [[ -f $out/runs.sqlite ]] && n_runs=$(sqlite3 "$out/runs.sqlite" "select count(*) from runs" 2>/dev/null || echo 0)
   expect "$name: no run started ($n_h5 logs, $n_runs rows)" '[[ $n_h5 -eq 0 && $n_runs -eq 0 ]]'
-  # a refused sweep leaves nothing in a results directory it created (issue 27, class 9)
-  expect "$name: the new --out is not left behind ($(ls -A "$out" 2>/dev/null | tr '\n' ' '))" '[[ ! -e $out ]]'
+  # a refused sweep leaves nothing in a results directory it created (issue 27, class 9), nor the
+  # levels above it that it created (item 5)
+  expect "$name: the new --out is not left behind, nor its new parents ($(find "$top" 2>/dev/null | tr '\n' ' '))" \
+    '[[ ! -e $top ]]'
 }
 check_bad unknown_key 's/^\[grid\]/[grid]\nwarp = 9/' "[grid] warp: unknown key"
 check_bad empty_grid 's/^tau = .*/tau =/' "[grid] tau: empty list"
@@ -55,6 +57,11 @@ check_bad overlap 's/^offset = 20/offset = 5/' "[data] offset: 5 overlaps the ve
 check_bad no_dataset "s|^datasets = .*|datasets = $W/nope.jsonl|" "[data] datasets"
 check_bad overlap_bool 's/^offset = 20/offset = 5\neval_on_verifier_prompts = maybe/' "[data] eval_on_verifier_prompts"
 check_bad no_room 's/^max_new_tokens = .*/max_new_tokens = 100000/' "[decode] max_new_tokens"
+# ... and never a level that existed before: --out PRE/x/y with PRE there (empty) keeps PRE, removes x
+mkdir -p "$W/pre-existing"
+"$S" sweep "$W/few_prompts.ini" --out "$W/pre-existing/x/y" --quiet >/dev/null 2>&1; rc=$?
+expect "refused sweep into PRE/x/y: PRE kept, x gone (rc $rc: $(find "$W/pre-existing" | tr '\n' ' '))" \
+  '[[ $rc -ne 0 && -d $W/pre-existing && ! -e $W/pre-existing/x ]]'
 # the authors' evaluation on the verifier's training prompts, when the spec asks for it
 sed -e 's/^offset = 20/offset = 5\neval_on_verifier_prompts = true/' "$GOOD" > "$W/overlap_ok.ini"
 d=$("$S" sweep "$W/overlap_ok.ini" --out "$W/overlap_ok" --dry-run 2>&1 | tail -1)

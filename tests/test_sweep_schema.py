@@ -2,9 +2,10 @@
 """runs.sqlite schema upgrades (experiments/db.h): a file written by an older sprinter is upgraded in
 place by the first command that opens it, nothing lost; a newer file is refused untouched.
 
-- schema 3 -> 9 (4: runs.status may be 'failed', new column runs.failure; 5: the never-written
+- schema 3 -> 10 (4: runs.status may be 'failed', new column runs.failure; 5: the never-written
   prompts.quality_* columns dropped; 6: runs.bonus, finish_round, prompts.rounds, round_kept;
-  7: runs.prompt_template, prompts.category, turn): a database built with the exact schema SQL of the version-3
+  7: runs.prompt_template, prompts.category, turn; 8: the lossy and judge parameters, timings;
+  9: runs.exec_batch, tokens_per_s_batched; 10: runs.token_log_fnv1a64): a database built with the exact schema SQL of the version-3
   binary (V3_SCHEMA below, copied from experiments/db.c before the change), holding done runs, an
   unfinished ('running') run, an outputs row and a user's own view on runs, is opened by
   `sprinter summary`: schema_version becomes 9, the runs table is rebuilt with the new CHECK
@@ -13,8 +14,8 @@ place by the first command that opens it, nothing lost; a newer file is refused 
   integrity_check passes and a second open changes nothing. The new constraints hold: 'failed'
   needs a reason, other statuses must not have one. A sweep then finishes the directory, identical
   to a sweep that never saw version 3;
-- schema 1 -> 9 in one open;
-- schema 9 (a newer sprinter) is refused by summary and sweep with one line naming the file and the
+- schema 1 -> 10 in one open;
+- schema 11 (a newer sprinter) is refused by summary and sweep with one line naming the file and the
   version, and the file is left as it was;
 - merge reads a version-3 shard without upgrading it (failure NULL in the copy).
 Deterministic; no false-failure rate.
@@ -199,7 +200,7 @@ def main():
         t.finish()
     _, ref_dump, _ = fx.dump(a.dump, ref)
 
-    # ---- 3 -> 9
+    # ---- 3 -> 10
     v3 = os.path.join(a.work, "v3")
     unfinished = make_v3(ref, v3)
     pristine = os.path.join(a.work, "v3-pristine")
@@ -214,15 +215,15 @@ def main():
             "summary of a version-3 file: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
     ver, sql, cols, ok = schema(db)
     runs_sql = dict(sql).get("runs", "")
-    t.check(ver == "9", "schema_version after the upgrade: %s" % ver)
-    later = cols[cols.index("oracle_stay"):][:15] if "oracle_stay" in cols else []
+    t.check(ver == "10", "schema_version after the upgrade: %s" % ver)
+    later = cols[cols.index("oracle_stay"):][:16] if "oracle_stay" in cols else []
     t.check("'failed'" in runs_sql and later == ["oracle_stay", "failure", "bonus", "finish_round",
                                                 "label_rule", "prompt_template", "typical_eps", "typical_alpha",
                                                 "fsd_divergence", "fsd_threshold", "lossy_kl", "tau_judge", "judge_rho",
-                                                "exec_batch", "tokens_per_s_batched"],
-            "the runs table is the version-9 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
+                                                "exec_batch", "tokens_per_s_batched", "token_log_fnv1a64"],
+            "the runs table is the version-10 one (4: failure, CHECK; 6: bonus, finish_round, label_rule; "
             "7: prompt_template; 8: the lossy methods' and judge's parameters; 9: exec_batch, "
-            "tokens_per_s_batched): columns ...%s\n%s" % (later, runs_sql))
+            "tokens_per_s_batched; 10: token_log_fnv1a64): columns ...%s\n%s" % (later, runs_sql))
     t.check("timings" in dict(sql), "version 8: the timings table was created by the upgrade")
     t.check(ok, "integrity_check after the upgrade")
     t.check(not any(n == "runs_v4" for n, _ in sql), "the rebuild left its temporary table")
@@ -246,14 +247,14 @@ def main():
     t.check(rej.get(unfinished) == 1 and sum(rej.values()) == 1,
             "prompts.rejected: set for the redone run only, NULL in the upgraded rows: %s" % rej)
     # columns added after version 3 (NULL in the upgraded rows): compared as present, not by value
-    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round|label_rule|prompt_template|category|turn|tau_judge|judge_rho)=\S+", r" \1=?", x)
+    dump, ref_dump_cmp = (re.sub(r" (rejected|rounds|round_kept|bonus|finish_round|label_rule|prompt_template|category|turn|tau_judge|judge_rho|token_log_fnv1a64)=\S+", r" \1=?", x)
                           for x in (dump, ref_dump))
     t.check(p.returncode == 0 and rc == 0 and dump == ref_dump_cmp,
             "sweeping the upgraded directory redoes run %s and equals the reference: exit %d %s %s" %
             (unfinished[:12], p.returncode, p.stderr[-500:], err[-300:] or fx.first_difference(ref_dump_cmp, dump)))
-    print("  3 -> 9: rows kept, quality columns dropped, views kept, constraints hold, sweep resumes", flush=True)
+    print("  3 -> 10: rows kept, quality columns dropped, views kept, constraints hold, sweep resumes", flush=True)
 
-    # ---- 1 -> 9
+    # ---- 1 -> 10
     v1 = os.path.join(a.work, "v1")
     shutil.copytree(pristine, v1)
     con = sqlite3.connect(os.path.join(v1, "runs.sqlite"))
@@ -263,25 +264,25 @@ def main():
     p = run([S, "summary", v1])
     ver, _, cols, ok = schema(os.path.join(v1, "runs.sqlite"))
     n = len(contents(os.path.join(v1, "runs.sqlite"))["runs"])
-    t.check(p.returncode == 0 and ver == "9" and "oracle_stay" in cols and cols[cols.index("oracle_stay") + 1] == "failure" and ok and n == 4,
-            "1 -> 9: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
+    t.check(p.returncode == 0 and ver == "10" and "oracle_stay" in cols and cols[cols.index("oracle_stay") + 1] == "failure" and ok and n == 4,
+            "1 -> 10: exit %d, version %s, columns ...%s, %d runs %s" % (p.returncode, ver, cols[-2:], n, p.stderr))
 
     # ---- a newer file is refused and left alone
-    v5 = os.path.join(a.work, "v9")
+    v5 = os.path.join(a.work, "v11")
     shutil.copytree(pristine, v5)
     db5 = os.path.join(v5, "runs.sqlite")
     con = sqlite3.connect(db5)
-    con.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+    con.execute("UPDATE meta SET value = '11' WHERE key = 'schema_version'")
     con.commit()
     con.close()
     s5 = schema(db5)
-    want = "%s: meta.schema_version is 10, this sprinter reads versions 1 to 9 (written by a newer sprinter)" % db5
+    want = "%s: meta.schema_version is 11, this sprinter reads versions 1 to 10 (written by a newer sprinter)" % db5
     for cmd, args in (("summary", [v5]), ("sweep", [spec, "--out", v5, "--quiet"])):
         p = run([S, cmd] + args)
         lines = p.stderr.strip().splitlines()
         t.check(p.returncode == 1 and lines and lines[-1] == "sprinter %s: %s" % (cmd, want),
-                "%s of a version-9 file: exit %d, %r" % (cmd, p.returncode, lines[-1:] if lines else p.stderr))
-        t.check(schema(db5) == s5, "%s changed the version-9 file" % cmd)
+                "%s of a version-11 file: exit %d, %r" % (cmd, p.returncode, lines[-1:] if lines else p.stderr))
+        t.check(schema(db5) == s5, "%s changed the version-11 file" % cmd)
 
     # ---- merge reads a version-3 shard as it is
     merged = os.path.join(a.work, "merged")

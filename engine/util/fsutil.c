@@ -82,6 +82,11 @@ void sp_input_forget(const char *path) {
     pthread_mutex_unlock(&g_inputs_mu);
 }
 
+void sp_input_note(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) input_add(&st, path);
+}
+
 /* The path under which the file st was first read, copied into buf; 0 when it is no input. */
 static int input_of(const struct stat *st, char *buf, size_t cap) {
     int found = 0;

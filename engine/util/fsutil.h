@@ -30,6 +30,9 @@ FILE *sp_fopen_input(const char *path, SpErr *err);
  * test that plays several commands in one process, rewriting what it read, does not call it. */
 void sp_inputs_track(void);
 void sp_input_forget(const char *path);
+/* Notes path (when it is a regular file) as one of the command's inputs without opening it: a file
+ * that a library opens itself (the SQLite database files, records/sqlutil.h sql_note_inputs). */
+void sp_input_note(const char *path);
 
 /* Removes a directory that holds only files (a staging or retired report directory); a missing one is
  * fine. */
