@@ -1037,9 +1037,12 @@ void sec_models(FILE *f, const Report *R) {
     for (int j = 0; j < n; j++) {
         unsigned long long seed = 0;
         ModelOrigin o = model_origin(dirs[j], &seed);
+        char dtype[160];
+        int have = model_weights_dtype(dirs[j], dtype, sizeof dtype) == 0;
         fprintf(f, "%s `%s` (", j ? ";" : "", dirs[j]);
-        if (o == ORIGIN_RANDOM_INIT) fprintf(f, "random-init, seed %llu)", seed);
-        else fprintf(f, "%s)", o == ORIGIN_CHECKPOINT ? "checkpoint" : "not found here");
+        if (o == ORIGIN_RANDOM_INIT) fprintf(f, "random-init, seed %llu", seed);
+        else fprintf(f, "%s", o == ORIGIN_CHECKPOINT ? "checkpoint" : have ? "origin not recorded" : "not found here");
+        fprintf(f, "%s%s)", have ? "; weights " : "", have ? dtype : "");
     }
     fprintf(f, "%s\n\n", n ? "" : " none named");
 }

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 #include "chat_template.h"
 #include "dataset.h"
 #include "error.h"
+#include "dtype.h"
+#include "gguf.h"
 #include "h5util.h"
 #include "model.h"
 #include "safetensors.h"
@@ -233,14 +236,15 @@ static int h_config(const uint8_t *data, size_t size) {
     return 0;
 }
 
-/* config.json SEP model.safetensors: model_load, then one forward pass over two tokens. */
-static int h_model(const uint8_t *data, size_t size) {
+/* config.json SEP the weights file `weights` (model.safetensors, model.gguf): model_load, then one
+ * forward pass over two tokens. */
+static int h_model_files(const uint8_t *data, size_t size, const char *weights) {
     char dir[512], path[1024];
     fresh_dir("model", dir, sizeof dir);
     size_t n1, off2;
     split2(data, size, &n1, &off2);
     write_file(dir, "config.json", data, n1, path, sizeof path);
-    write_file(dir, "model.safetensors", data + off2, size - off2, path, sizeof path);
+    write_file(dir, weights, data + off2, size - off2, path, sizeof path);
     SpErr e = {{0}};
     Model *m = model_load(dir, &e);
     if (!m) {
@@ -265,6 +269,55 @@ static int h_model(const uint8_t *data, size_t size) {
         session_free(s);
     }
     model_free(m);
+    return 0;
+}
+
+/* config.json SEP model.safetensors. */
+static int h_model(const uint8_t *data, size_t size) { return h_model_files(data, size, "model.safetensors"); }
+
+/* ------------------------------------------------------------------ GGUF */
+
+/* Input starting with '{': config.json SEP model.gguf -> model_load, one forward pass over two tokens
+ * (as h_model); otherwise the bytes of one model.gguf -> gguf_open, every entry's shape, numel, nbytes
+ * and data range checked against the map. */
+static int h_gguf(const uint8_t *data, size_t size) {
+    if (size > 0 && data[0] == '{') return h_model_files(data, size, "model.gguf");
+    char dir[512], path[1024];
+    fresh_dir("gguf", dir, sizeof dir);
+    write_file(dir, "model.gguf", data, size, path, sizeof path);
+    StArchive a;
+    SpErr e = {{0}};
+    if (gguf_open(path, &a, &e) != 0) {
+        check_err(&e, "gguf_open");
+        SP_FUZZ_CHECK(a.entries == NULL && a.files == NULL, "gguf_open failed but left the archive allocated");
+        return 0;
+    }
+    SP_FUZZ_CHECK(a.gguf == 1 && a.n_files == 1, "gguf_open: gguf %d, %d files", a.gguf, a.n_files);
+    const unsigned char *base = a.files[0].map;
+    for (int i = 0; i < a.n_entries; i++) {
+        const StEntry *t = &a.entries[i];
+        SP_FUZZ_CHECK(t->ndim >= 1 && t->ndim <= 4, "tensor %s: ndim %d", t->name, t->ndim);
+        int64_t numel = 1;
+        for (int k = 0; k < t->ndim; k++) {
+            SP_FUZZ_CHECK(t->shape[k] >= 1, "tensor %s: dim %d < 1", t->name, k);
+            numel *= t->shape[k];
+        }
+        int q8 = t->dtype == ST_Q8_0;
+        SP_FUZZ_CHECK(t->dtype == ST_F32 || t->dtype == ST_F16 || t->dtype == ST_BF16 || q8, "tensor %s: dtype %s",
+                      t->name, st_dtype_name(t->dtype));
+        SP_FUZZ_CHECK(!q8 || t->shape[t->ndim - 1] % Q8_0_BLOCK == 0, "tensor %s: Q8_0 rows not whole blocks", t->name);
+        size_t want = q8 ? (size_t)numel / Q8_0_BLOCK * sizeof(BlockQ8_0) : (size_t)numel * st_dtype_size(t->dtype);
+        SP_FUZZ_CHECK(numel == t->numel && t->nbytes == want, "tensor %s: numel/nbytes disagree with the shape", t->name);
+        SP_FUZZ_CHECK(st_find(&a, t->name) == t, "tensor %s: st_find does not find it", t->name);
+        SP_FUZZ_CHECK(t->file_index == 0 && t->owned == NULL, "tensor %s: not borrowed from the one file", t->name);
+        const unsigned char *p = t->data;
+        SP_FUZZ_CHECK(p >= base && t->nbytes <= a.files[0].size && p - base <= (ptrdiff_t)(a.files[0].size - t->nbytes),
+                      "tensor %s: data outside the file", t->name);
+        size_t elem = q8 ? _Alignof(BlockQ8_0) : st_dtype_size(t->dtype);
+        SP_FUZZ_CHECK((uintptr_t)p % elem == 0, "tensor %s: misaligned for its dtype", t->name);
+        touch(p, t->nbytes);
+    }
+    st_close(&a);
     return 0;
 }
 
@@ -654,6 +707,7 @@ const SpFuzzTarget sp_fuzz_targets[] = {
     {"tokenizer_json", h_tokenizer_json}, {"gpt2_files", h_gpt2_files}, {"bpe_gpt2", h_bpe_gpt2},
     {"bpe_llama", h_bpe_llama},     {"spec", h_spec},           {"h5", h_h5},
     {"tokread", h_tokread},         {"dataset", h_dataset},     {"chat_template", h_chat_template},
+    {"gguf", h_gguf},
 };
 const int sp_fuzz_n_targets = (int)(sizeof sp_fuzz_targets / sizeof sp_fuzz_targets[0]);
 

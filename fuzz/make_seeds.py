@@ -178,6 +178,64 @@ def seeds_model(models):
     put(t, "bad-truncated", cfg + SEP + st[: len(st) // 2])
 
 
+def byte_level_vocab():
+    """A GPT-2 byte-level vocabulary of the 256 byte tokens, "ab" and <|endoftext|> (export-gguf needs
+    every byte's token): (vocab.json bytes, merges.txt bytes)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + len(cs) - 188)
+    u = dict(zip(bs, map(chr, cs)))
+    v = {u[b]: b for b in range(256)}
+    v["ab"], v["<|endoftext|>"] = 256, 257
+    return json.dumps(v, ensure_ascii=False).encode(), b"#version: 0.2\na b\n"
+
+
+def seeds_gguf(sprinter, work):
+    """`sprinter export-gguf` of tiny init-random models: Llama (hidden 32, so its matrices have whole
+    Q8_0 blocks; tied head) in f32, f16, bf16 and q8_0, and GPT-2 (Conv1D weights transposed, rows of 8
+    values: F16 in the q8_0 file) in f32 and q8_0; config.json SEP model.gguf for model_load. Each
+    under MAXLEN_gguf (65536)."""
+    t = "gguf"
+    tok = os.path.join(work, "gguf-tok")
+    os.makedirs(tok, exist_ok=True)
+    vocab, merges = byte_level_vocab()
+    with open(os.path.join(tok, "vocab.json"), "wb") as f:
+        f.write(vocab)
+    with open(os.path.join(tok, "merges.txt"), "wb") as f:
+        f.write(merges)
+    cfgs = {
+        "llama": {"model_type": "llama", "vocab_size": 258, "hidden_size": 32, "num_hidden_layers": 1,
+                  "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 32,
+                  "max_position_embeddings": 8, "bos_token_id": 257, "eos_token_id": 257,
+                  "tie_word_embeddings": True},
+        "gpt2": {"model_type": "gpt2", "vocab_size": 258, "n_embd": 8, "n_layer": 1, "n_head": 2,
+                 "n_positions": 8, "bos_token_id": 257, "eos_token_id": 257},
+    }
+    dtypes = {"llama": ("f32", "f16", "bf16", "q8_0"), "gpt2": ("f32", "q8_0")}
+    for arch, cfg in cfgs.items():
+        cpath = os.path.join(work, "gguf-%s.json" % arch)
+        with open(cpath, "w") as f:
+            json.dump(cfg, f)
+        d = os.path.join(work, "gguf-" + arch)
+        subprocess.run([sprinter, "init-random", "--arch", arch, "--config", cpath, "--out", d], check=True,
+                       stdout=subprocess.DEVNULL)
+        for dt in dtypes[arch]:
+            g = os.path.join(work, "%s-%s.gguf" % (arch, dt))
+            subprocess.run([sprinter, "export-gguf", "--model", d, "--tokenizer", tok, "--out", g, "--dtype", dt],
+                           check=True, stdout=subprocess.DEVNULL)
+            put(t, "valid-%s-%s.gguf" % (arch, dt), read(g))
+            if dt != "f32":
+                put(t, "valid-model-%s-%s" % (arch, dt), read(d, "config.json") + SEP + read(g))
+    g = read(work, "llama-q8_0.gguf")
+    put(t, "bad-truncated.gguf", g[: len(g) // 2])
+    put(t, "bad-version.gguf", g[:4] + struct.pack("<I", 4) + g[8:64])
+    put(t, "bad-header-only.gguf", b"GGUF" + struct.pack("<IQQ", 3, 1 << 40, 0))
+    put(t, "bad-many-tensors.gguf", b"GGUF" + struct.pack("<IQQ", 3, 1 << 20, 0) + bytes(64))
+
+
 def seeds_tokenizers():
     for d in ("gpt2_json", "gpt2_prefix", "llama", "llama_metaspace"):
         put("tokenizer_json", "valid-%s.json" % d, read(FIX, d, "tokenizer.json"))
@@ -368,6 +426,7 @@ def main():
         seeds_dataset()
         seeds_chat_template()
         seeds_h5(a.sprinter, work, models)
+        seeds_gguf(a.sprinter, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for t in sorted(os.listdir(os.path.join(ROOT, "fuzz", "corpus"))):

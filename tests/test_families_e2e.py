@@ -11,7 +11,8 @@ narrower MLP (another seed); then
 3. `score` and `analyze`: FINDINGS.md and index.md open with "No verdict: random-init models" and
    name each model random-init with its seed; negative control: with runs.sqlite pointing at copies
    whose model.safetensors lacks the init-random mark, the same analysis calls them checkpoints and
-   prints no such line.
+   prints no such line. Each model's weight dtype is named beside it (f32 here; for llama, GGUF
+   exports in q8_0 and bf16 and a safetensors copy with one F16 matrix, "mixed: N f32, 1 f16").
 Also: eos_token_id as a list stops generation at any of its ids (Llama 3.1 Instruct's three).
 usage: test_families_e2e.py --sprinter BIN --work DIR
 """
@@ -161,8 +162,8 @@ def main():
         for doc in ("FINDINGS.md", "index.md"):
             with open(os.path.join(res, "report", doc)) as f:
                 text = f.read()
-            t.check("No verdict: random-init models" in text and "`%s` (random-init, seed 1)" % T in text and
-                    "`%s` (random-init, seed 2)" % D in text,
+            t.check("No verdict: random-init models" in text and "`%s` (random-init, seed 1; weights f32)" % T in text
+                    and "`%s` (random-init, seed 2; weights f32)" % D in text,
                     "%s: %s says no verdict for random-init models and names both with their seeds" % (fam, doc))
         # negative control: the same runs pointing at unmarked copies are checkpoints
         unmarked_copy(D, D + "_ckpt")
@@ -174,10 +175,74 @@ def main():
         r = sh([sp, "analyze", res, "--quiet", "--no-plots", "--bootstrap", 20])
         with open(os.path.join(res, "report", "FINDINGS.md")) as f:
             text = f.read()
-        t.check(r.returncode == 0 and "random-init" not in text and "`%s_ckpt` (checkpoint)" % T in text,
-                "%s: negative control: unmarked copies are checkpoints, no random-init line (rc=%d)" % (fam, r.returncode))
+        t.check(r.returncode == 0 and "random-init" not in text and "`%s_ckpt` (checkpoint; weights f32)" % T in text,
+                "%s: negative control: unmarked copies are checkpoints (f32 weights), no random-init line (rc=%d)"
+                % (fam, r.returncode))
+        if arch == FAMILIES[0][0]:
+            weight_dtypes(sp, res, D, T, t)
     eos_list(sp, os.path.join(os.path.abspath(a.work), "eos"), t)
     t.finish()
+
+
+def st_with_one_f16(src, dst):
+    """A copy of the model dir src whose first matrix (by header order) is stored F16; returns the
+    number of matrices (tensors of 2+ dimensions) in its model.safetensors."""
+    import numpy as np
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    p = os.path.join(dst, "model.safetensors")
+    with open(p, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    head, blob = json.loads(data[8:8 + n]), data[8 + n:]
+    meta = head.pop("__metadata__", None)
+    mats = [k for k, v in head.items() if len(v["shape"]) >= 2]
+    out, new = b"", {}
+    for k, v in head.items():
+        raw = blob[v["data_offsets"][0]:v["data_offsets"][1]]
+        if k == mats[0]:
+            raw, v = np.frombuffer(raw, "<f4").astype("<f2").tobytes(), dict(v, dtype="F16")
+        new[k] = dict(v, data_offsets=[len(out), len(out) + len(raw)])
+        out += raw
+    if meta is not None:
+        new["__metadata__"] = meta
+    h = json.dumps(new).encode()
+    h += b" " * (-len(h) % 8)
+    with open(p, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + out)
+    return len(mats)
+
+
+def weight_dtypes(sp, res, D, T, t):
+    """The report names each model's weight dtype, read from the file the model loads from: a GGUF
+    export of the target (q8_0: every matrix of llama-3-tiny is whole 32-value blocks) and of the draft
+    (bf16), then a safetensors draft with one matrix in F16 (mixed) beside the f32 target."""
+    def gguf_copy(src, dst, dtype):
+        shutil.rmtree(dst, ignore_errors=True)
+        os.makedirs(dst)
+        shutil.copy(os.path.join(src, "config.json"), dst)
+        r = sh([sp, "export-gguf", "--model", src, "--out", os.path.join(dst, "model.gguf"), "--dtype", dtype])
+        return r.returncode == 0
+
+    def report(draft, target):
+        db = sqlite3.connect(os.path.join(res, "runs.sqlite"))
+        db.execute("UPDATE runs SET draft_dir = ?, target_dir = ?", (draft, target))
+        db.commit()
+        db.close()
+        r = sh([sp, "analyze", res, "--quiet", "--no-plots", "--bootstrap", 20])
+        with open(os.path.join(res, "report", "FINDINGS.md")) as f:
+            return r.returncode, f.read()
+
+    ok = gguf_copy(T, T + "_q8", "q8_0") and gguf_copy(D, D + "_bf16", "bf16")
+    rc, text = report(D + "_bf16", T + "_q8")
+    t.check(ok and rc == 0 and "`%s_q8` (origin not recorded; weights q8_0)" % T in text and
+            "`%s_bf16` (origin not recorded; weights bf16)" % D in text,
+            "weight dtype: GGUF exports named q8_0 and bf16 in FINDINGS.md (rc=%d)" % rc)
+    n = st_with_one_f16(D, D + "_mixed")
+    rc, text = report(D + "_mixed", T)
+    t.check(rc == 0 and "`%s_mixed` (random-init, seed 2; weights mixed: %d f32, 1 f16)" % (D, n - 1) in text and
+            "`%s` (random-init, seed 1; weights f32)" % T in text,
+            "weight dtype: a safetensors draft with one F16 matrix of %d is mixed, the target f32 (rc=%d)" % (n, rc))
 
 
 def eos_list(sp, w, t):

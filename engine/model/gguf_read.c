@@ -117,6 +117,11 @@ static int parse(StArchive *a, Cur *c) {
             skip_value(c, t, key, keylen, &align))
             return -1;
     }
+    /* a tensor info takes at least 32 bytes (name length, one dimension, type, offset): no table is
+     * allocated for more tensors than the rest of the file can describe */
+    if (n_tensors > (c->size - c->at) / 32)
+        return sp_fail(c->err, "%s: %llu tensor infos cannot fit in the %zu bytes after the metadata", c->fname,
+                       (unsigned long long)n_tensors, c->size - c->at);
     a->entries = calloc((size_t)n_tensors + 1, sizeof *a->entries);
     if (!a->entries) return sp_fail(c->err, "out of memory");
     uint64_t *offsets = calloc((size_t)n_tensors + 1, sizeof *offsets);
@@ -182,6 +187,11 @@ static int parse(StArchive *a, Cur *c) {
         else if (data > c->size || offsets[i] > c->size - data || e->nbytes > c->size - data - offsets[i])
             rc = sp_fail(c->err, "%s: tensor %s: %zu bytes at offset %llu run past the end of the file (%zu bytes)", c->fname,
                          e->name, e->nbytes, (unsigned long long)offsets[i], c->size);
+        else if ((data + offsets[i]) % (e->dtype == ST_Q8_0 ? _Alignof(BlockQ8_0) : st_dtype_size(e->dtype)))
+            /* the map is page-aligned; a general.alignment of 1 or 2 can leave a tensor's values
+             * misaligned for their type, which every reader of an entry assumes they are not */
+            rc = sp_fail(c->err, "%s: tensor %s: data at byte %zu is not aligned for its type %s (general.alignment %zu)",
+                         c->fname, e->name, data + (size_t)offsets[i], st_dtype_name(e->dtype), align);
         else
             e->data = c->p + data + offsets[i];
     }
