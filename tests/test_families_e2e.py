@@ -102,6 +102,17 @@ def unmarked_copy(src, dst):
         f.write(data[:8] + head + data[8 + n:])
 
 
+def findings_rows(path):
+    """The verdict cell of each row of FINDINGS.md's table (| # | claim | protocol | dataset | measured | verdict | runs |)."""
+    verdicts = []
+    with open(path) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().split(" | ")]
+            if line.startswith("| ") and len(cells) == 7 and cells[0] not in ("| #", "|---") and not cells[0].startswith("|---"):
+                verdicts.append(cells[5])
+    return verdicts
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sprinter", required=True)
@@ -165,6 +176,9 @@ def main():
             t.check("No verdict: random-init models" in text and "`%s` (random-init, seed 1; weights f32)" % T in text
                     and "`%s` (random-init, seed 2; weights f32)" % D in text,
                     "%s: %s says no verdict for random-init models and names both with their seeds" % (fam, doc))
+        rows = findings_rows(os.path.join(res, "report", "FINDINGS.md"))
+        t.check(len(rows) > 0 and all(v.startswith("no verdict: random-init models [") for v in rows),
+                "%s: every FINDINGS row's verdict is withheld (%d rows; first: %s)" % (fam, len(rows), rows[:1]))
         # negative control: the same runs pointing at unmarked copies are checkpoints
         unmarked_copy(D, D + "_ckpt")
         unmarked_copy(T, T + "_ckpt")
@@ -175,6 +189,9 @@ def main():
         r = sh([sp, "analyze", res, "--quiet", "--no-plots", "--bootstrap", 20])
         with open(os.path.join(res, "report", "FINDINGS.md")) as f:
             text = f.read()
+        rows = findings_rows(os.path.join(res, "report", "FINDINGS.md"))
+        t.check(len(rows) > 0 and not any("random-init" in v for v in rows),
+                "%s: negative control: checkpoint rows keep their verdicts (%d rows)" % (fam, len(rows)))
         t.check(r.returncode == 0 and "random-init" not in text and "`%s_ckpt` (checkpoint; weights f32)" % T in text,
                 "%s: negative control: unmarked copies are checkpoints (f32 weights), no random-init line (rc=%d)"
                 % (fam, r.returncode))

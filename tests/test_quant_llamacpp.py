@@ -125,20 +125,20 @@ def read_kld_base(path):
 
 
 def llama_perplexity(tools, gguf, text, out):
-    """llama-perplexity's final estimate (its logits file written to out). Its logger thread can drop
-    the last lines at exit: the run is repeated (deterministic) until they come, at most 3 times."""
-    for _ in range(3):
+    """llama-perplexity's estimate over the first CHUNKS chunks (its logits file, CHUNKS + 1 chunks, written
+    to out). Its logger thread drops the lines still queued at exit (measured: the last chunk's running
+    estimate and the final line missing in 2 of 8 runs under load, and 3 runs in a row in CI), so it runs
+    one chunk more than is scored: the running estimate after chunk CHUNKS is written while the extra
+    chunk is computed. Repeated (deterministic) if that line is still missing, at most 5 times."""
+    for _ in range(5):
         r = sh([os.path.join(tools, "llama-perplexity"), "-m", gguf, "-f", text, "-c", CTX, "-b", CTX, "-t", 2,
-                "--chunks", CHUNKS, "-ctk", "f32", "-ctv", "f32", "-fa", "off", "--kl-divergence-base", out])
+                "--chunks", CHUNKS + 1, "-ctk", "f32", "-ctv", "f32", "-fa", "off", "--kl-divergence-base", out])
         if r.returncode != 0:
             raise RuntimeError("llama-perplexity %s: %s" % (gguf, r.stderr[-1500:]))
-        for line in (r.stdout + r.stderr).splitlines():
-            if "Final estimate: PPL =" in line:
-                return float(line.split("PPL =")[1].split()[0])
-        running = re.findall(r"\[(\d+)\]([\d.]+),", r.stdout)  # the running estimate after each chunk
-        if running and int(running[-1][0]) == CHUNKS:
-            return float(running[-1][1])
-    raise RuntimeError("llama-perplexity %s: no final estimate in 3 runs" % gguf)
+        running = dict(re.findall(r"\[(\d+)\]([\d.]+),", r.stdout))  # the running estimate after each chunk
+        if str(CHUNKS) in running:
+            return float(running[str(CHUNKS)])
+    raise RuntimeError("llama-perplexity %s: no running estimate after chunk %d in 5 runs" % (gguf, CHUNKS))
 
 
 def engine_logprobs(sprinter, model_dir, tokens, n_chunk, bos, work):
@@ -228,6 +228,7 @@ def main():
             base = os.path.join(work, "%s-%s.kld" % (label, kind))
             ppl_l = llama_perplexity(tools, g, text, base)
             n_ctx, V, tokens, lp_l = read_kld_base(base)
+            lp_l = lp_l[:CHUNKS]  # the extra chunk llama_perplexity ran is not scored
             kv, _ = gguf_read(g)
             bos = kv.get("tokenizer.ggml.bos_token_id") if kv.get("tokenizer.ggml.add_bos_token") else None
             mdir = model_dir_with(d, g, os.path.join(work, "%s-%s" % (label, kind)))
