@@ -212,7 +212,7 @@ int cmd_tokenize(int argc, char **argv) {
         return 2;
     }
     SpErr err = {{0}};
-    Tokenizer *t = tokenizer_load_dir(dir, &err);
+    Tokenizer *t = model_tokenizer_load(dir, &err);
     if (!t) return fail(cmd, &err);
     int rc = 1;
     int32_t *ids = NULL;

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "gguf.h"
+
 const Model *run_models_any(const RunModels *rm) { return rm->target ? rm->target : rm->draft; }
 
 static int load_one(Model **m, const char *role, const char *dir, int both, SpErr *err) {
@@ -49,7 +51,7 @@ int run_models_open(RunModels *rm, const RunSetup *s, SpErr *err) {
     rm->tokenizer_dir = s->tokenizer_dir ? s->tokenizer_dir : s->target_dir ? s->target_dir : s->draft_dir;
     if (load_one(&rm->draft, "draft", s->draft_dir, both, err) || load_one(&rm->target, "target", s->target_dir, both, err) ||
         check_models(rm, err) ||
-        (s->tokenizer && (!(rm->tokenizer = tokenizer_load_dir(rm->tokenizer_dir, err)) || check_tokenizer(rm, err)))) {
+        (s->tokenizer && (!(rm->tokenizer = model_tokenizer_load(rm->tokenizer_dir, err)) || check_tokenizer(rm, err)))) {
         run_models_close(rm);
         return -1;
     }

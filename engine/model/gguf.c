@@ -20,7 +20,6 @@ enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY 
 enum { GT_F32 = 0, GT_F16 = 1, GT_Q8_0 = 8, GT_BF16 = 30 };                                /* ggml_type */
 enum { FT_F32 = 0, FT_F16 = 1, FT_Q8_0 = 7, FT_BF16 = 32 };                                  /* llama_ftype */
 #define GGML_QNT_VERSION 2 /* general.quantization_version of a quantized file */
-enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_USER_DEFINED = 4, TOK_UNUSED = 5 };              /* llama_token_type */
 
 /* ------------------------------------------------------------------ a growable byte buffer */
 
@@ -85,32 +84,9 @@ typedef struct Vocab {
     char **merges;
     int n_merges;
     int add_bos, add_eos; /* the engine tokenizer's (tokenizer_config.json add_bos_token / add_eos_token) */
-    const char *pre;      /* tokenizer.ggml.pre: llama.cpp's name of the pre-tokenizer (kGgufPre) */
+    const char *pre;      /* tokenizer.ggml.pre: llama.cpp's name of the pre-tokenizer (tokenizer_pre_name) */
     int32_t bos, eos;     /* the tokenizer's (post_processor, tokenizer_config.json), -1 if none */
 } Vocab;
-
-/* llama.cpp's names (tokenizer.ggml.pre, llama-vocab.cpp) of the byte-level pre-tokenizers the engine
- * reads: the Split regex of tokenizer.json, as the file spells it, and the name; NULL: GPT-2's own
- * ByteLevel regex. llama.cpp does not apply tokenizer.json's normalizer (Qwen2's NFC): text that is
- * not NFC tokenizes differently there. */
-static const struct {
-    const char *split_regex, *pre;
-} kGgufPre[] = {
-    {NULL, "gpt-2"},
-    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "llama-bpe"}, /* Llama 3.x */
-    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "qwen2"}, /* Qwen2, Qwen2.5, Qwen3 */
-};
-
-/* The tokenizer.ggml.pre of the engine's tokenizer; NULL when llama.cpp has none for its regex. */
-static const char *gguf_pre_name(const Tokenizer *tk) {
-    const char *re = tokenizer_split_regex(tk);
-    for (size_t i = 0; i < sizeof kGgufPre / sizeof kGgufPre[0]; i++)
-        if (re ? kGgufPre[i].split_regex && !strcmp(re, kGgufPre[i].split_regex) : !kGgufPre[i].split_regex)
-            return kGgufPre[i].pre;
-    return NULL;
-}
 
 static void vocab_free(Vocab *v) {
     for (int i = 0; v->tok && i < v->n; i++) free(v->tok[i]);
@@ -123,7 +99,7 @@ static int set_token(Vocab *v, const char *file, const char *s, long long id, Sp
     if (id < 0 || id >= v->n) return sp_fail(err, "%s: token \"%.40s\" has id %lld outside [0, %d)", file, s, id, v->n);
     if (v->tok[id]) return sp_fail(err, "%s: id %lld is given to two tokens", file, id);
     if (!(v->tok[id] = strdup(s))) return sp_fail(err, "out of memory");
-    v->type[id] = TOK_NORMAL;
+    v->type[id] = TOK_TYPE_NORMAL;
     return 0;
 }
 
@@ -208,7 +184,7 @@ static int read_tokenizer_json(const char *dir, Vocab *v, SpErr *err) {
         /* llama.cpp splits both out of the text: control tokens are special (skipped when rendering
          * pieces), user-defined ones are text (Qwen's <think>) */
         const cJSON *special = cJSON_GetObjectItemCaseSensitive(a, "special");
-        if (rc == 0) v->type[id] = cJSON_IsTrue(special) ? TOK_CONTROL : TOK_USER_DEFINED;
+        if (rc == 0) v->type[id] = cJSON_IsTrue(special) ? TOK_TYPE_CONTROL : TOK_TYPE_USER_DEFINED;
     }
     cJSON_Delete(j);
     return rc;
@@ -228,7 +204,7 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
         rc = sp_fail(err, "%s: a SentencePiece-style vocabulary (\"\xe2\x96\x81\" spaces, <0xNN> byte tokens): export-gguf "
                           "writes only GPT-2 byte-level BPE (tokenizer.ggml.model \"gpt2\"), as which llama.cpp would "
                           "tokenize it wrongly", tokenizer_source(tk));
-    v->pre = gguf_pre_name(tk);
+    v->pre = tokenizer_pre_name(tk);
     if (rc == 0 && !v->pre)
         rc = sp_fail(err, "%s: pre_tokenizer: the Split regex is none llama.cpp names (llama-bpe, qwen2): "
                           "export-gguf cannot set tokenizer.ggml.pre", tokenizer_source(tk));
@@ -240,8 +216,8 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
     if (sp_path_join(path, sizeof path, dir, "vocab.json", err)) return -1;
     rc = access(path, R_OK) == 0 ? read_vocab_merges(dir, v, err) : read_tokenizer_json(dir, v, err);
     if (rc) return rc;
-    if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_CONTROL;
-    if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_CONTROL;
+    if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_TYPE_CONTROL;
+    if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_TYPE_CONTROL;
     if (v->bos >= v->n) v->bos = -1; /* a tokenizer larger than the model: checked by the loader */
     if (v->eos >= v->n) v->eos = -1;
     for (int i = 0; i < v->n; i++) /* an entry per id, with a unique text (llama.cpp asserts it) */
@@ -249,7 +225,7 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
             char pad[32];
             snprintf(pad, sizeof pad, "[PAD%d]", i);
             if (!(v->tok[i] = strdup(pad))) return sp_fail(err, "out of memory");
-            v->type[i] = TOK_UNUSED;
+            v->type[i] = TOK_TYPE_UNUSED;
         }
     return 0;
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "fsutil.h"
 #include "jsonutil.h"
 #include "kernels.h"
 #include "gguf.h"
@@ -210,7 +211,11 @@ const StEntry *model_find_tensor(const StArchive *st, const char *name) {
 }
 
 static const char *st_label(const Model *m) {
-    return m->st.gguf ? GGUF_MODEL_FILE : m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
+    if (m->st.gguf) { /* DIR/model.gguf or a GGUF file alone: the file's name */
+        const char *slash = strrchr(m->st.files[0].path, '/');
+        return slash ? slash + 1 : m->st.files[0].path;
+    }
+    return m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
 }
 
 static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
@@ -489,21 +494,35 @@ int model_bf16_dot_default(void) {
     return kernel_bf16_dot_supported() && !(v && !strcmp(v, "exact"));
 }
 
+/* m->cfg and m->st: a GGUF file alone (its metadata as the config), else dir/config.json with
+ * dir/model.gguf when it exists, else dir's safetensors. */
+static int open_weights(Model *m, const char *dir, SpErr *err) {
+    if (sp_is_gguf_file(dir)) {
+        GgufMeta meta;
+        if (gguf_open(dir, &m->st, err) || gguf_meta_read(&m->st, &meta, err)) return -1;
+        int rc = gguf_config_read(&m->st, &meta, &m->cfg, err);
+        gguf_meta_free(&meta);
+        return rc;
+    }
+    char path[4096];
+    if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err) ||
+        sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err))
+        return -1;
+    return access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err);
+}
+
 Model *model_load(const char *dir, SpErr *err) {
     Model *m = calloc(1, sizeof *m);
     if (!m) {
         sp_fail(err, "out of memory");
         return NULL;
     }
-    char path[4096];
     TensorSpec *specs = NULL;
     int n_specs = 0;
-    if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
+    if (open_weights(m, dir, err)) goto fail;
     m->ai = arch_info(m->cfg.arch);
     m->bf16_dot = model_bf16_dot_default();
     m->q8_vnni = model_q8_vnni_default();
-    if (sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err)) goto fail;
-    if (access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err)) goto fail;
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) {
         sp_fail(err, "out of memory");
