@@ -15,7 +15,8 @@
 4. negative controls, GGUF files rewritten by the small writer below: a required key removed, a key
    of the wrong type, an unknown architecture, tokenizer.ggml.model "llama", an unknown
    tokenizer.ggml.pre, an unsupported rope scaling type: each exit 1 with one line naming the key.
-usage: test_gguf_alone.py --sprinter BIN --tok-driver BIN --source SRCDIR --work DIR
+5. tokenizer.chat_template and the bos / eos token texts through chat_template_load (tests/chat/chat_driver).
+usage: test_gguf_alone.py --sprinter BIN --tok-driver BIN --chat-driver BIN --source SRCDIR --work DIR
 """
 import argparse
 import json
@@ -175,10 +176,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sprinter", required=True)
     ap.add_argument("--tok-driver", required=True)
+    ap.add_argument("--chat-driver", required=True)
     ap.add_argument("--source", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     sp, driver, src, work = (os.path.abspath(x) for x in (a.sprinter, a.tok_driver, a.source, a.work))
+    chat = os.path.abspath(a.chat_driver)
     os.makedirs(work, exist_ok=True)
     t = fx.Checks("gguf_alone")
     fixtures = os.path.join(src, "tests", "tokenizer", "fixtures")
@@ -244,6 +247,18 @@ def main():
     h_f32, h_copy, h_q8 = run_hash(files["qwen3", "f32"]), run_hash(other), run_hash(files["qwen3", "q8_0"])
     t.check(not h_f32.startswith("error") and h_f32 == h_copy and h_f32 != h_q8,
             "run hash: a renamed copy of the file == the file, the q8_0 file differs (%s)" % h_f32.strip()[-120:])
+    # 5. tokenizer.chat_template (export-gguf writes none; llama.cpp's converter does) with the bos / eos texts
+    tmpl = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    with_tmpl = rewrite(files["qwen2", "f32"], os.path.join(work, "chat.gguf"),
+                        set_kv=("tokenizer.chat_template", 8, gstr(tmpl)))
+    r = sh([chat, "--load", with_tmpl])
+    got = json.loads(r.stdout.decode() or "{}")
+    t.check(got.get("ok") and got.get("template") == tmpl and got.get("bos_token") == "<|endoftext|>" and
+            got.get("eos_token") == "<|endoftext|>" and got.get("source") == "tokenizer.chat_template",
+            "chat template, bos / eos texts read from the GGUF file (%s)" % r.stdout.decode()[:300])
+    r = sh([chat, "--load", files["qwen2", "f32"]])
+    got = json.loads(r.stdout.decode() or "{}")
+    t.check(got.get("ok") and got.get("template") is None, "no tokenizer.chat_template: no template (%s)" % r.stdout.decode()[:200])
     # 4. negative controls: one line naming the key, exit 1
     good = files["llama", "q8_0"]
     cases = [

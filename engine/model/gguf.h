@@ -124,6 +124,9 @@ int gguf_config_read(const struct StArchive *a, const GgufMeta *m, struct ModelC
  * naming the file and the key. */
 struct Tokenizer;
 struct Tokenizer *gguf_tokenizer_load(const char *path, SpErr *err);
+/* A GGUF file's tokenizer.chat_template (NULL when absent) and the texts of its bos / eos tokens (NULL
+ * when it names none), each malloc'd and NUL-terminated, for chat_template_load. */
+int gguf_chat_template(const char *path, char **tmpl, char **bos, char **eos, SpErr *err);
 
 /* The tokenizer of a model path: a GGUF file's own (sp_is_gguf_file: gguf_tokenizer_load), else the
  * directory's (tokenizer_load_dir). */

@@ -242,3 +242,44 @@ Tokenizer *gguf_tokenizer_load(const char *path, SpErr *err) {
 Tokenizer *model_tokenizer_load(const char *path, SpErr *err) {
     return sp_is_gguf_file(path) ? gguf_tokenizer_load(path, err) : tokenizer_load_dir(path, err);
 }
+
+/* A malloc'd NUL-terminated copy of s[0..n); a NUL inside is refused (a template is text). */
+static int copy_text(const GgufMeta *m, const char *key, const char *s, size_t n, char **out, SpErr *err) {
+    if (memchr(s, '\0', n)) return sp_fail(err, "%s: metadata key %s holds a NUL byte", m->file, key);
+    return (*out = strndup(s, n)) ? 0 : sp_fail(err, "out of memory");
+}
+
+/* The text of token id key names (tokenizer.ggml.bos_token_id ...) into *out; nothing when absent. */
+static int token_text(const GgufMeta *m, const char *key, char **out, SpErr *err) {
+    const GgufKv *tokens;
+    int64_t id = -1;
+    if (gguf_meta_array(m, "tokenizer.ggml.tokens", 0, GGUF_T_STRING, &tokens, err)) return -1;
+    if (!tokens || tokens->arr_n == 0) return 0;
+    if (gguf_meta_int(m, key, 0, 0, (int64_t)tokens->arr_n - 1, &id, err)) return -1;
+    if (id < 0) return 0;
+    const unsigned char *p = tokens->val;
+    const char *s;
+    size_t n;
+    for (int64_t i = 0; i <= id; i++) p = gguf_next_str(p, &s, &n);
+    return copy_text(m, "tokenizer.ggml.tokens", s, n, out, err);
+}
+
+int gguf_chat_template(const char *path, char **tmpl, char **bos, char **eos, SpErr *err) {
+    *tmpl = *bos = *eos = NULL;
+    StArchive st;
+    GgufMeta m = {0};
+    if (gguf_open(path, &st, err)) return -1;
+    const char *s;
+    size_t n;
+    int rc = gguf_meta_read(&st, &m, err) || gguf_meta_str(&m, "tokenizer.chat_template", 0, &s, &n, err) ||
+             (s && copy_text(&m, "tokenizer.chat_template", s, n, tmpl, err)) ||
+             token_text(&m, "tokenizer.ggml.bos_token_id", bos, err) || token_text(&m, "tokenizer.ggml.eos_token_id", eos, err);
+    gguf_meta_free(&m);
+    st_close(&st);
+    if (rc) {
+        free(*tmpl), free(*bos), free(*eos);
+        *tmpl = *bos = *eos = NULL;
+        return -1;
+    }
+    return 0;
+}
