@@ -441,7 +441,7 @@ static const char kInfoHelp[] =
     "  bf16). A preset name two architectures share (\"tiny\") needs --arch.\n";
 
 static const char *rope_scaling_name(RopeScaleKind k) {
-    return k == ROPE_SCALE_LINEAR ? "linear" : k == ROPE_SCALE_LLAMA3 ? "llama3" : "none";
+    return k == ROPE_SCALE_LINEAR ? "linear" : k == ROPE_SCALE_LLAMA3 ? "llama3" : k == ROPE_SCALE_FREQS ? "freqs (rope_freqs.weight)" : "none";
 }
 
 static void print_config(const ModelConfig *c) {

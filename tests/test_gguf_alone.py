@@ -4,7 +4,9 @@
 1. per architecture (gpt2, llama, qwen2, qwen3: tiny random-init shapes with the GPT-2 BPE test
    tokenizer, vocab 269), export-gguf at f32 and q8_0 into a directory with config.json and the
    tokenizer files; then the file alone gives byte-identical output to that directory for `logits --all`,
-   `generate` (seeded sampling), `info` (the config read from the metadata) and `tokenize`;
+   `generate` (seeded sampling), `info` (the config read from the metadata) and `tokenize`; Llama 3's
+   llama3 RoPE scaling (the file's rope_freqs.weight, f32 divisors; the directory's from config.json in
+   double) within 1e-4 over 200 positions, and farther without the scaling (control);
 2. tokenization through the GGUF tokenizer (tokenizer.ggml.*) equals tokenizer.json's on 300 varied lines
    (tests/tokenizer/gen_corpus.py with the added tokens, special ones in the text) for tiny variants of
    the three pre-tokenizers export-gguf names: gpt-2 (GPT-2's tokenizer.json), llama-bpe (Llama 3's Split
@@ -36,6 +38,7 @@ LLAMA3_RE = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{
              "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
 QWEN2_RE = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
             "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+L3_NEAR = 1e-4  # f32 divisors (rope_freqs.weight) against double ones: float rounding of inv_freq only
 ADDED = [("<|im_start|>", True), ("<|im_end|>", True), ("<think>", False), ("</think>", False)]
 
 
@@ -117,13 +120,13 @@ def rewrite(src, dst, drop=None, set_kv=None):
 
 # ---------------------------------------------------------------- models
 
-def make_model(sp, work, name, arch, tokdir, vocab):
+def make_model(sp, work, name, arch, tokdir, vocab, preset="tiny"):
     """work/name: init-random of arch's tiny preset's config with the given vocabulary size, and the tokenizer."""
     d = os.path.join(work, name)
     shutil.rmtree(d, ignore_errors=True)
     probe = os.path.join(work, "probe-" + arch)
     shutil.rmtree(probe, ignore_errors=True)
-    must(sh([sp, "init-random", "--arch", arch, "--preset", "tiny", "--out", probe]), "init-random " + arch)
+    must(sh([sp, "init-random", "--arch", arch, "--preset", preset, "--out", probe]), "init-random " + arch)
     with open(os.path.join(probe, "config.json")) as f:
         cfg = json.load(f)
     shutil.rmtree(probe)
@@ -203,6 +206,29 @@ def main():
                         "%s %s: %s of the file alone == of the directory (rc %d / %d, %d / %d bytes) %s"
                         % (arch, dt, label, rd.returncode, rf.returncode, len(rd.stdout), len(rf.stdout),
                            rf.stderr.decode(errors="replace").strip()[:300]))
+    # 1b. Llama 3 (llama3 RoPE scaling, stored as rope_freqs.weight: f32 divisors): near the directory, whose
+    # divisors come from config.json's parameters in double; 200 positions, past original_max_position_embeddings
+    # 64; control: the directory without its rope_scaling is farther
+    l3 = make_model(sp, work, "llama3", "llama", os.path.join(fixtures, "gpt2"), 269, preset="llama-3-tiny")
+    ids = ",".join(str(i * 37 % 269) for i in range(200))
+    for dt in ("f32", "q8_0"):
+        d, g = export(sp, l3, dt, os.path.join(work, "llama3-%s" % dt))
+        ref = [float(x) for x in must(sh([sp, "logits", "--model", d, "--ids", ids, "--all"]), "logits").split()]
+        got = [float(x) for x in must(sh([sp, "logits", "--model", g, "--ids", ids, "--all"]), "logits").split()]
+        diff = max(abs(x - y) for x, y in zip(ref, got))
+        t.check(len(ref) == len(got) == 200 * 269 and diff <= L3_NEAR,
+                "llama3 %s: logits of the file alone within %g of the directory's (%.3g)" % (dt, L3_NEAR, diff))
+        plain = os.path.join(work, "llama3-%s-unscaled" % dt)
+        shutil.rmtree(plain, ignore_errors=True)
+        shutil.copytree(d, plain)
+        with open(os.path.join(plain, "config.json")) as f:
+            cfg = json.load(f)
+        cfg["rope_scaling"] = None
+        with open(os.path.join(plain, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        unscaled = [float(x) for x in must(sh([sp, "logits", "--model", plain, "--ids", ids, "--all"]), "logits").split()]
+        dc = max(abs(x - y) for x, y in zip(unscaled, got))
+        t.check(dc > 100 * L3_NEAR, "llama3 %s control: without rope scaling the logits differ by %.3g" % (dt, dc))
     # 2. tokenization through the GGUF tokenizer == tokenizer.json's
     variants = {"gpt-2": ("qwen2", None, False, False), "llama-bpe": ("llama", LLAMA3_RE, True, False),
                 "qwen2": ("qwen2", QWEN2_RE, False, True)}

@@ -314,7 +314,7 @@ static int plan_rope_freqs(Plan *p, const ModelConfig *c, SpErr *err) {
     for (int i = 0; i < half; i++) {
         t->gen[i] = (float)rope_freq_divisor(&c->rope_scaling, rope_inv_freq(c, i));
     }
-    snprintf(t->name, sizeof t->name, "rope_freqs.weight");
+    snprintf(t->name, sizeof t->name, "%s", GGUF_ROPE_FREQS);
     t->ndim = 1, t->ne[0] = half, t->dtype = DT_F32, t->nbytes = (uint64_t)half * 4;
     return 0;
 }

@@ -111,9 +111,11 @@ const unsigned char *gguf_next_str(const unsigned char *p, const char **s, size_
  * attention.key_length / value_length (head_dim; default hidden / heads), rope.scaling.type "none" or
  * "linear" with rope.scaling.factor; vocab_size from token_embd.weight's rows; tied embeddings when
  * output.weight is absent; bos / eos from tokenizer.ggml.bos_token_id / eos_token_id, with
- * tokenizer.ggml.eot_token_id a second end-of-sequence id (as llama.cpp stops at either). The tensor
- * rope_freqs.weight (llama3 scaling as divisors) is refused: the engine computes llama3 scaling from
- * config.json's parameters, which the file does not carry. */
+ * tokenizer.ggml.eot_token_id a second end-of-sequence id (as llama.cpp stops at either). llama3
+ * scaling is the tensor rope_freqs.weight (F32 [head_dim / 2], each frequency's divisor, as export-gguf
+ * and llama.cpp's converter write it): rope_scaling ROPE_SCALE_FREQS, the model dividing by the table
+ * (the directory form computes the same divisors in double from config.json's parameters). */
+#define GGUF_ROPE_FREQS "rope_freqs.weight"
 struct ModelConfig;
 int gguf_config_read(const struct StArchive *a, const GgufMeta *m, struct ModelConfig *cfg, SpErr *err);
 

@@ -106,15 +106,25 @@ static int read_rope(Ctx *c, const StArchive *st, int64_t head_dim) {
     if (dims != ABSENT && dims != head_dim)
         return sp_fail(c->err, "%s: metadata key %s.rope.dimension_count = %lld: only a rotation of the whole head (%lld) is supported",
                        c->m->file, c->arch, (long long)dims, (long long)head_dim);
-    if (st_find(st, "rope_freqs.weight"))
-        return sp_fail(c->err, "%s: tensor rope_freqs.weight (llama3 RoPE scaling as per-frequency divisors): not supported in a "
-                               "GGUF file alone; use a directory with config.json and the file as model.gguf", c->m->file);
+    const StEntry *freqs = st_find(st, GGUF_ROPE_FREQS);
+    if (freqs && (freqs->dtype != ST_F32 || freqs->ndim != 1 || freqs->numel != head_dim / 2))
+        return sp_fail(c->err, "%s: tensor %s: %s of %lld values, expected F32 of head_dim / 2 = %lld", c->m->file, GGUF_ROPE_FREQS,
+                       st_dtype_name(freqs->dtype), (long long)freqs->numel, (long long)(head_dim / 2));
+    for (int64_t i = 0; freqs && i < freqs->numel; i++) {
+        float d = ((const float *)freqs->data)[i];
+        if (!(d >= 1e-6f && d <= 1e6f))
+            return sp_fail(c->err, "%s: tensor %s: divisor %lld = %g is outside [1e-6, 1e6]", c->m->file, GGUF_ROPE_FREQS,
+                           (long long)i, (double)d);
+    }
     char key[160];
     const char *type;
     size_t n;
     snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch);
     if (gguf_meta_str(c->m, key, 0, &type, &n, c->err)) return -1;
     if (!type || (n == 4 && !memcmp(type, "none", 4))) return 0;
+    if (freqs)
+        return sp_fail(c->err, "%s: metadata key %s = \"%.*s\" and tensor %s: two RoPE scalings", c->m->file, key,
+                       (int)(n > 40 ? 40 : n), type, GGUF_ROPE_FREQS);
     if (n != 6 || memcmp(type, "linear", 6))
         return sp_fail(c->err, "%s: metadata key %s = \"%.*s\" is not supported (none, linear)", c->m->file, key,
                        (int)(n > 40 ? 40 : n), type);
@@ -162,6 +172,7 @@ int gguf_config_read(const StArchive *st, const GgufMeta *m, ModelConfig *cfg, S
     if (rc == 0 && !cJSON_AddBoolToObject(c.j, "tie_word_embeddings", st_find(st, "output.weight") == NULL))
         rc = sp_fail(err, "out of memory");
     if (rc == 0) rc = config_parse(c.j, m->file, cfg, err);
+    if (rc == 0 && a->pos == POS_ROPE && st_find(st, GGUF_ROPE_FREQS)) cfg->rope_scaling.kind = ROPE_SCALE_FREQS;
     cJSON_Delete(c.j);
     return rc;
 }

@@ -53,6 +53,7 @@ struct Model {
     int64_t n_params, weight_bytes;
     int bf16_dot; /* bf16 matrices by bf16 dot products (model_bf16_dot_default), else widened exactly */
     int q8_vnni;  /* Q8_0 panels by int8 dot products (model_q8_vnni_default), else widened exactly */
+    const float *rope_divisors; /* [head_dim / 2] ROPE_SCALE_FREQS: rope_freqs.weight in the file map; else NULL */
 };
 
 /* ------------------------------------------------------------------ tensor table */
@@ -502,6 +503,8 @@ static int open_weights(Model *m, const char *dir, SpErr *err) {
         if (gguf_open(dir, &m->st, err) || gguf_meta_read(&m->st, &meta, err)) return -1;
         int rc = gguf_config_read(&m->st, &meta, &m->cfg, err);
         gguf_meta_free(&meta);
+        if (rc == 0 && m->cfg.rope_scaling.kind == ROPE_SCALE_FREQS) /* checked by gguf_config_read */
+            m->rope_divisors = st_find(&m->st, GGUF_ROPE_FREQS)->data;
         return rc;
     }
     char path[4096];
@@ -683,7 +686,8 @@ static void rope_tables(Session *s) {
     for (int i = 0; i < half; i++) {
         /* As Hugging Face: inv_freq (rescaled by rope_scaling) in float32, angle = float32(pos * inv_freq). */
         double unscaled = rope_inv_freq(c, i);
-        float inv_freq = (float)(unscaled / rope_freq_divisor(&c->rope_scaling, unscaled));
+        double divisor = s->m->rope_divisors ? (double)s->m->rope_divisors[i] : rope_freq_divisor(&c->rope_scaling, unscaled);
+        float inv_freq = (float)(unscaled / divisor);
         for (int p = 0; p < s->max_ctx; p++) {
             float ang = (float)p * inv_freq;
             s->rope_cos[(size_t)p * half + i] = (float)cos((double)ang);
