@@ -13,7 +13,8 @@
    regex, ignore_merges) and qwen2 (Qwen's Split regex, NFC), each with special (control) and
    non-special (user-defined) added tokens;
 3. the model hash (`sweep --dry-run`'s run hash) of a file alone is its content's: a renamed copy
-   elsewhere gives the same hash, the q8_0 file another;
+   elsewhere gives the same hash, the q8_0 file another; a sweep over files alone runs, and analyze's
+   report calls them "GGUF file" with their weights' dtype;
 4. negative controls, GGUF files rewritten by the small writer below: a required key removed, a key
    of the wrong type, an unknown architecture, tokenizer.ggml.model "llama", an unknown
    tokenizer.ggml.pre, an unsupported rope scaling type: each exit 1 with one line naming the key.
@@ -273,6 +274,20 @@ def main():
     h_f32, h_copy, h_q8 = run_hash(files["qwen3", "f32"]), run_hash(other), run_hash(files["qwen3", "q8_0"])
     t.check(not h_f32.startswith("error") and h_f32 == h_copy and h_f32 != h_q8,
             "run hash: a renamed copy of the file == the file, the q8_0 file differs (%s)" % h_f32.strip()[-120:])
+    # 3b. a sweep over files alone, and its report naming each model's origin and weight dtype
+    spec = os.path.join(work, "spec-run.ini")
+    with open(spec, "w") as f:
+        f.write("[sweep]\nname = g\nmethods = ar\n[models]\ntarget = %s\ndraft = %s\n[data]\ndatasets = %s\n"
+                "n_prompts = 2\n[decode]\nmax_new_tokens = 4\n"
+                % (files["qwen3", "q8_0"], files["qwen3", "f32"], os.path.join(src, "data", "datasets", "encyclopedic.jsonl")))
+    out = os.path.join(work, "sweep-run")
+    shutil.rmtree(out, ignore_errors=True)
+    r1 = sh([sp, "sweep", spec, "--out", out])
+    r2 = sh([sp, "analyze", out]) if r1.returncode == 0 else r1
+    report = open(os.path.join(out, "report", "index.md")).read() if r2.returncode == 0 else ""
+    t.check("`%s` (GGUF file; weights q8_0)" % files["qwen3", "q8_0"] in report,
+            "sweep + analyze over GGUF files alone: the report names the origin \"GGUF file\" and the dtype (rc %d / %d: %s)"
+            % (r1.returncode, r2.returncode, (r2.stderr.decode(errors="replace") or report[:0]).strip()[:300]))
     # 5. tokenizer.chat_template (export-gguf writes none; llama.cpp's converter does) with the bos / eos texts
     tmpl = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     with_tmpl = rewrite(files["qwen2", "f32"], os.path.join(work, "chat.gguf"),
