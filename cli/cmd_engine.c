@@ -670,7 +670,8 @@ int cmd_perplexity(int argc, char **argv) {
     const ModelConfig *c = model_config(m);
     int32_t eos = c->eos_id >= 0 ? c->eos_id : tokenizer_eos_id(t);
     if (eos < 0) {
-        sp_fail(&err, "%s/config.json: no eos_token_id to separate documents", dir);
+        sp_fail(&err, "%s%s: no eos_token_id to separate documents", dir,
+                sp_is_gguf_file(dir) ? ": metadata key tokenizer.ggml.eos_token_id" : "/config.json");
         goto done;
     }
     if (ctx == 0) ctx = c->max_pos;

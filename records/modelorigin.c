@@ -165,7 +165,9 @@ int model_weights_dtype(const char *dir, char *buf, size_t cap) {
     char path[4200];
     int rc = -1;
     if (cap) buf[0] = '\0';
-    if (snprintf(path, sizeof path, sp_is_gguf_file(dir) ? "%s" : "%s/model.gguf", dir) >= (int)sizeof path) return -1;
+    int alone = sp_is_gguf_file(dir); /* a GGUF file alone: its own tensor infos */
+    if ((alone ? snprintf(path, sizeof path, "%s", dir) : snprintf(path, sizeof path, "%s/model.gguf", dir)) >= (int)sizeof path)
+        return -1;
     FILE *f = fopen(path, "rb");
     if (f) {
         rc = gguf_tally(f, &t);

@@ -188,8 +188,9 @@ static int str_array(const GgufKv *kv, TokStr **out, SpErr *err) {
     return 0;
 }
 
-/* tokenizer.ggml.* into tt (tokens / merges / types allocated, the strings borrowed from the map). */
-static int read_tables(const GgufMeta *m, TokTables *tt, char **pre, SpErr *err) {
+/* tokenizer.ggml.* into tt (tokens / merges / types allocated, the strings borrowed from the map); *types
+ * the token types copied out of the map (where i32 values need not be aligned), NULL when absent. */
+static int read_tables(const GgufMeta *m, TokTables *tt, char **pre, int32_t **types_out, SpErr *err) {
     const char *model, *p;
     size_t n, pn;
     const GgufKv *tokens, *types, *merges;
@@ -217,7 +218,11 @@ static int read_tables(const GgufMeta *m, TokTables *tt, char **pre, SpErr *err)
         gguf_meta_bool(m, "tokenizer.ggml.add_eos_token", 0, &tt->add_eos, err))
         return -1;
     tt->bos = (int32_t)bos, tt->eos = (int32_t)eos;
-    tt->types = types ? (const int32_t *)types->val : NULL; /* i32 data in the map, 4-aligned or not: copied below */
+    if (types) {
+        if (!(*types_out = malloc((size_t)tt->n_tokens * sizeof **types_out))) return sp_fail(err, "out of memory");
+        memcpy(*types_out, types->val, (size_t)tt->n_tokens * sizeof **types_out);
+        tt->types = *types_out;
+    }
     if (!(*pre = strndup(p, pn))) return sp_fail(err, "out of memory");
     tt->pre = *pre;
     TokStr *tok = NULL, *mer = NULL;
@@ -237,13 +242,7 @@ Tokenizer *gguf_tokenizer_load(const char *path, SpErr *err) {
     int32_t *types = NULL;
     Tokenizer *t = NULL;
     if (gguf_open(path, &st, err)) return NULL;
-    if (gguf_meta_read(&st, &m, err) == 0 && read_tables(&m, &tt, &pre, err) == 0) {
-        if (tt.types && !(types = malloc((size_t)tt.n_tokens * sizeof *types))) sp_fail(err, "out of memory");
-        else {
-            if (types) memcpy(types, tt.types, (size_t)tt.n_tokens * sizeof *types), tt.types = types;
-            t = tokenizer_from_tables(&tt, err);
-        }
-    }
+    if (gguf_meta_read(&st, &m, err) == 0 && read_tables(&m, &tt, &pre, &types, err) == 0) t = tokenizer_from_tables(&tt, err);
     free(types), free(pre), free((void *)tt.tokens), free((void *)tt.merges);
     gguf_meta_free(&m);
     st_close(&st);
