@@ -16,8 +16,6 @@
 
 #define GGUF_ALIGN 32
 #define GGUF_MAX_NAME 64 /* ggml's GGML_MAX_NAME, the terminating NUL included */
-enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };      /* gguf_type */
-enum { GT_F32 = 0, GT_F16 = 1, GT_Q8_0 = 8, GT_BF16 = 30 };                                /* ggml_type */
 enum { FT_F32 = 0, FT_F16 = 1, FT_Q8_0 = 7, FT_BF16 = 32 };                                  /* llama_ftype */
 #define GGML_QNT_VERSION 2 /* general.quantization_version of a quantized file */
 
@@ -62,15 +60,15 @@ static void kv_head(Meta *m, const char *key, uint32_t type) {
     put_u32(&m->b, type);
     m->n_kv++;
 }
-static void kv_u32(Meta *m, const char *key, uint32_t v) { kv_head(m, key, GV_U32), put_u32(&m->b, v); }
-static void kv_f32(Meta *m, const char *key, float v) { kv_head(m, key, GV_F32), put(&m->b, &v, 4); }
+static void kv_u32(Meta *m, const char *key, uint32_t v) { kv_head(m, key, GGUF_T_U32), put_u32(&m->b, v); }
+static void kv_f32(Meta *m, const char *key, float v) { kv_head(m, key, GGUF_T_F32), put(&m->b, &v, 4); }
 static void kv_bool(Meta *m, const char *key, int v) {
     unsigned char c = (unsigned char)(v != 0);
-    kv_head(m, key, GV_BOOL), put(&m->b, &c, 1);
+    kv_head(m, key, GGUF_T_BOOL), put(&m->b, &c, 1);
 }
-static void kv_str(Meta *m, const char *key, const char *v) { kv_head(m, key, GV_STRING), put_str(&m->b, v); }
+static void kv_str(Meta *m, const char *key, const char *v) { kv_head(m, key, GGUF_T_STRING), put_str(&m->b, v); }
 static void kv_arr_head(Meta *m, const char *key, uint32_t elem, uint64_t n) {
-    kv_head(m, key, GV_ARRAY);
+    kv_head(m, key, GGUF_T_ARRAY);
     put_u32(&m->b, elem);
     put_u64(&m->b, n);
 }
@@ -252,7 +250,7 @@ typedef struct Plan {
 } Plan;
 
 static uint32_t ggml_type(DType t) {
-    return t == DT_F32 ? GT_F32 : t == DT_F16 ? GT_F16 : t == DT_Q8_0 ? GT_Q8_0 : GT_BF16;
+    return t == DT_F32 ? GGML_T_F32 : t == DT_F16 ? GGML_T_F16 : t == DT_Q8_0 ? GGML_T_Q8_0 : GGML_T_BF16;
 }
 
 /* The GGUF dtype of a matrix when the file's dtype is dt. For Q8_0, llama-quantize's choices
@@ -402,11 +400,11 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
 #undef KEY
     kv_str(m, "tokenizer.ggml.model", "gpt2");
     kv_str(m, "tokenizer.ggml.pre", v->pre);
-    kv_arr_head(m, "tokenizer.ggml.tokens", GV_STRING, (uint64_t)v->n);
+    kv_arr_head(m, "tokenizer.ggml.tokens", GGUF_T_STRING, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) put_str(&m->b, v->tok[i]);
-    kv_arr_head(m, "tokenizer.ggml.token_type", GV_I32, (uint64_t)v->n);
+    kv_arr_head(m, "tokenizer.ggml.token_type", GGUF_T_I32, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) put_u32(&m->b, (uint32_t)v->type[i]);
-    kv_arr_head(m, "tokenizer.ggml.merges", GV_STRING, (uint64_t)v->n_merges);
+    kv_arr_head(m, "tokenizer.ggml.merges", GGUF_T_STRING, (uint64_t)v->n_merges);
     for (int i = 0; i < v->n_merges; i++) put_str(&m->b, v->merges[i]);
     /* bos / eos: config.json's, else the tokenizer's; eot: the tokenizer's eos (tokenizer_config.json:
      * Llama 3.x Instruct <|eot_id|>, Qwen <|im_end|>) when it is not config.json's eos */

@@ -67,13 +67,20 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
 struct StArchive;
 int gguf_open(const char *path, struct StArchive *a, SpErr *err);
 
+/* The format's numbers, for the writer (gguf.c) and the reader (gguf_read.c): metadata value types
+ * (ggml's gguf_type) and the tensor types read and written (ggml_type). */
+enum {
+    GGUF_T_U8, GGUF_T_I8, GGUF_T_U16, GGUF_T_I16, GGUF_T_U32, GGUF_T_I32, GGUF_T_F32,
+    GGUF_T_BOOL, GGUF_T_STRING, GGUF_T_ARRAY, GGUF_T_U64, GGUF_T_I64, GGUF_T_F64
+};
+enum { GGML_T_F32 = 0, GGML_T_F16 = 1, GGML_T_Q8_0 = 8, GGML_T_BF16 = 30 };
+
 /* ---- GGUF metadata (gguf_read.c), borrowed from an archive gguf_open made ----
  * Each pair as stored: the key (not NUL-terminated), its GGUF value type (GGUF_T_*), where its value
  * lies in the map (a scalar's bytes; a string's u64 length and bytes; an array's first element) and,
  * for an array, its element type and count. Accessors fail with one line naming the file and the key
  * ("model.gguf: metadata key llama.block_count is missing"); an absent key that is not required
  * leaves *out as it was. */
-enum { GGUF_T_U32 = 4, GGUF_T_I32 = 5, GGUF_T_STRING = 8, GGUF_T_ARRAY = 9 };
 typedef struct GgufKv {
     const char *key;
     size_t keylen;
@@ -120,7 +127,7 @@ struct ModelConfig;
 int gguf_config_read(const struct StArchive *a, const GgufMeta *m, struct ModelConfig *cfg, SpErr *err);
 
 /* The tokenizer of a GGUF file (tokenizer.ggml.*): model "gpt2" (byte-level BPE) with pre "gpt-2",
- * "llama-bpe" or "qwen2" (tokenizer_from_gguf_tables, tokenizer.h), tokens, token_type (control:
+ * "llama-bpe" or "qwen2" (tokenizer_from_tables, tokenizer.h), tokens, token_type (control:
  * special added tokens; user-defined: added tokens; unused: no token), merges, bos / eos ids and
  * add_bos_token / add_eos_token. Anything else (model "llama", an unknown pre) is refused with one line
  * naming the file and the key. */

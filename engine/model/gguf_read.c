@@ -15,8 +15,6 @@
 #include "mapguard.h"
 #include "safetensors.h"
 
-enum { GV_U8, GV_I8, GV_U16, GV_I16, GV_U32, GV_I32, GV_F32, GV_BOOL, GV_STRING, GV_ARRAY, GV_U64, GV_I64, GV_F64 };
-enum { GT_F32 = 0, GT_F16 = 1, GT_Q8_0 = 8, GT_BF16 = 30 };
 #define GGUF_DEFAULT_ALIGN 32
 #define GGUF_MAX_DIMS 4
 #define GGUF_MAX_TENSORS ((uint64_t)1 << 20)
@@ -63,19 +61,19 @@ static size_t scalar_size(uint32_t t) {
  * kv is not NULL, the value's place in the map is recorded there (kv->val, arr_type, arr_n). */
 static int skip_value(Cur *c, uint32_t t, const char *key, uint64_t keylen, size_t *align, GgufKv *kv) {
     if (kv) kv->type = t, kv->val = c->p + c->at;
-    if (t == GV_STRING) {
+    if (t == GGUF_T_STRING) {
         const char *s;
         uint64_t n;
         return rd_str(c, &s, &n, "a metadata string");
     }
-    if (t == GV_ARRAY) {
+    if (t == GGUF_T_ARRAY) {
         uint32_t et;
         uint64_t n;
         if (rd(c, &et, 4, "an array type") || rd(c, &n, 8, "an array length")) return -1;
         if (kv) kv->arr_type = et, kv->arr_n = n, kv->val = c->p + c->at;
-        if (et == GV_STRING) {
+        if (et == GGUF_T_STRING) {
             for (uint64_t i = 0; i < n; i++)
-                if (skip_value(c, GV_STRING, NULL, 0, NULL, NULL)) return -1;
+                if (skip_value(c, GGUF_T_STRING, NULL, 0, NULL, NULL)) return -1;
             return 0;
         }
         size_t es = scalar_size(et);
@@ -87,7 +85,7 @@ static int skip_value(Cur *c, uint32_t t, const char *key, uint64_t keylen, size
     if (!es) return sp_fail(c->err, "%s: metadata %.*s: unknown value type %u", c->fname, (int)keylen, key, t);
     if (align && keylen == 17 && !memcmp(key, "general.alignment", 17)) {
         uint32_t v;
-        if (t != GV_U32) return sp_fail(c->err, "%s: general.alignment is not a u32", c->fname);
+        if (t != GGUF_T_U32) return sp_fail(c->err, "%s: general.alignment is not a u32", c->fname);
         if (rd(c, &v, 4, "general.alignment")) return -1;
         if (v == 0 || (v & (v - 1))) return sp_fail(c->err, "%s: general.alignment %u is not a power of two", c->fname, v);
         *align = v;
@@ -171,10 +169,10 @@ static int parse(StArchive *a, Cur *c) {
             e->numel *= (int64_t)ne[d];
         }
         if (rc) break;
-        if (type == GT_F32) e->dtype = ST_F32;
-        else if (type == GT_F16) e->dtype = ST_F16;
-        else if (type == GT_BF16) e->dtype = ST_BF16;
-        else if (type == GT_Q8_0) e->dtype = ST_Q8_0;
+        if (type == GGML_T_F32) e->dtype = ST_F32;
+        else if (type == GGML_T_F16) e->dtype = ST_F16;
+        else if (type == GGML_T_BF16) e->dtype = ST_BF16;
+        else if (type == GGML_T_Q8_0) e->dtype = ST_Q8_0;
         else {
             rc = sp_fail(c->err, "%s: tensor %s has ggml type %u; supported: F32 (0), F16 (1), Q8_0 (8), BF16 (30)", c->fname,
                          e->name, type);
@@ -293,14 +291,14 @@ static const char *type_name(uint32_t t) { return t < sizeof kTypeName / sizeof 
 static int int_value(uint32_t t, const unsigned char *p, int64_t *v) {
     uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; uint64_t u64; int64_t i64;
     switch (t) {
-    case GV_U8: memcpy(&u8, p, 1), *v = u8; return 1;
-    case GV_I8: memcpy(&i8, p, 1), *v = i8; return 1;
-    case GV_U16: memcpy(&u16, p, 2), *v = u16; return 1;
-    case GV_I16: memcpy(&i16, p, 2), *v = i16; return 1;
-    case GV_U32: memcpy(&u32, p, 4), *v = u32; return 1;
-    case GV_I32: memcpy(&i32, p, 4), *v = i32; return 1;
-    case GV_U64: memcpy(&u64, p, 8), *v = u64 > INT64_MAX ? INT64_MAX : (int64_t)u64; return 1;
-    case GV_I64: memcpy(&i64, p, 8), *v = i64; return 1;
+    case GGUF_T_U8: memcpy(&u8, p, 1), *v = u8; return 1;
+    case GGUF_T_I8: memcpy(&i8, p, 1), *v = i8; return 1;
+    case GGUF_T_U16: memcpy(&u16, p, 2), *v = u16; return 1;
+    case GGUF_T_I16: memcpy(&i16, p, 2), *v = i16; return 1;
+    case GGUF_T_U32: memcpy(&u32, p, 4), *v = u32; return 1;
+    case GGUF_T_I32: memcpy(&i32, p, 4), *v = i32; return 1;
+    case GGUF_T_U64: memcpy(&u64, p, 8), *v = u64 > INT64_MAX ? INT64_MAX : (int64_t)u64; return 1;
+    case GGUF_T_I64: memcpy(&i64, p, 8), *v = i64; return 1;
     default: return 0;
     }
 }
@@ -330,8 +328,8 @@ int gguf_meta_float(const GgufMeta *m, const char *key, int required, double lo,
     if (!kv) return required ? -1 : 0;
     double v;
     float f;
-    if (kv->type == GV_F32) memcpy(&f, kv->val, 4), v = f;
-    else if (kv->type == GV_F64) memcpy(&v, kv->val, 8);
+    if (kv->type == GGUF_T_F32) memcpy(&f, kv->val, 4), v = f;
+    else if (kv->type == GGUF_T_F64) memcpy(&v, kv->val, 8);
     else return sp_fail(err, "%s: metadata key %s is a %s, not a float", m->file, key, type_name(kv->type));
     if (!(v >= lo && v <= hi)) return sp_fail(err, "%s: metadata key %s = %g is outside [%g, %g]", m->file, key, v, lo, hi);
     *out = v;
@@ -341,7 +339,7 @@ int gguf_meta_float(const GgufMeta *m, const char *key, int required, double lo,
 int gguf_meta_bool(const GgufMeta *m, const char *key, int required, int *out, SpErr *err) {
     const GgufKv *kv = lookup(m, key, required, err);
     if (!kv) return required ? -1 : 0;
-    if (kv->type != GV_BOOL || kv->val[0] > 1)
+    if (kv->type != GGUF_T_BOOL || kv->val[0] > 1)
         return sp_fail(err, "%s: metadata key %s is not a bool (type %s)", m->file, key, type_name(kv->type));
     *out = kv->val[0];
     return 0;
@@ -351,7 +349,7 @@ int gguf_meta_str(const GgufMeta *m, const char *key, int required, const char *
     const GgufKv *kv = lookup(m, key, required, err);
     *s = NULL, *len = 0;
     if (!kv) return required ? -1 : 0;
-    if (kv->type != GV_STRING) return sp_fail(err, "%s: metadata key %s is a %s, not a string", m->file, key, type_name(kv->type));
+    if (kv->type != GGUF_T_STRING) return sp_fail(err, "%s: metadata key %s is a %s, not a string", m->file, key, type_name(kv->type));
     uint64_t n;
     memcpy(&n, kv->val, 8);
     *s = (const char *)kv->val + 8, *len = (size_t)n;
@@ -362,7 +360,7 @@ int gguf_meta_array(const GgufMeta *m, const char *key, int required, uint32_t e
     const GgufKv *kv = lookup(m, key, required, err);
     *out = NULL;
     if (!kv) return required ? -1 : 0;
-    if (kv->type != GV_ARRAY || kv->arr_type != elem)
+    if (kv->type != GGUF_T_ARRAY || kv->arr_type != elem)
         return sp_fail(err, "%s: metadata key %s is not an array of %s", m->file, key, type_name(elem));
     *out = kv;
     return 0;
