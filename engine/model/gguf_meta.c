@@ -27,7 +27,8 @@ static int put_num(Ctx *c, const char *json_key, double v) {
 }
 
 /* <arch>.suffix, an integer in [lo, hi], into json_key (when not NULL); *out = ABSENT when absent. */
-static int arch_int(Ctx *c, const char *suffix, const char *json_key, int required, int64_t lo, int64_t hi, int64_t *out) {
+static int arch_int(Ctx *c, const char *suffix, const char *json_key, int required, int64_t lo, int64_t hi,
+                    int64_t *out) {
     char key[160];
     snprintf(key, sizeof key, "%s.%s", c->arch, suffix);
     *out = ABSENT;
@@ -75,23 +76,24 @@ static int read_shapes(Ctx *c, const ArchInfo *a, int64_t *head_dim) {
         arch_int(c, "attention.head_count_kv", k->kv_heads, 0, 1, CFG_MAX_HEADS, &kv_heads) ||
         arch_int(c, "feed_forward_length", k->ff, 1, 1, 4 * CFG_MAX_DIM, &v) ||
         arch_int(c, "context_length", k->max_pos, 1, 1, CFG_MAX_POS, &v) ||
-        arch_float(c, a->norm == NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon", k->norm_eps,
-                   1, 0, 1, &eps, &found) ||
+        arch_float(c, a->norm == NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon",
+                   k->norm_eps, 1, 0, 1, &eps, &found) ||
         arch_int(c, "attention.key_length", NULL, 0, 1, CFG_MAX_DIM, head_dim) ||
         arch_int(c, "attention.value_length", NULL, 0, 1, CFG_MAX_DIM, &vlen))
         return -1;
     if (!k->kv_heads && kv_heads != ABSENT && kv_heads != heads)
-        return sp_fail(c->err, "%s: metadata key %s.attention.head_count_kv = %lld: %s has no grouped-query attention", c->m->file,
-                       c->arch, (long long)kv_heads, a->title);
+        return sp_fail(c->err, "%s: metadata key %s.attention.head_count_kv = %lld: %s has no grouped-query attention",
+                       c->m->file, c->arch, (long long)kv_heads, a->title);
     if (*head_dim == ABSENT) {
         if (hidden % heads)
-            return sp_fail(c->err, "%s: metadata key %s.attention.key_length is missing and heads %lld do not divide %lld", c->m->file,
-                           c->arch, (long long)heads, (long long)hidden);
+            return sp_fail(c->err,
+                           "%s: metadata key %s.attention.key_length is missing and heads %lld do not divide %lld",
+                           c->m->file, c->arch, (long long)heads, (long long)hidden);
         *head_dim = hidden / heads;
     }
     if (vlen != ABSENT && vlen != *head_dim)
-        return sp_fail(c->err, "%s: metadata key %s.attention.value_length = %lld differs from key_length %lld", c->m->file,
-                       c->arch, (long long)vlen, (long long)*head_dim);
+        return sp_fail(c->err, "%s: metadata key %s.attention.value_length = %lld differs from key_length %lld",
+                       c->m->file, c->arch, (long long)vlen, (long long)*head_dim);
     return put_num(c, "head_dim", (double)*head_dim);
 }
 
@@ -104,17 +106,20 @@ static int read_rope(Ctx *c, const StArchive *st, int64_t head_dim) {
         arch_int(c, "rope.dimension_count", NULL, 0, 1, CFG_MAX_DIM, &dims))
         return -1;
     if (dims != ABSENT && dims != head_dim)
-        return sp_fail(c->err, "%s: metadata key %s.rope.dimension_count = %lld: only a rotation of the whole head (%lld) is supported",
-                       c->m->file, c->arch, (long long)dims, (long long)head_dim);
+        return sp_fail(
+            c->err,
+            "%s: metadata key %s.rope.dimension_count = %lld: only a rotation of the whole head (%lld) is supported",
+            c->m->file, c->arch, (long long)dims, (long long)head_dim);
     const StEntry *freqs = st_find(st, GGUF_ROPE_FREQS);
     if (freqs && (freqs->dtype != ST_F32 || freqs->ndim != 1 || freqs->numel != head_dim / 2))
-        return sp_fail(c->err, "%s: tensor %s: %s of %lld values, expected F32 of head_dim / 2 = %lld", c->m->file, GGUF_ROPE_FREQS,
-                       st_dtype_name(freqs->dtype), (long long)freqs->numel, (long long)(head_dim / 2));
+        return sp_fail(c->err, "%s: tensor %s: %s of %lld values, expected F32 of head_dim / 2 = %lld", c->m->file,
+                       GGUF_ROPE_FREQS, st_dtype_name(freqs->dtype), (long long)freqs->numel,
+                       (long long)(head_dim / 2));
     for (int64_t i = 0; freqs && i < freqs->numel; i++) {
         float d = ((const float *)freqs->data)[i];
         if (!(d >= 1e-6f && d <= 1e6f))
-            return sp_fail(c->err, "%s: tensor %s: divisor %lld = %g is outside [1e-6, 1e6]", c->m->file, GGUF_ROPE_FREQS,
-                           (long long)i, (double)d);
+            return sp_fail(c->err, "%s: tensor %s: divisor %lld = %g is outside [1e-6, 1e6]", c->m->file,
+                           GGUF_ROPE_FREQS, (long long)i, (double)d);
     }
     char key[160];
     const char *type;
@@ -138,9 +143,11 @@ static int read_rope(Ctx *c, const StArchive *st, int64_t head_dim) {
 /* bos / eos ids, eot as a second end-of-sequence id; vocab_size from token_embd.weight's rows. */
 static int read_ids(Ctx *c, const StArchive *st) {
     const StEntry *e = st_find(st, "token_embd.weight");
-    if (!e || e->ndim != 2) return sp_fail(c->err, "%s: tensor token_embd.weight is missing or not a matrix", c->m->file);
+    if (!e || e->ndim != 2)
+        return sp_fail(c->err, "%s: tensor token_embd.weight is missing or not a matrix", c->m->file);
     int64_t vocab = e->shape[0], bos = ABSENT, eos = ABSENT, eot = ABSENT;
-    if (vocab > CFG_MAX_VOCAB) return sp_fail(c->err, "%s: tensor token_embd.weight has %lld rows", c->m->file, (long long)vocab);
+    if (vocab > CFG_MAX_VOCAB)
+        return sp_fail(c->err, "%s: tensor token_embd.weight has %lld rows", c->m->file, (long long)vocab);
     if (put_num(c, "vocab_size", (double)vocab) ||
         gguf_meta_int(c->m, "tokenizer.ggml.bos_token_id", 0, 0, vocab - 1, &bos, c->err) ||
         gguf_meta_int(c->m, "tokenizer.ggml.eos_token_id", 0, 0, vocab - 1, &eos, c->err) ||
@@ -197,20 +204,24 @@ static int read_tables(const GgufMeta *m, TokTables *tt, char **pre, int32_t **t
     int64_t bos = -1, eos = -1;
     if (gguf_meta_str(m, "tokenizer.ggml.model", 1, &model, &n, err)) return -1;
     if (n != 4 || memcmp(model, "gpt2", 4))
-        return sp_fail(err, "%s: metadata key tokenizer.ggml.model = \"%.*s\": only \"gpt2\" (byte-level BPE) is read from a GGUF "
-                            "file", m->file, (int)(n > 40 ? 40 : n), model);
+        return sp_fail(
+            err,
+            "%s: metadata key tokenizer.ggml.model = \"%.*s\": only \"gpt2\" (byte-level BPE) is read from a GGUF "
+            "file",
+            m->file, (int)(n > 40 ? 40 : n), model);
     if (gguf_meta_str(m, "tokenizer.ggml.pre", 1, &p, &pn, err) ||
         gguf_meta_array(m, "tokenizer.ggml.tokens", 1, GGUF_T_STRING, &tokens, err) ||
         gguf_meta_array(m, "tokenizer.ggml.token_type", 0, GGUF_T_I32, &types, err) ||
         gguf_meta_array(m, "tokenizer.ggml.merges", 1, GGUF_T_STRING, &merges, err))
         return -1;
     if (tokens->arr_n == 0 || tokens->arr_n > CFG_MAX_VOCAB || merges->arr_n > CFG_MAX_VOCAB * 2)
-        return sp_fail(err, "%s: metadata key tokenizer.ggml.%s holds %llu entries", m->file,
-                       tokens->arr_n == 0 || tokens->arr_n > CFG_MAX_VOCAB ? "tokens" : "merges",
-                       (unsigned long long)(tokens->arr_n == 0 || tokens->arr_n > CFG_MAX_VOCAB ? tokens->arr_n : merges->arr_n));
+        return sp_fail(
+            err, "%s: metadata key tokenizer.ggml.%s holds %llu entries", m->file,
+            tokens->arr_n == 0 || tokens->arr_n > CFG_MAX_VOCAB ? "tokens" : "merges",
+            (unsigned long long)(tokens->arr_n == 0 || tokens->arr_n > CFG_MAX_VOCAB ? tokens->arr_n : merges->arr_n));
     if (types && types->arr_n != tokens->arr_n)
-        return sp_fail(err, "%s: metadata key tokenizer.ggml.token_type holds %llu entries, tokenizer.ggml.tokens %llu", m->file,
-                       (unsigned long long)types->arr_n, (unsigned long long)tokens->arr_n);
+        return sp_fail(err, "%s: metadata key tokenizer.ggml.token_type holds %llu entries, tokenizer.ggml.tokens %llu",
+                       m->file, (unsigned long long)types->arr_n, (unsigned long long)tokens->arr_n);
     tt->n_tokens = (int)tokens->arr_n, tt->n_merges = (int)merges->arr_n;
     if (gguf_meta_int(m, "tokenizer.ggml.bos_token_id", 0, 0, tt->n_tokens - 1, &bos, err) ||
         gguf_meta_int(m, "tokenizer.ggml.eos_token_id", 0, 0, tt->n_tokens - 1, &eos, err) ||
@@ -242,7 +253,8 @@ Tokenizer *gguf_tokenizer_load(const char *path, SpErr *err) {
     int32_t *types = NULL;
     Tokenizer *t = NULL;
     if (gguf_open(path, &st, err)) return NULL;
-    if (gguf_meta_read(&st, &m, err) == 0 && read_tables(&m, &tt, &pre, &types, err) == 0) t = tokenizer_from_tables(&tt, err);
+    if (gguf_meta_read(&st, &m, err) == 0 && read_tables(&m, &tt, &pre, &types, err) == 0)
+        t = tokenizer_from_tables(&tt, err);
     free(types), free(pre), free((void *)tt.tokens), free((void *)tt.merges);
     gguf_meta_free(&m);
     st_close(&st);
@@ -283,7 +295,8 @@ int gguf_chat_template(const char *path, char **tmpl, char **bos, char **eos, Sp
     size_t n;
     int rc = gguf_meta_read(&st, &m, err) || gguf_meta_str(&m, "tokenizer.chat_template", 0, &s, &n, err) ||
              (s && copy_text(&m, "tokenizer.chat_template", s, n, tmpl, err)) ||
-             token_text(&m, "tokenizer.ggml.bos_token_id", bos, err) || token_text(&m, "tokenizer.ggml.eos_token_id", eos, err);
+             token_text(&m, "tokenizer.ggml.bos_token_id", bos, err) ||
+             token_text(&m, "tokenizer.ggml.eos_token_id", eos, err);
     gguf_meta_free(&m);
     st_close(&st);
     if (rc) {
