@@ -1070,7 +1070,8 @@ void sec_models(FILE *f, const Report *R) {
         int have = model_weights_dtype(dirs[j], dtype, sizeof dtype) == 0;
         fprintf(f, "%s `%s` (", j ? ";" : "", dirs[j]);
         if (o == ORIGIN_RANDOM_INIT) fprintf(f, "random-init, seed %llu", seed);
-        else fprintf(f, "%s", o == ORIGIN_CHECKPOINT ? "checkpoint" : have ? "origin not recorded" : "not found here");
+        else fprintf(f, "%s", o == ORIGIN_CHECKPOINT ? "checkpoint" : o == ORIGIN_GGUF_FILE ? "GGUF file"
+                             : have ? "origin not recorded" : "not found here");
         fprintf(f, "%s%s)", have ? "; weights " : "", have ? dtype : "");
     }
     fprintf(f, "%s\n\n", n ? "" : " none named");

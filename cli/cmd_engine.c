@@ -48,7 +48,7 @@ static int write_f32(const char *path, const float *v, size_t n, SpErr *err) {
 
 static const char kGenerateHelp[] =
     "usage: sprinter generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]\n"
-    "  --model DIR        Hugging Face model directory (config.json, model.safetensors)\n"
+    "  --model DIR        Hugging Face model directory (config.json, model.safetensors), or FILE.gguf alone\n"
     "  --tokenizer DIR    directory with the tokenizer files (default: the model directory)\n"
     "  --prompt TEXT      prompt text (needs a tokenizer)\n"
     "  --prompt-ids IDS   prompt as comma-separated token ids (prints ids when there is no tokenizer)\n"
@@ -181,7 +181,8 @@ static const char kTokenizeHelp[] =
     "                      and Qwen2/2.5/3, or SentencePiece-style BPE with byte fallback as\n"
     "                      Llama 1/2 / Mistral);\n"
     "                    vocab.json + merges.txt (GPT-2 as transformers saves it);\n"
-    "                    encoder.json + vocab.bpe (GPT-2 as OpenAI published it)\n"
+    "                    encoder.json + vocab.bpe (GPT-2 as OpenAI published it);\n"
+    "                  or a GGUF file (FILE.gguf: its tokenizer.ggml.* byte-level BPE)\n"
     "  --text TEXT     print the token ids of TEXT, space-separated\n"
     "  --decode IDS    print the text of comma-separated token ids\n"
     "  --bos           prepend the BOS token (Llama convention)\n"
@@ -212,7 +213,7 @@ int cmd_tokenize(int argc, char **argv) {
         return 2;
     }
     SpErr err = {{0}};
-    Tokenizer *t = tokenizer_load_dir(dir, &err);
+    Tokenizer *t = model_tokenizer_load(dir, &err);
     if (!t) return fail(cmd, &err);
     int rc = 1;
     int32_t *ids = NULL;
@@ -433,14 +434,14 @@ int cmd_init_random(int argc, char **argv) {
 /* ------------------------------------------------------------------ info */
 
 static const char kInfoHelp[] =
-    "usage: sprinter info --model DIR\n"
+    "usage: sprinter info --model DIR|FILE.gguf\n"
     "       sprinter info --preset NAME [--arch A]   (no weights written or read)\n"
     "  Prints the configuration, the parameter count (a tied embedding counted once; params_non_embedding\n"
     "  leaves out the token embedding and the LM head) and the weight bytes (stored dtype; for a preset,\n"
     "  bf16). A preset name two architectures share (\"tiny\") needs --arch.\n";
 
 static const char *rope_scaling_name(RopeScaleKind k) {
-    return k == ROPE_SCALE_LINEAR ? "linear" : k == ROPE_SCALE_LLAMA3 ? "llama3" : "none";
+    return k == ROPE_SCALE_LINEAR ? "linear" : k == ROPE_SCALE_LLAMA3 ? "llama3" : k == ROPE_SCALE_FREQS ? "freqs (rope_freqs.weight)" : "none";
 }
 
 static void print_config(const ModelConfig *c) {
@@ -669,7 +670,8 @@ int cmd_perplexity(int argc, char **argv) {
     const ModelConfig *c = model_config(m);
     int32_t eos = c->eos_id >= 0 ? c->eos_id : tokenizer_eos_id(t);
     if (eos < 0) {
-        sp_fail(&err, "%s/config.json: no eos_token_id to separate documents", dir);
+        sp_fail(&err, "%s%s: no eos_token_id to separate documents", dir,
+                sp_is_gguf_file(dir) ? ": metadata key tokenizer.ggml.eos_token_id" : "/config.json");
         goto done;
     }
     if (ctx == 0) ctx = c->max_pos;

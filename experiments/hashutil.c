@@ -63,6 +63,7 @@ static int wanted(const char *name) {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int sha256_model_dir(const char *dir, char out[SP_SHA256_HEX], SpErr *err) {
+    if (sp_is_gguf_file(dir)) return sha256_file(dir, out, err); /* its content alone: not its path */
     DIR *dh = opendir(dir);
     if (!dh) return sp_fail(err, "%s: cannot open directory: %s", dir, strerror(errno));
     char **names = NULL;

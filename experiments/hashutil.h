@@ -13,7 +13,8 @@
 int sha256_file(const char *path, char out[SP_SHA256_HEX], SpErr *err);
 void sha256_str(const char *s, size_t len, char out[SP_SHA256_HEX]);
 /* Hash over config.json and every *.safetensors / *.gguf / index / tokenizer file of a model directory
- * in name order (file names included), so any change to what the loader reads changes it. */
+ * in name order (file names included), so any change to what the loader reads changes it. A GGUF file
+ * alone (sp_is_gguf_file) hashes as sha256_file of its content, whatever its path. */
 int sha256_model_dir(const char *dir, char out[SP_SHA256_HEX], SpErr *err);
 
 /* The RNG seed of prompt index i of a run with seed `seed` (splitmix64 mix): independent of the

@@ -172,20 +172,29 @@ static void checkpoint(Ctx *c) {
     }
 }
 
-/* Stamps every regular file of dir (a model directory) into c->stamps. */
+/* Stamps path into c->stamps when it is a regular file (0 and nothing stamped otherwise). */
+static int stamp_file(Ctx *c, const char *path, SpErr *err) {
+    FileStamp f = {0};
+    struct stat st;
+    snprintf(f.path, sizeof f.path, "%s", path);
+    if (stat(f.path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    f.dev = st.st_dev, f.ino = st.st_ino, f.size = st.st_size, f.mtime = st.st_mtim;
+    FileStamp *grown = realloc(c->stamps, (size_t)(c->n_stamps + 1) * sizeof *grown);
+    if (!grown) return sp_fail(err, "out of memory");
+    (c->stamps = grown)[c->n_stamps++] = f;
+    return 0;
+}
+
+/* Stamps every regular file of dir (a model directory), or the file itself when it is a GGUF file alone. */
 static int stamp_dir(Ctx *c, const char *dir, SpErr *err) {
+    if (sp_is_gguf_file(dir)) return stamp_file(c, dir, err);
     DIR *d = opendir(dir);
     if (!d) return sp_fail(err, "%s: cannot list: %s", dir, strerror(errno));
     int rc = 0;
     for (struct dirent *e; rc == 0 && (e = readdir(d));) {
-        FileStamp f = {0};
-        struct stat st;
-        snprintf(f.path, sizeof f.path, "%s/%s", dir, e->d_name);
-        if (stat(f.path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        f.dev = st.st_dev, f.ino = st.st_ino, f.size = st.st_size, f.mtime = st.st_mtim;
-        FileStamp *grown = realloc(c->stamps, (size_t)(c->n_stamps + 1) * sizeof *grown);
-        if (!grown) rc = sp_fail(err, "out of memory");
-        else (c->stamps = grown)[c->n_stamps++] = f;
+        char path[sizeof c->stamps->path];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        rc = stamp_file(c, path, err);
     }
     closedir(d);
     return rc;

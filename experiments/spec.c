@@ -478,10 +478,11 @@ int spec_load(const char *path, SweepSpec *s, SpErr *err) {
 static int check_model(const char *f, const char *key, const char *dir, char *sha, SpErr *err) {
     struct stat st;
     char cfg[SPEC_PATH + 16];
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return sp_fail(err, "%s: [models] %s: %s is not a directory", f, key, dir);
+    int alone = sp_is_gguf_file(dir); /* a GGUF file alone: its metadata is the config */
+    if (!alone && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        return sp_fail(err, "%s: [models] %s: %s is not a directory nor a .gguf file", f, key, dir);
     snprintf(cfg, sizeof cfg, "%s/config.json", dir);
-    if (stat(cfg, &st) != 0) return sp_fail(err, "%s: [models] %s: %s has no config.json", f, key, dir);
+    if (!alone && stat(cfg, &st) != 0) return sp_fail(err, "%s: [models] %s: %s has no config.json", f, key, dir);
     if (sha256_model_dir(dir, sha, err)) return sp_err_prefix(err, "%s: [models] %s", f, key);
     return 0;
 }

@@ -238,6 +238,7 @@ static int h_config(const uint8_t *data, size_t size) {
 
 /* config.json SEP the weights file `weights` (model.safetensors, model.gguf): model_load, then one
  * forward pass over two tokens. */
+static int load_and_forward(const char *model_path);
 static int h_model_files(const uint8_t *data, size_t size, const char *weights) {
     char dir[512], path[1024];
     fresh_dir("model", dir, sizeof dir);
@@ -245,8 +246,13 @@ static int h_model_files(const uint8_t *data, size_t size, const char *weights) 
     split2(data, size, &n1, &off2);
     write_file(dir, "config.json", data, n1, path, sizeof path);
     write_file(dir, weights, data + off2, size - off2, path, sizeof path);
+    return load_and_forward(dir);
+}
+
+/* model_load of a directory or a GGUF file alone, then one forward pass over two tokens. */
+static int load_and_forward(const char *model_path) {
     SpErr e = {{0}};
-    Model *m = model_load(dir, &e);
+    Model *m = model_load(model_path, &e);
     if (!m) {
         check_err(&e, "model_load");
         return 0;
@@ -279,7 +285,8 @@ static int h_model(const uint8_t *data, size_t size) { return h_model_files(data
 
 /* Input starting with '{': config.json SEP model.gguf -> model_load, one forward pass over two tokens
  * (as h_model); otherwise the bytes of one model.gguf -> gguf_open, every entry's shape, numel, nbytes
- * and data range checked against the map. */
+ * and data range checked against the map; its metadata -> gguf_config_read; the file alone -> model_load
+ * and a forward pass, and gguf_tokenizer_load and one encode. */
 static int h_gguf(const uint8_t *data, size_t size) {
     if (size > 0 && data[0] == '{') return h_model_files(data, size, "model.gguf");
     char dir[512], path[1024];
@@ -317,7 +324,28 @@ static int h_gguf(const uint8_t *data, size_t size) {
         SP_FUZZ_CHECK((uintptr_t)p % elem == 0, "tensor %s: misaligned for its dtype", t->name);
         touch(p, t->nbytes);
     }
+    GgufMeta meta;
+    if (gguf_meta_read(&a, &meta, &e) == 0) { /* the metadata a file alone is read by */
+        ModelConfig c;
+        if (gguf_config_read(&a, &meta, &c, &e) == 0) config_free(&c);
+        else check_err(&e, "gguf_config_read");
+        gguf_meta_free(&meta);
+    } else {
+        check_err(&e, "gguf_meta_read");
+    }
     st_close(&a);
+    /* the file alone as a model (config from its metadata) and its tokenizer (tokenizer.ggml.*) */
+    load_and_forward(path);
+    Tokenizer *tk = gguf_tokenizer_load(path, &e);
+    if (tk) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        if (tokenizer_encode(tk, "a b<|endoftext|>", 16, 0, &ids, &n, &e) == 0) free(ids);
+        else check_err(&e, "tokenizer_encode");
+        tokenizer_free(tk);
+    } else {
+        check_err(&e, "gguf_tokenizer_load");
+    }
     return 0;
 }
 

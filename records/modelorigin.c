@@ -1,6 +1,8 @@
 /* modelorigin.c - see modelorigin.h. */
 #include "modelorigin.h"
 
+#include "fsutil.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +165,9 @@ int model_weights_dtype(const char *dir, char *buf, size_t cap) {
     char path[4200];
     int rc = -1;
     if (cap) buf[0] = '\0';
-    if (snprintf(path, sizeof path, "%s/model.gguf", dir) >= (int)sizeof path) return -1;
+    int alone = sp_is_gguf_file(dir); /* a GGUF file alone: its own tensor infos */
+    if ((alone ? snprintf(path, sizeof path, "%s", dir) : snprintf(path, sizeof path, "%s/model.gguf", dir)) >= (int)sizeof path)
+        return -1;
     FILE *f = fopen(path, "rb");
     if (f) {
         rc = gguf_tally(f, &t);
@@ -178,6 +182,7 @@ int model_weights_dtype(const char *dir, char *buf, size_t cap) {
 }
 
 ModelOrigin model_origin(const char *dir, unsigned long long *seed) {
+    if (sp_is_gguf_file(dir)) return ORIGIN_GGUF_FILE;
     char *h = st_header(dir);
     if (!h) return ORIGIN_UNKNOWN;
     ModelOrigin o = ORIGIN_CHECKPOINT;

@@ -11,12 +11,18 @@
 
 #include "rules.h" /* SP_INIT_SEED_KEY */
 
-typedef enum { ORIGIN_UNKNOWN = 0 /* no readable model.safetensors */, ORIGIN_CHECKPOINT = 1, ORIGIN_RANDOM_INIT = 2 } ModelOrigin;
+typedef enum {
+    ORIGIN_UNKNOWN = 0 /* no readable model.safetensors */,
+    ORIGIN_CHECKPOINT = 1,
+    ORIGIN_RANDOM_INIT = 2,
+    ORIGIN_GGUF_FILE = 3 /* a GGUF file alone (sp_is_gguf_file): no init-random mark can be read from it */
+} ModelOrigin;
 
 /* dir's origin; for ORIGIN_RANDOM_INIT *seed (if not NULL) is the seed init-random used. */
 ModelOrigin model_origin(const char *dir, unsigned long long *seed);
 
-/* The weights' storage type, from model.gguf's tensor infos when dir holds one (the file model_load
+/* The weights' storage type, from the tensor infos of dir itself when it is a GGUF file alone, of
+ * dir/model.gguf when dir holds one (the file model_load
  * reads then), else from model.safetensors' header; nothing else is read. Counted over the matrices
  * (tensors of 2 or more dimensions: norm weights and biases, which GGUF files keep F32 whatever the
  * matrices' type, are left out; every tensor when there is no matrix): "f32", "f16", "bf16", "q8_0"

@@ -40,7 +40,8 @@ char *chat_template_render(const char *tmpl, const ChatMessage *messages, int n,
  * "chat_template" (a string, or a list of {"name", "template"} whose "default" entry is used), with
  * its bos_token / eos_token / unk_token / pad_token (strings or {"content": ...}). *tmpl NULL (0
  * returned) when the directory has none; strings malloc'd (chat_template_free). Errors name the
- * file and the field. */
+ * file and the field. A GGUF file alone (sp_is_gguf_file) in place of the directory: its
+ * tokenizer.chat_template, and its bos / eos tokens' texts (gguf_chat_template). */
 typedef struct ChatTemplate {
     char *tmpl, *bos_token, *eos_token, *unk_token, *pad_token;
     char source[64]; /* the file it came from, for messages */

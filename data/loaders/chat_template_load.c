@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fsutil.h"
+#include "gguf.h"
 #include "jsonutil.h"
 
 /* A special token in tokenizer_config.json: a string or an AddedToken {"content": ...}. */
@@ -21,6 +23,11 @@ static int token_field(const cJSON *cfg, const char *key, char **out, const char
 
 int chat_template_load(const char *model_dir, ChatTemplate *t, SpErr *err) {
     memset(t, 0, sizeof *t);
+    if (sp_is_gguf_file(model_dir)) { /* a GGUF file alone: tokenizer.chat_template, bos / eos texts */
+        if (gguf_chat_template(model_dir, &t->tmpl, &t->bos_token, &t->eos_token, err)) return -1;
+        if (t->tmpl) snprintf(t->source, sizeof t->source, "tokenizer.chat_template");
+        return 0;
+    }
     char path[4200];
     struct stat st;
     size_t len;

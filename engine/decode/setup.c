@@ -2,6 +2,9 @@
 
 #include <string.h>
 
+#include "fsutil.h"
+#include "gguf.h"
+
 const Model *run_models_any(const RunModels *rm) { return rm->target ? rm->target : rm->draft; }
 
 static int load_one(Model **m, const char *role, const char *dir, int both, SpErr *err) {
@@ -10,13 +13,17 @@ static int load_one(Model **m, const char *role, const char *dir, int both, SpEr
     return 0;
 }
 
+/* Where a model's vocab_size comes from, for messages: "/config.json" of a directory; nothing for a GGUF
+ * file alone (its token_embd.weight rows). */
+static const char *cfg_file(const char *path) { return sp_is_gguf_file(path) ? "" : "/config.json"; }
+
 /* The models' vocab_size agree; max_pos and vocab_size of what is loaded. */
 static int check_models(RunModels *rm, SpErr *err) {
     if (rm->draft && rm->target) {
         int vd = model_config(rm->draft)->vocab_size, vt = model_config(rm->target)->vocab_size;
         if (vd != vt)
-            return sp_fail(err, "draft %s/config.json: vocab_size %d differs from target %s/config.json: vocab_size %d",
-                           rm->draft_dir, vd, rm->target_dir, vt);
+            return sp_fail(err, "draft %s%s: vocab_size %d differs from target %s%s: vocab_size %d", rm->draft_dir,
+                           cfg_file(rm->draft_dir), vd, rm->target_dir, cfg_file(rm->target_dir), vt);
     }
     const Model *ms[2] = {rm->target, rm->draft};
     for (int i = 0; i < 2; i++) {
@@ -34,9 +41,8 @@ static int check_tokenizer(const RunModels *rm, SpErr *err) {
     const char *dirs[2] = {rm->target_dir, rm->draft_dir};
     for (int i = 0; i < 2; i++) {
         if (!ms[i] || tokenizer_vocab_size(rm->tokenizer) <= model_config(ms[i])->vocab_size) continue;
-        return sp_fail(err, "%s: the tokenizer has %d tokens but %s/config.json: vocab_size is %d",
-                       tokenizer_source(rm->tokenizer), tokenizer_vocab_size(rm->tokenizer), dirs[i],
-                       model_config(ms[i])->vocab_size);
+        return sp_fail(err, "%s: the tokenizer has %d tokens but %s%s: vocab_size is %d", tokenizer_source(rm->tokenizer),
+                       tokenizer_vocab_size(rm->tokenizer), dirs[i], cfg_file(dirs[i]), model_config(ms[i])->vocab_size);
     }
     return 0;
 }
@@ -49,7 +55,7 @@ int run_models_open(RunModels *rm, const RunSetup *s, SpErr *err) {
     rm->tokenizer_dir = s->tokenizer_dir ? s->tokenizer_dir : s->target_dir ? s->target_dir : s->draft_dir;
     if (load_one(&rm->draft, "draft", s->draft_dir, both, err) || load_one(&rm->target, "target", s->target_dir, both, err) ||
         check_models(rm, err) ||
-        (s->tokenizer && (!(rm->tokenizer = tokenizer_load_dir(rm->tokenizer_dir, err)) || check_tokenizer(rm, err)))) {
+        (s->tokenizer && (!(rm->tokenizer = model_tokenizer_load(rm->tokenizer_dir, err)) || check_tokenizer(rm, err)))) {
         run_models_close(rm);
         return -1;
     }

@@ -23,7 +23,10 @@ typedef enum { ACT_GELU_TANH = 1, ACT_GELU_ERF = 2, ACT_SILU = 3 } Act;
  * Llama3 (_compute_llama3_parameters): with wavelen = 2 pi / inv_freq, L = original_max_pos,
  *   wavelen < L / high_freq_factor: unchanged;  wavelen > L / low_freq_factor: / factor;
  *   else, s = (L / wavelen - low) / (high - low):  inv_freq ((1 - s) / factor + s). */
-typedef enum { ROPE_SCALE_NONE = 0, ROPE_SCALE_LINEAR = 1, ROPE_SCALE_LLAMA3 = 2 } RopeScaleKind;
+/* Freqs: a divisor per frequency given as a table, not as parameters: a GGUF file alone whose llama3
+ * scaling is stored as llama.cpp's rope_freqs.weight (gguf.h); the model holds the table and
+ * rope_freq_divisor says 1. */
+typedef enum { ROPE_SCALE_NONE = 0, ROPE_SCALE_LINEAR = 1, ROPE_SCALE_LLAMA3 = 2, ROPE_SCALE_FREQS = 3 } RopeScaleKind;
 typedef struct RopeScaling {
     RopeScaleKind kind;
     float factor;                             /* linear, llama3 */

@@ -16,11 +16,8 @@
 
 #define GGUF_ALIGN 32
 #define GGUF_MAX_NAME 64 /* ggml's GGML_MAX_NAME, the terminating NUL included */
-enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };      /* gguf_type */
-enum { GT_F32 = 0, GT_F16 = 1, GT_Q8_0 = 8, GT_BF16 = 30 };                                /* ggml_type */
 enum { FT_F32 = 0, FT_F16 = 1, FT_Q8_0 = 7, FT_BF16 = 32 };                                  /* llama_ftype */
 #define GGML_QNT_VERSION 2 /* general.quantization_version of a quantized file */
-enum { TOK_NORMAL = 1, TOK_CONTROL = 3, TOK_USER_DEFINED = 4, TOK_UNUSED = 5 };              /* llama_token_type */
 
 /* ------------------------------------------------------------------ a growable byte buffer */
 
@@ -63,15 +60,15 @@ static void kv_head(Meta *m, const char *key, uint32_t type) {
     put_u32(&m->b, type);
     m->n_kv++;
 }
-static void kv_u32(Meta *m, const char *key, uint32_t v) { kv_head(m, key, GV_U32), put_u32(&m->b, v); }
-static void kv_f32(Meta *m, const char *key, float v) { kv_head(m, key, GV_F32), put(&m->b, &v, 4); }
+static void kv_u32(Meta *m, const char *key, uint32_t v) { kv_head(m, key, GGUF_T_U32), put_u32(&m->b, v); }
+static void kv_f32(Meta *m, const char *key, float v) { kv_head(m, key, GGUF_T_F32), put(&m->b, &v, 4); }
 static void kv_bool(Meta *m, const char *key, int v) {
     unsigned char c = (unsigned char)(v != 0);
-    kv_head(m, key, GV_BOOL), put(&m->b, &c, 1);
+    kv_head(m, key, GGUF_T_BOOL), put(&m->b, &c, 1);
 }
-static void kv_str(Meta *m, const char *key, const char *v) { kv_head(m, key, GV_STRING), put_str(&m->b, v); }
+static void kv_str(Meta *m, const char *key, const char *v) { kv_head(m, key, GGUF_T_STRING), put_str(&m->b, v); }
 static void kv_arr_head(Meta *m, const char *key, uint32_t elem, uint64_t n) {
-    kv_head(m, key, GV_ARRAY);
+    kv_head(m, key, GGUF_T_ARRAY);
     put_u32(&m->b, elem);
     put_u64(&m->b, n);
 }
@@ -85,32 +82,9 @@ typedef struct Vocab {
     char **merges;
     int n_merges;
     int add_bos, add_eos; /* the engine tokenizer's (tokenizer_config.json add_bos_token / add_eos_token) */
-    const char *pre;      /* tokenizer.ggml.pre: llama.cpp's name of the pre-tokenizer (kGgufPre) */
+    const char *pre;      /* tokenizer.ggml.pre: llama.cpp's name of the pre-tokenizer (tokenizer_pre_name) */
     int32_t bos, eos;     /* the tokenizer's (post_processor, tokenizer_config.json), -1 if none */
 } Vocab;
-
-/* llama.cpp's names (tokenizer.ggml.pre, llama-vocab.cpp) of the byte-level pre-tokenizers the engine
- * reads: the Split regex of tokenizer.json, as the file spells it, and the name; NULL: GPT-2's own
- * ByteLevel regex. llama.cpp does not apply tokenizer.json's normalizer (Qwen2's NFC): text that is
- * not NFC tokenizes differently there. */
-static const struct {
-    const char *split_regex, *pre;
-} kGgufPre[] = {
-    {NULL, "gpt-2"},
-    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "llama-bpe"}, /* Llama 3.x */
-    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", "qwen2"}, /* Qwen2, Qwen2.5, Qwen3 */
-};
-
-/* The tokenizer.ggml.pre of the engine's tokenizer; NULL when llama.cpp has none for its regex. */
-static const char *gguf_pre_name(const Tokenizer *tk) {
-    const char *re = tokenizer_split_regex(tk);
-    for (size_t i = 0; i < sizeof kGgufPre / sizeof kGgufPre[0]; i++)
-        if (re ? kGgufPre[i].split_regex && !strcmp(re, kGgufPre[i].split_regex) : !kGgufPre[i].split_regex)
-            return kGgufPre[i].pre;
-    return NULL;
-}
 
 static void vocab_free(Vocab *v) {
     for (int i = 0; v->tok && i < v->n; i++) free(v->tok[i]);
@@ -123,7 +97,7 @@ static int set_token(Vocab *v, const char *file, const char *s, long long id, Sp
     if (id < 0 || id >= v->n) return sp_fail(err, "%s: token \"%.40s\" has id %lld outside [0, %d)", file, s, id, v->n);
     if (v->tok[id]) return sp_fail(err, "%s: id %lld is given to two tokens", file, id);
     if (!(v->tok[id] = strdup(s))) return sp_fail(err, "out of memory");
-    v->type[id] = TOK_NORMAL;
+    v->type[id] = TOK_TYPE_NORMAL;
     return 0;
 }
 
@@ -208,7 +182,7 @@ static int read_tokenizer_json(const char *dir, Vocab *v, SpErr *err) {
         /* llama.cpp splits both out of the text: control tokens are special (skipped when rendering
          * pieces), user-defined ones are text (Qwen's <think>) */
         const cJSON *special = cJSON_GetObjectItemCaseSensitive(a, "special");
-        if (rc == 0) v->type[id] = cJSON_IsTrue(special) ? TOK_CONTROL : TOK_USER_DEFINED;
+        if (rc == 0) v->type[id] = cJSON_IsTrue(special) ? TOK_TYPE_CONTROL : TOK_TYPE_USER_DEFINED;
     }
     cJSON_Delete(j);
     return rc;
@@ -228,7 +202,7 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
         rc = sp_fail(err, "%s: a SentencePiece-style vocabulary (\"\xe2\x96\x81\" spaces, <0xNN> byte tokens): export-gguf "
                           "writes only GPT-2 byte-level BPE (tokenizer.ggml.model \"gpt2\"), as which llama.cpp would "
                           "tokenize it wrongly", tokenizer_source(tk));
-    v->pre = gguf_pre_name(tk);
+    v->pre = tokenizer_pre_name(tk);
     if (rc == 0 && !v->pre)
         rc = sp_fail(err, "%s: pre_tokenizer: the Split regex is none llama.cpp names (llama-bpe, qwen2): "
                           "export-gguf cannot set tokenizer.ggml.pre", tokenizer_source(tk));
@@ -240,8 +214,8 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
     if (sp_path_join(path, sizeof path, dir, "vocab.json", err)) return -1;
     rc = access(path, R_OK) == 0 ? read_vocab_merges(dir, v, err) : read_tokenizer_json(dir, v, err);
     if (rc) return rc;
-    if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_CONTROL;
-    if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_CONTROL;
+    if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_TYPE_CONTROL;
+    if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_TYPE_CONTROL;
     if (v->bos >= v->n) v->bos = -1; /* a tokenizer larger than the model: checked by the loader */
     if (v->eos >= v->n) v->eos = -1;
     for (int i = 0; i < v->n; i++) /* an entry per id, with a unique text (llama.cpp asserts it) */
@@ -249,7 +223,7 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
             char pad[32];
             snprintf(pad, sizeof pad, "[PAD%d]", i);
             if (!(v->tok[i] = strdup(pad))) return sp_fail(err, "out of memory");
-            v->type[i] = TOK_UNUSED;
+            v->type[i] = TOK_TYPE_UNUSED;
         }
     return 0;
 }
@@ -276,7 +250,7 @@ typedef struct Plan {
 } Plan;
 
 static uint32_t ggml_type(DType t) {
-    return t == DT_F32 ? GT_F32 : t == DT_F16 ? GT_F16 : t == DT_Q8_0 ? GT_Q8_0 : GT_BF16;
+    return t == DT_F32 ? GGML_T_F32 : t == DT_F16 ? GGML_T_F16 : t == DT_Q8_0 ? GGML_T_Q8_0 : GGML_T_BF16;
 }
 
 /* The GGUF dtype of a matrix when the file's dtype is dt. For Q8_0, llama-quantize's choices
@@ -338,7 +312,7 @@ static int plan_rope_freqs(Plan *p, const ModelConfig *c, SpErr *err) {
     for (int i = 0; i < half; i++) {
         t->gen[i] = (float)rope_freq_divisor(&c->rope_scaling, rope_inv_freq(c, i));
     }
-    snprintf(t->name, sizeof t->name, "rope_freqs.weight");
+    snprintf(t->name, sizeof t->name, "%s", GGUF_ROPE_FREQS);
     t->ndim = 1, t->ne[0] = half, t->dtype = DT_F32, t->nbytes = (uint64_t)half * 4;
     return 0;
 }
@@ -426,11 +400,11 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
 #undef KEY
     kv_str(m, "tokenizer.ggml.model", "gpt2");
     kv_str(m, "tokenizer.ggml.pre", v->pre);
-    kv_arr_head(m, "tokenizer.ggml.tokens", GV_STRING, (uint64_t)v->n);
+    kv_arr_head(m, "tokenizer.ggml.tokens", GGUF_T_STRING, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) put_str(&m->b, v->tok[i]);
-    kv_arr_head(m, "tokenizer.ggml.token_type", GV_I32, (uint64_t)v->n);
+    kv_arr_head(m, "tokenizer.ggml.token_type", GGUF_T_I32, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) put_u32(&m->b, (uint32_t)v->type[i]);
-    kv_arr_head(m, "tokenizer.ggml.merges", GV_STRING, (uint64_t)v->n_merges);
+    kv_arr_head(m, "tokenizer.ggml.merges", GGUF_T_STRING, (uint64_t)v->n_merges);
     for (int i = 0; i < v->n_merges; i++) put_str(&m->b, v->merges[i]);
     /* bos / eos: config.json's, else the tokenizer's; eot: the tokenizer's eos (tokenizer_config.json:
      * Llama 3.x Instruct <|eot_id|>, Qwen <|im_end|>) when it is not config.json's eos */

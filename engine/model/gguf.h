@@ -67,4 +67,78 @@ int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path
 struct StArchive;
 int gguf_open(const char *path, struct StArchive *a, SpErr *err);
 
+/* The format's numbers, for the writer (gguf.c) and the reader (gguf_read.c): metadata value types
+ * (ggml's gguf_type) and the tensor types read and written (ggml_type). */
+enum {
+    GGUF_T_U8, GGUF_T_I8, GGUF_T_U16, GGUF_T_I16, GGUF_T_U32, GGUF_T_I32, GGUF_T_F32,
+    GGUF_T_BOOL, GGUF_T_STRING, GGUF_T_ARRAY, GGUF_T_U64, GGUF_T_I64, GGUF_T_F64
+};
+enum { GGML_T_F32 = 0, GGML_T_F16 = 1, GGML_T_Q8_0 = 8, GGML_T_BF16 = 30 };
+
+/* ---- GGUF metadata (gguf_read.c), borrowed from an archive gguf_open made ----
+ * Each pair as stored: the key (not NUL-terminated), its GGUF value type (GGUF_T_*), where its value
+ * lies in the map (a scalar's bytes; a string's u64 length and bytes; an array's first element) and,
+ * for an array, its element type and count. Accessors fail with one line naming the file and the key
+ * ("model.gguf: metadata key llama.block_count is missing"); an absent key that is not required
+ * leaves *out as it was. */
+typedef struct GgufKv {
+    const char *key;
+    size_t keylen;
+    uint32_t type;
+    const unsigned char *val;
+    uint32_t arr_type;
+    uint64_t arr_n;
+} GgufKv;
+typedef struct GgufMeta {
+    const char *file; /* the file's name, for messages (borrowed from the archive) */
+    GgufKv *kv;
+    int n;
+} GgufMeta;
+int gguf_meta_read(const struct StArchive *a, GgufMeta *m, SpErr *err);
+void gguf_meta_free(GgufMeta *m);
+const GgufKv *gguf_meta_find(const GgufMeta *m, const char *key);
+/* any integer type, within [lo, hi] */
+int gguf_meta_int(const GgufMeta *m, const char *key, int required, int64_t lo, int64_t hi, int64_t *out, SpErr *err);
+/* f32 or f64, within [lo, hi] */
+int gguf_meta_float(const GgufMeta *m, const char *key, int required, double lo, double hi, double *out, SpErr *err);
+int gguf_meta_bool(const GgufMeta *m, const char *key, int required, int *out, SpErr *err);
+/* *s points into the map (not NUL-terminated), NULL when absent */
+int gguf_meta_str(const GgufMeta *m, const char *key, int required, const char **s, size_t *len, SpErr *err);
+/* an array of element type elem; *out NULL when absent */
+int gguf_meta_array(const GgufMeta *m, const char *key, int required, uint32_t elem, const GgufKv **out, SpErr *err);
+/* Walks an array of strings: the string at p into *s / *len; returns where the next one starts. */
+const unsigned char *gguf_next_str(const unsigned char *p, const char **s, size_t *len);
+
+/* ---- a GGUF file alone as a model (gguf_meta.c) ----
+ * The engine's config from the metadata export-gguf (and llama.cpp's converter) writes:
+ * general.architecture (gpt2, llama, qwen2, qwen3: ArchInfo.gguf_arch), <arch>.context_length,
+ * embedding_length, block_count, feed_forward_length, attention.head_count, attention.head_count_kv
+ * (default head_count), attention.layer_norm_rms_epsilon (RMSNorm) or attention.layer_norm_epsilon,
+ * rope.freq_base (default 10000), rope.dimension_count (must be head_dim: no partial rotary),
+ * attention.key_length / value_length (head_dim; default hidden / heads), rope.scaling.type "none" or
+ * "linear" with rope.scaling.factor; vocab_size from token_embd.weight's rows; tied embeddings when
+ * output.weight is absent; bos / eos from tokenizer.ggml.bos_token_id / eos_token_id, with
+ * tokenizer.ggml.eot_token_id a second end-of-sequence id (as llama.cpp stops at either). llama3
+ * scaling is the tensor rope_freqs.weight (F32 [head_dim / 2], each frequency's divisor, as export-gguf
+ * and llama.cpp's converter write it): rope_scaling ROPE_SCALE_FREQS, the model dividing by the table
+ * (the directory form computes the same divisors in double from config.json's parameters). */
+#define GGUF_ROPE_FREQS "rope_freqs.weight"
+struct ModelConfig;
+int gguf_config_read(const struct StArchive *a, const GgufMeta *m, struct ModelConfig *cfg, SpErr *err);
+
+/* The tokenizer of a GGUF file (tokenizer.ggml.*): model "gpt2" (byte-level BPE) with pre "gpt-2",
+ * "llama-bpe" or "qwen2" (tokenizer_from_tables, tokenizer.h), tokens, token_type (control:
+ * special added tokens; user-defined: added tokens; unused: no token), merges, bos / eos ids and
+ * add_bos_token / add_eos_token. Anything else (model "llama", an unknown pre) is refused with one line
+ * naming the file and the key. */
+struct Tokenizer;
+struct Tokenizer *gguf_tokenizer_load(const char *path, SpErr *err);
+/* A GGUF file's tokenizer.chat_template (NULL when absent) and the texts of its bos / eos tokens (NULL
+ * when it names none), each malloc'd and NUL-terminated, for chat_template_load. */
+int gguf_chat_template(const char *path, char **tmpl, char **bos, char **eos, SpErr *err);
+
+/* The tokenizer of a model path: a GGUF file's own (sp_is_gguf_file: gguf_tokenizer_load), else the
+ * directory's (tokenizer_load_dir). */
+struct Tokenizer *model_tokenizer_load(const char *path, SpErr *err);
+
 #endif

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "fsutil.h"
 #include "jsonutil.h"
 #include "kernels.h"
 #include "gguf.h"
@@ -52,6 +53,7 @@ struct Model {
     int64_t n_params, weight_bytes;
     int bf16_dot; /* bf16 matrices by bf16 dot products (model_bf16_dot_default), else widened exactly */
     int q8_vnni;  /* Q8_0 panels by int8 dot products (model_q8_vnni_default), else widened exactly */
+    const float *rope_divisors; /* [head_dim / 2] ROPE_SCALE_FREQS: rope_freqs.weight in the file map; else NULL */
 };
 
 /* ------------------------------------------------------------------ tensor table */
@@ -210,7 +212,11 @@ const StEntry *model_find_tensor(const StArchive *st, const char *name) {
 }
 
 static const char *st_label(const Model *m) {
-    return m->st.gguf ? GGUF_MODEL_FILE : m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
+    if (m->st.gguf) { /* DIR/model.gguf or a GGUF file alone: the file's name */
+        const char *slash = strrchr(m->st.files[0].path, '/');
+        return slash ? slash + 1 : m->st.files[0].path;
+    }
+    return m->st.n_files > 1 ? "model.safetensors.index.json" : "model.safetensors";
 }
 
 static void shape_str(char *buf, size_t cap, const int64_t *shape, int ndim) {
@@ -489,21 +495,37 @@ int model_bf16_dot_default(void) {
     return kernel_bf16_dot_supported() && !(v && !strcmp(v, "exact"));
 }
 
+/* m->cfg and m->st: a GGUF file alone (its metadata as the config), else dir/config.json with
+ * dir/model.gguf when it exists, else dir's safetensors. */
+static int open_weights(Model *m, const char *dir, SpErr *err) {
+    if (sp_is_gguf_file(dir)) {
+        GgufMeta meta;
+        if (gguf_open(dir, &m->st, err) || gguf_meta_read(&m->st, &meta, err)) return -1;
+        int rc = gguf_config_read(&m->st, &meta, &m->cfg, err);
+        gguf_meta_free(&meta);
+        if (rc == 0 && m->cfg.rope_scaling.kind == ROPE_SCALE_FREQS) /* checked by gguf_config_read */
+            m->rope_divisors = st_find(&m->st, GGUF_ROPE_FREQS)->data;
+        return rc;
+    }
+    char path[4096];
+    if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err) ||
+        sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err))
+        return -1;
+    return access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err);
+}
+
 Model *model_load(const char *dir, SpErr *err) {
     Model *m = calloc(1, sizeof *m);
     if (!m) {
         sp_fail(err, "out of memory");
         return NULL;
     }
-    char path[4096];
     TensorSpec *specs = NULL;
     int n_specs = 0;
-    if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err)) goto fail;
+    if (open_weights(m, dir, err)) goto fail;
     m->ai = arch_info(m->cfg.arch);
     m->bf16_dot = model_bf16_dot_default();
     m->q8_vnni = model_q8_vnni_default();
-    if (sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err)) goto fail;
-    if (access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err)) goto fail;
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     if (!m->layers) {
         sp_fail(err, "out of memory");
@@ -664,7 +686,8 @@ static void rope_tables(Session *s) {
     for (int i = 0; i < half; i++) {
         /* As Hugging Face: inv_freq (rescaled by rope_scaling) in float32, angle = float32(pos * inv_freq). */
         double unscaled = rope_inv_freq(c, i);
-        float inv_freq = (float)(unscaled / rope_freq_divisor(&c->rope_scaling, unscaled));
+        double divisor = s->m->rope_divisors ? (double)s->m->rope_divisors[i] : rope_freq_divisor(&c->rope_scaling, unscaled);
+        float inv_freq = (float)(unscaled / divisor);
         for (int p = 0; p < s->max_ctx; p++) {
             float ang = (float)p * inv_freq;
             s->rope_cos[(size_t)p * half + i] = (float)cos((double)ang);

@@ -51,7 +51,9 @@ const struct StEntry *model_find_tensor(const struct StArchive *st, const char *
 /* Loads dir/config.json and the weights: dir/model.gguf when it exists (a GGUF file as export-gguf or
  * llama-quantize writes it: f32, f16, bf16 or Q8_0 matrices under llama.cpp's names), else
  * dir/model.safetensors (or the sharded form named by dir/model.safetensors.index.json). Shapes are
- * checked against the config. */
+ * checked against the config. dir may also be a GGUF file alone (sp_is_gguf_file: a regular file named
+ * *.gguf): the config is then read from its metadata (gguf_config_read, gguf.h) and its tokenizer is
+ * model_tokenizer_load's. */
 #define GGUF_MODEL_FILE "model.gguf"
 /* bf16 matrices: on a CPU with AVX512_BF16 the activations are rounded to bf16 and multiplied by bf16
  * dot products (kernels.h; llama.cpp's numerics and speed), unless the environment sets

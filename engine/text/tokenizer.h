@@ -88,4 +88,33 @@ int tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int skip_
 /* The raw bytes of one token (for streaming output); NULL if id out of range. */
 const char *tokenizer_token_str(const Tokenizer *t, int32_t id);
 
+/* ---- byte-level BPE from in-memory tables (a GGUF file's tokenizer.ggml.*: engine/model/gguf.h) ----
+ * tokens[i] is id i's byte-level string; types[i] llama.cpp's token type (NULL: all normal): control
+ * tokens are special added tokens, user-defined ones added tokens that are not special (both split out
+ * of the text, without lstrip / rstrip / single_word), unused ones are left out of the vocabulary.
+ * merges in rank order, "a b". pre names the pre-tokenizer as llama.cpp does ("gpt-2", "llama-bpe",
+ * "qwen2"): its regex, normalizer and ignore_merges as the family's tokenizer.json has them
+ * (tokenizer_load.c, kPre); another name is refused. bos / eos: ids or -1. Errors name source and the
+ * GGUF key. */
+enum { TOK_TYPE_NORMAL = 1, TOK_TYPE_CONTROL = 3, TOK_TYPE_USER_DEFINED = 4, TOK_TYPE_UNUSED = 5 };
+typedef struct TokStr {
+    const char *s;
+    size_t n;
+} TokStr;
+typedef struct TokTables {
+    const char *source; /* the file, for messages and tokenizer_source */
+    const char *pre;
+    const TokStr *tokens;
+    const int32_t *types;
+    int n_tokens;
+    const TokStr *merges;
+    int n_merges;
+    int32_t bos, eos;
+    int add_bos, add_eos;
+} TokTables;
+Tokenizer *tokenizer_from_tables(const TokTables *tt, SpErr *err);
+/* llama.cpp's name (tokenizer.ggml.pre) of this tokenizer's pre-tokenizer, from its Split regex (the
+ * table tokenizer_from_tables reads); NULL when llama.cpp has none for it or it is not byte-level. */
+const char *tokenizer_pre_name(const Tokenizer *t);
+
 #endif

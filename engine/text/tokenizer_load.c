@@ -836,6 +836,131 @@ static Tokenizer *load_tokenizer_json(const char *path, SpErr *err) {
     return t;
 }
 
+/* ---------------------------------------------------------------- byte-level BPE from tables */
+
+/* llama.cpp's names (tokenizer.ggml.pre, llama-vocab.cpp) of the byte-level pre-tokenizers the engine
+ * reads, and what each implies of a tokenizer.json: its Split regex as the file spells it (NULL: GPT-2's
+ * own ByteLevel regex), model.ignore_merges and the normalizer (Llama 3.x: none, ignore_merges true;
+ * Qwen2/2.5/3: NFC, ignore_merges false), as the published tokenizer.json files of those families have
+ * them. llama.cpp does not apply the normalizer: text that is not NFC tokenizes differently there. */
+static const struct {
+    const char *pre, *split_regex;
+    int ignore_merges, nfc;
+} kPre[] = {
+    {"gpt-2", NULL, 0, 0},
+    {"llama-bpe",
+     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 1, 0}, /* Llama 3.x */
+    {"qwen2",
+     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 0, 1}, /* Qwen2, Qwen2.5, Qwen3 */
+};
+
+const char *tokenizer_pre_name(const Tokenizer *t) {
+    if (t->kind != TOK_GPT2_BPE) return NULL;
+    const char *re = t->split_regex;
+    for (size_t i = 0; i < sizeof kPre / sizeof kPre[0]; i++)
+        if (re ? kPre[i].split_regex && !strcmp(re, kPre[i].split_regex) : !kPre[i].split_regex) return kPre[i].pre;
+    return NULL;
+}
+
+/* The pre-tokenizer a table names: regex, normalizer, ignore_merges; *use_regex for GPT-2's own. */
+static int tables_pre(Tokenizer *t, const TokTables *tt, int *use_regex, SpErr *err) {
+    size_t i = 0, n = sizeof kPre / sizeof kPre[0];
+    while (i < n && strcmp(tt->pre, kPre[i].pre)) i++;
+    if (i == n)
+        return sp_fail(err, "%s: tokenizer.ggml.pre \"%.40s\" is not one the engine reads (gpt-2, llama-bpe, qwen2)",
+                       tt->source, tt->pre);
+    t->ignore_merges = kPre[i].ignore_merges;
+    *use_regex = !kPre[i].split_regex;
+    if (kPre[i].nfc) {
+        UErrorCode status = U_ZERO_ERROR;
+        t->norm = unorm2_getNFCInstance(&status);
+        if (U_FAILURE(status) || !t->norm)
+            return sp_fail(err, "%s: tokenizer.ggml.pre %s: ICU has no NFC normalizer (%s)", tt->source, tt->pre,
+                           u_errorName(status));
+    }
+    if (!kPre[i].split_regex) return 0;
+    if (!(t->split_regex = strdup(kPre[i].split_regex))) return sp_fail(err, "%s: out of memory", tt->source);
+    char what[4200];
+    snprintf(what, sizeof what, "%s: tokenizer.ggml.pre %s", tt->source, tt->pre);
+    Buf pcre = {0};
+    int rc = onig_to_pcre2(kPre[i].split_regex, &pcre, what, err);
+    if (rc == 0) rc = compile_pre_regex(t, pcre.p ? pcre.p : "", what, err);
+    free(pcre.p);
+    return rc;
+}
+
+/* The tokens by type: normal ones into the vocabulary; control (special) and user-defined ones also as
+ * added tokens split out of the text (no lstrip / rstrip / single_word: GGUF has no such flags);
+ * unused ones left out. */
+static int tables_vocab(Tokenizer *t, const TokTables *tt, SpErr *err) {
+    for (int i = 0; i < tt->n_tokens; i++) {
+        int32_t ty = tt->types ? tt->types[i] : TOK_TYPE_NORMAL;
+        if (ty == TOK_TYPE_UNUSED) continue;
+        if (ty != TOK_TYPE_NORMAL && ty != TOK_TYPE_CONTROL && ty != TOK_TYPE_USER_DEFINED)
+            return sp_fail(err, "%s: tokenizer.ggml.token_type[%d] = %d is not normal (1), control (3), user-defined (4) "
+                                "or unused (5)", tt->source, i, (int)ty);
+        int added = ty != TOK_TYPE_NORMAL, special = ty == TOK_TYPE_CONTROL;
+        uint8_t flags = (uint8_t)((added ? TF_ADDED : 0) | (special ? TF_SPECIAL : 0));
+        if (vocab_add_checked(&t->v, tt->tokens[i].s, tt->tokens[i].n, i, flags, tt->source, "tokenizer.ggml.tokens", err) < 0)
+            return -1;
+        if (added && push_added(t, (AddedTok){i, (uint8_t)special, 0, 0, 0}) < 0)
+            return sp_fail(err, "%s: out of memory", tt->source);
+    }
+    if (t->v.count == 0) return sp_fail(err, "%s: tokenizer.ggml.tokens: empty vocabulary", tt->source);
+    return 0;
+}
+
+static int tables_merges(Tokenizer *t, const TokTables *tt, SpErr *err) {
+    Buf tmp = {0};
+    int rc = tt->n_merges > MAX_MERGES ? sp_fail(err, "%s: tokenizer.ggml.merges: more than %d merges", tt->source, MAX_MERGES) : 0;
+    for (int32_t r = 0; rc == 0 && r < tt->n_merges; r++) {
+        char where[64];
+        snprintf(where, sizeof where, "tokenizer.ggml.merges[%d]", (int)r);
+        size_t an, bn;
+        const char *b;
+        if (split_merge(tt->merges[r].s, tt->merges[r].n, &an, &b, &bn) < 0)
+            rc = sp_fail(err, "%s: %s: expected \"a b\" with one space", tt->source, where);
+        else
+            rc = add_merge(t, tt->merges[r].s, an, b, bn, r, tt->source, where, &tmp, err);
+    }
+    free(tmp.p);
+    return rc;
+}
+
+/* A special token id of the tables: -1 (none) or a token of the vocabulary, then marked special. */
+static int tables_special(Tokenizer *t, const TokTables *tt, int32_t id, const char *key, int32_t *out, SpErr *err) {
+    if (id < 0) return 0;
+    if (id >= t->v.n_ids || !t->v.flags[id])
+        return sp_fail(err, "%s: %s = %d is not a token of tokenizer.ggml.tokens", tt->source, key, (int)id);
+    t->v.flags[id] |= TF_SPECIAL;
+    *out = id;
+    return 0;
+}
+
+Tokenizer *tokenizer_from_tables(const TokTables *tt, SpErr *err) {
+    Tokenizer *t = tok_new(TOK_GPT2_BPE, err);
+    if (!t) return NULL;
+    snprintf(t->source, sizeof t->source, "%s", tt->source);
+    int use_regex = 0;
+    int rc = tables_pre(t, tt, &use_regex, err);
+    if (rc == 0) rc = tables_vocab(t, tt, err);
+    if (rc == 0) rc = tables_merges(t, tt, err);
+    if (rc == 0) rc = finish_gpt2(t, tt->source, use_regex, err);
+    if (rc == 0) { /* the file's ids, not <|endoftext|>'s (finish_gpt2's GPT-2 default) */
+        t->bos = t->eos = -1;
+        rc = tables_special(t, tt, tt->bos, "tokenizer.ggml.bos_token_id", &t->bos, err) ||
+             tables_special(t, tt, tt->eos, "tokenizer.ggml.eos_token_id", &t->eos, err);
+    }
+    t->add_bos = tt->add_bos, t->add_eos = tt->add_eos;
+    if (rc) {
+        tokenizer_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 static int join_path(char *out, size_t cap, const char *dir, const char *name, SpErr *err) {
     int n = snprintf(out, cap, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= cap) return sp_fail(err, "%s: path too long", dir);

@@ -273,3 +273,9 @@ int sp_remove_flat_dir(const char *path, SpErr *err) {
     if (rc == 0 && rmdir(path) != 0) rc = sp_fail(err, "%s: cannot remove: %s", path, strerror(errno));
     return rc;
 }
+
+int sp_is_gguf_file(const char *path) {
+    size_t n = strlen(path);
+    struct stat st;
+    return n > 5 && !strcmp(path + n - 5, ".gguf") && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}

@@ -18,6 +18,10 @@ int sp_mkdir_p(const char *path, SpErr *err);
  * Every file opened here is an input of the command: its device and inode are noted, and no output
  * may replace it (sp_output_check). */
 int sp_open_input(const char *path, SpErr *err);
+/* 1 when a model path names a GGUF file alone (a regular file, links followed, whose name ends in
+ * ".gguf") rather than a model directory: the one rule the loader, the tokenizer, the model hash and
+ * the report's model origin share. */
+int sp_is_gguf_file(const char *path);
 /* The same as a stdio stream ("rb"); NULL with err set. */
 FILE *sp_fopen_input(const char *path, SpErr *err);
 

@@ -1,6 +1,6 @@
 /* tok_driver - bulk encode for the tokenizer oracle test (tests/tokenizer/run_oracle.sh).
  *
- *   tok_driver (--dir DIR | --gpt2 VOCAB MERGES) --in LINES [--bos] [--special-as-text] [--expect TEXTS]
+ *   tok_driver (--dir DIR|FILE.gguf | --gpt2 VOCAB MERGES) --in LINES [--bos] [--special-as-text] [--expect TEXTS]
  *
  * LINES holds one JSON string per line (so texts may contain newlines and tabs). For each line,
  * prints the token ids, space-separated, on one stdout line. --special-as-text encodes special
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf.h" /* model_tokenizer_load: a directory or a GGUF file alone */
 #include "tokenizer.h"
 
 static void usage(void) {
@@ -121,7 +122,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     SpErr err = {{0}};
-    Tokenizer *t = dir ? tokenizer_load_dir(dir, &err) : tokenizer_load_gpt2_files(vocab, merges, &err);
+    Tokenizer *t = dir ? model_tokenizer_load(dir, &err) : tokenizer_load_gpt2_files(vocab, merges, &err);
     if (!t) {
         fprintf(stderr, "tok_driver: %s\n", err.msg);
         return 1;
