@@ -10,7 +10,8 @@
    tokens, user-defined for Qwen's non-special ones such as <think>, normal for the rest), bos / eos /
    eot, add_bos_token (Llama 3.1 through its post-processor: true; Llama 3 as @lenml ships it, whose
    post-processor adds nothing: false; Qwen: false), all read back from the GGUF file;
-4. tokenization: llama.cpp (special tokens parsed) gives the engine's ids on 3,000 lines per family
+4. tokenization: the tokenizer read from the GGUF file alone gives tokenizer.json's ids, and llama.cpp
+   (special tokens parsed) gives the engine's ids on 3,000 lines per family
    (gen_corpus.py with the family's added tokens, U+0085 and U+FEFF included: llama.cpp's \\s is
    Unicode White_Space, as the engine's); llama.cpp applies no normalizer, so for Qwen it gets the
    lines in NFC (normalize_lines.py) and the engine the raw lines. llama.cpp turns some texts into
@@ -143,6 +144,15 @@ def main():
         mine = [[int(x) for x in line.split()] for line in r.stdout.splitlines()]
         t.check(r.returncode == 0 and len(mine) == len(texts), "%s: tok_driver: %s" % (fam, r.stderr.strip()[-300:]))
         engine_ids[fam] = mine
+        # 4b. the same lines through the tokenizer read from the GGUF file alone (engine/model/gguf_meta.c:
+        # tokenizer.ggml.* on the real 128k / 152k vocabularies) give tokenizer.json's ids
+        r = sh([driver, "--dir", out, "--in", corpus, "--expect", nfc])
+        alone = [[int(x) for x in line.split()] for line in r.stdout.splitlines()]
+        differ = [i for i in range(min(len(alone), len(mine))) if alone[i] != mine[i]]
+        t.check(r.returncode == 0 and len(alone) == len(mine) and not differ,
+                "%s: the GGUF file's own tokenizer == tokenizer.json's on %d lines (%d differ%s)%s"
+                % (fam, len(mine), len(differ), ", first line %d" % (differ[0] + 1) if differ else "",
+                   r.stderr.strip()[-300:]))
         res = lc.run(npm_dir, {"model": out, "threads": 1, "texts": texts_nfc, "special_tokens": True},
                      os.path.join(work, "job_%s.json" % fam))
         theirs = res["tokens"]
