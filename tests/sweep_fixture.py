@@ -4,6 +4,7 @@ BPE tokenizer fixture from tests/tokenizer/fixtures/gpt2 (256 byte tokens + merg
 JSONL dataset, and a spec writer. Also a tiny check counter that prints "NAME: N passed, M failed".
 """
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -114,3 +115,13 @@ def first_difference(a, b):
         if x != y:
             return "line %d:\n  - %s\n  + %s" % (i + 1, x[:300], y[:300])
     return "lengths differ: %d vs %d lines" % (len(la), len(lb))
+
+
+WITHHELD = re.compile(r"^no verdict: random-init models \[the check on these runs: (.*)\]$")
+
+
+def unwrap_verdict(verdict):
+    """(withheld, inner): a FINDINGS verdict withheld because the runs name random-init models
+    (analysis/findings.c withhold_verdicts) and the check it wraps; (False, verdict) otherwise."""
+    m = WITHHELD.match(verdict)
+    return (True, m.group(1)) if m else (False, verdict)

@@ -333,8 +333,10 @@ def main():
         bad = rewrite(good, os.path.join(work, "bad-%d.gguf" % i), **how)
         r = sh([sp, cmd, "--model", bad] + args[cmd])
         err = r.stderr.decode(errors="replace").strip()
-        t.check(r.returncode == 1 and len(err.splitlines()) == 1 and key in err and "bad-%d.gguf" % i in err and not r.stdout,
-                "%s: %s refused with one line naming the file and the key (rc %d: %s)" % (label, cmd, r.returncode, err))
+        t.check(r.returncode == 1 and len(err.splitlines()) == 1 and key in err and err.count("bad-%d.gguf" % i) == 1
+                and bad in err and not r.stdout,
+                "%s: %s refused with one line naming the file once, by its path, and the key (rc %d: %s)"
+                % (label, cmd, r.returncode, err))
     # the unchanged rewrite loads (the writer above is not what fails)
     same = rewrite(good, os.path.join(work, "same.gguf"))
     r = sh([sp, "logits", "--model", same, "--ids", IDS])

@@ -15,51 +15,13 @@ import argparse
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf"))
 import sweep_fixture as fx  # noqa: E402
-
-SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-def gguf_kv(path):
-    """The key-value pairs of a GGUF v3 file (arrays as lists)."""
-    with open(path, "rb") as f:
-        b = f.read()
-    assert b[:4] == b"GGUF", "not GGUF"
-    pos = 4
-
-    def take(fmt):
-        nonlocal pos
-        v = struct.unpack_from(fmt, b, pos)[0]
-        pos += struct.calcsize(fmt)
-        return v
-
-    def string():
-        nonlocal pos
-        n = take("<Q")
-        s = b[pos:pos + n].decode("utf-8", "replace")
-        pos += n
-        return s
-
-    def value(t):
-        if t == 8:
-            return string()
-        if t == 9:
-            et, n = take("<i"), take("<Q")
-            return [value(et) for _ in range(n)]
-        return take(SCALAR[t])
-
-    _version, _n_tensors, n_kv = take("<I"), take("<Q"), take("<Q")
-    kv = {}
-    for _ in range(n_kv):
-        k = string()
-        kv[k] = value(take("<i"))
-    return kv
-
+from gguf_file import gguf_kv  # noqa: E402,F401 (test_gguf_tokenizer imports it from here)
 
 def main():
     ap = argparse.ArgumentParser()

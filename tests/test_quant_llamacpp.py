@@ -38,70 +38,20 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf"))
 import sweep_fixture as fx  # noqa: E402
+from gguf_file import GGML_Q8_0, gguf_read  # noqa: E402
 
 CTX, CHUNKS = 128, 4
 # f32: llama.cpp's GELU (GPT-2) looks its input up in an f16 table (ggml-cpu vec.h GGML_GELU_FP16), which
 # moves GPT-2's log-probabilities by ~2e-3 at most; Llama's agree to ~1.4e-4 (the 16-bit storage of its
 # logits file is 2.4e-4 per step)
 F32_TOL, Q8_MAX_TOL, PPL_REL = 5e-3, 0.25, 0.005
-GGML_Q8_0 = 8
-SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-TYPE_BYTES = {0: (4, 1), 1: (2, 1), 30: (2, 1), GGML_Q8_0: (34, 32)}  # (bytes, values) per block
 
 
 def sh(args, **kw):
     return subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           errors="replace", **kw)
-
-
-def gguf_read(path):
-    """(metadata dict, {tensor name: (ggml type, ne tuple, data bytes)}) of a GGUF v3 file."""
-    with open(path, "rb") as f:
-        b = f.read()
-    assert b[:4] == b"GGUF", path + ": not GGUF"
-    pos = 4
-
-    def take(fmt):
-        nonlocal pos
-        v = struct.unpack_from(fmt, b, pos)[0]
-        pos += struct.calcsize(fmt)
-        return v
-
-    def string():
-        nonlocal pos
-        n = take("<Q")
-        s = b[pos:pos + n].decode("utf-8", "replace")
-        pos += n
-        return s
-
-    def value(t):
-        if t == 8:
-            return string()
-        if t == 9:
-            et, n = take("<i"), take("<Q")
-            return [value(et) for _ in range(n)]
-        return take(SCALAR[t])
-
-    _version, n_tensors, n_kv = take("<I"), take("<Q"), take("<Q")
-    kv = {}
-    for _ in range(n_kv):
-        k = string()
-        kv[k] = value(take("<i"))
-    infos = []
-    for _ in range(n_tensors):
-        name = string()
-        nd = take("<I")
-        ne = tuple(take("<Q") for _ in range(nd))
-        infos.append((name, ne, take("<i"), take("<Q")))
-    align = kv.get("general.alignment", 32)
-    data = (pos + align - 1) // align * align
-    tensors = {}
-    for name, ne, t, off in infos:
-        per_block, values = TYPE_BYTES[t]
-        nbytes = int(np.prod(ne)) // values * per_block
-        tensors[name] = (t, ne, b[data + off:data + off + nbytes])
-    return kv, tensors
 
 
 def read_kld_base(path):

@@ -90,7 +90,7 @@ typedef struct GgufKv {
     uint64_t arr_n;
 } GgufKv;
 typedef struct GgufMeta {
-    const char *file; /* the file's name, for messages (borrowed from the archive) */
+    const char *file; /* the file's path as it was given, for messages (borrowed from the archive) */
     GgufKv *kv;
     int n;
 } GgufMeta;

@@ -4,12 +4,9 @@
  * borrowed from the file map. */
 #include "gguf.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fsutil.h"
 #include "mapguard.h"
@@ -119,7 +116,8 @@ static int parse(StArchive *a, Cur *c) {
     uint64_t n_tensors, n_kv;
     if (rd(c, magic, 4, "the magic") || memcmp(magic, "GGUF", 4))
         return sp_fail(c->err, "%s: not a GGUF file (magic is not \"GGUF\")", c->fname);
-    if (rd(c, &version, 4, "the version") || (version != 2 && version != 3))
+    if (rd(c, &version, 4, "the version")) return -1;
+    if (version != 2 && version != 3)
         return sp_fail(c->err, "%s: GGUF version %u; supported: 2, 3", c->fname, version);
     if (rd(c, &n_tensors, 8, "the tensor count") || rd(c, &n_kv, 8, "the metadata count")) return -1;
     if (n_tensors > GGUF_MAX_TENSORS) return sp_fail(c->err, "%s: %llu tensors is implausible", c->fname, (unsigned long long)n_tensors);
@@ -214,23 +212,10 @@ static int parse(StArchive *a, Cur *c) {
 
 int gguf_open(const char *path, StArchive *a, SpErr *err) {
     memset(a, 0, sizeof *a);
-    const char *fname = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    int fd = sp_open_input(path, err);
-    if (fd < 0) return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return sp_fail(err, "%s: cannot stat: %s", path, strerror(errno));
-    }
-    size_t size = (size_t)st.st_size;
-    if (size < 24) {
-        close(fd);
-        return sp_fail(err, "%s: file of %zu bytes is too short for a GGUF header", fname, size);
-    }
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return sp_fail(err, "%s: mmap failed: %s", path, strerror(errno));
-    mapguard_add(map, size, path);
+    const char *fname = path; /* messages name the file as it was given (dir/model.gguf, or a file alone) */
+    void *map;
+    size_t size;
+    if (st_map_input(path, 24, "GGUF", &map, &size, err)) return -1;
     a->files = calloc(1, sizeof *a->files);
     if (!a->files || !(a->files[0].path = strdup(path))) {
         mapguard_remove(map);
@@ -256,7 +241,7 @@ int gguf_meta_read(const StArchive *a, GgufMeta *m, SpErr *err) {
     memset(m, 0, sizeof *m);
     if (!a->gguf || a->n_files != 1) return sp_fail(err, "gguf_meta_read: not an archive of one GGUF file");
     const char *path = a->files[0].path;
-    m->file = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    m->file = path; /* as gguf_open names it */
     Cur c = {a->files[0].map, 8, a->files[0].size, m->file, err}; /* past the magic and the version */
     uint64_t n_tensors, n_kv;
     size_t align = GGUF_DEFAULT_ALIGN;

@@ -141,8 +141,7 @@ static int check_tiling(Span *spans, int n, size_t data_size, const char *fname,
     return 0;
 }
 
-int st_open_file(StArchive *a, const char *path, SpErr *err) {
-    const char *fname = base_name(path);
+int st_map_input(const char *path, size_t min_size, const char *kind, void **map, size_t *size, SpErr *err) {
     int fd = sp_open_input(path, err);
     if (fd < 0) return -1;
     struct stat st;
@@ -150,15 +149,23 @@ int st_open_file(StArchive *a, const char *path, SpErr *err) {
         close(fd);
         return sp_fail(err, "%s: cannot stat: %s", path, strerror(errno));
     }
-    size_t size = (size_t)st.st_size;
-    if (size < 8) {
+    *size = (size_t)st.st_size;
+    if (*size < min_size) {
         close(fd);
-        return sp_fail(err, "%s: file of %zu bytes is too short for a safetensors header", fname, size);
+        return sp_fail(err, "%s: file of %zu bytes is too short for a %s header", base_name(path), *size, kind);
     }
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    *map = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return sp_fail(err, "%s: mmap failed: %s", path, strerror(errno));
-    mapguard_add(map, size, path); /* a truncation from now on is reported, not a silent SIGBUS */
+    if (*map == MAP_FAILED) return sp_fail(err, "%s: mmap failed: %s", path, strerror(errno));
+    mapguard_add(*map, *size, path); /* a truncation from now on is reported, not a silent SIGBUS */
+    return 0;
+}
+
+int st_open_file(StArchive *a, const char *path, SpErr *err) {
+    const char *fname = base_name(path);
+    void *map;
+    size_t size;
+    if (st_map_input(path, 8, "safetensors", &map, &size, err)) return -1;
     const unsigned char *p = map;
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | p[i];

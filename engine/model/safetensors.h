@@ -69,6 +69,10 @@ size_t st_dtype_size(StDType t);
 int st_open_dir(const char *dir, StArchive *a, SpErr *err);
 /* Opens one file (appends it to a, which may already hold shards). */
 int st_open_file(StArchive *a, const char *path, SpErr *err);
+/* Maps the input file path read-only (opened through sp_open_input; a later truncation is reported by
+ * mapguard, not a silent SIGBUS): *map and *size, unmapped by the caller (mapguard_remove, munmap). A
+ * file under min_size bytes is "NAME: file of N bytes is too short for a KIND header". */
+int st_map_input(const char *path, size_t min_size, const char *kind, void **map, size_t *size, SpErr *err);
 void st_close(StArchive *a);
 /* 1 when p points into one of the archive's file maps (not into a realigned copy). */
 int st_is_mapped(const StArchive *a, const void *p);

@@ -21,6 +21,13 @@ int sp_fail(SpErr *e, const char *fmt, ...) {
     return -1;
 }
 
+/* Whether msg already opens with prefix, then ": " (a model file given alone, whose reader names it in
+ * its messages): prefixing it again would name the same file twice. */
+static int names_already(const char *msg, const char *prefix) {
+    size_t n = strlen(prefix);
+    return n && !strncmp(msg, prefix, n) && msg[n] == ':' && msg[n + 1] == ' ';
+}
+
 int sp_err_prefix(SpErr *e, const char *fmt, ...) {
     if (!e) return -1;
     char prefix[512];
@@ -28,6 +35,7 @@ int sp_err_prefix(SpErr *e, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
+    if (names_already(e->msg, prefix)) return -1;
     char old[sizeof e->msg];
     memcpy(old, e->msg, sizeof old);
     /* Truncation is acceptable here: the message stays a valid, shorter line. */
