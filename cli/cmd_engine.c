@@ -451,7 +451,8 @@ static void print_config(const ModelConfig *c) {
            arch_name(c->arch), c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff,
            c->max_pos, c->tie_embeddings);
     if (c->bos_id >= 0) printf("bos_id %d\n", c->bos_id);
-    for (int i = 0; i < c->n_eos; i++) printf("%s%d%s", i ? "," : "eos_ids ", c->eos_ids[i], i + 1 < c->n_eos ? "" : "\n");
+    for (int i = 0; i < c->n_eos; i++) /* what config_is_eos stops at */
+        printf("%s%d%s", i ? "," : "eos_ids ", c->eos_ids[i], i + 1 < c->n_eos ? "" : "\n");
     if (c->rope_theta > 0) printf("rope_theta %g\nrope_scaling %s\n", (double)c->rope_theta, rope_scaling_name(c->rope_scaling.kind));
     if (c->rope_scaling.kind == ROPE_SCALE_LLAMA3)
         printf("rope_scaling_factor %g\nrope_low_freq_factor %g\nrope_high_freq_factor %g\nrope_original_max_pos %d\n",

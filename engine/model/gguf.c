@@ -203,7 +203,8 @@ static int read_vocab_gguf(const char *path, Vocab *v, SpErr *err) {
     if (rc == 0 && types && types->arr_n != tokens->arr_n)
         rc = sp_fail(err, "%s: metadata key tokenizer.ggml.token_type holds %llu entries, tokenizer.ggml.tokens %llu",
                      path, (unsigned long long)types->arr_n, (unsigned long long)tokens->arr_n);
-    if (rc == 0 && !(v->merges = calloc((size_t)merges->arr_n + 1, sizeof *v->merges))) rc = sp_fail(err, "out of memory");
+    if (rc == 0 && !(v->merges = calloc((size_t)merges->arr_n + 1, sizeof *v->merges)))
+        rc = sp_fail(err, "out of memory");
     const unsigned char *p = rc ? NULL : tokens->val;
     for (uint64_t i = 0; rc == 0 && i < tokens->arr_n; i++) {
         const char *s;
@@ -326,12 +327,13 @@ static const char *st_label(const StArchive *st) { return st->gguf ? st->files[0
 
 /* Adds GGUF tensor gname of ne = {ne0, ne1} (ne1 = 0: 1-D) from the checkpoint's tensor hf; from a GGUF
  * source (re-export) the tensor gname itself, already in llama.cpp's layout ([ne1, ne0]: x is X_COPY). */
-static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gname, int64_t ne0, int64_t ne1, DType dtype,
-                    Xform x, int heads, SpErr *err) {
+static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gname, int64_t ne0, int64_t ne1,
+                    DType dtype, Xform x, int heads, SpErr *err) {
     const char *src = st->gguf ? gname : hf;
     const StEntry *e = st->gguf ? st_find(st, gname) : model_find_tensor(st, hf);
     if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(st), src);
-    if (e->numel != ne0 * (ne1 ? ne1 : 1) || (st->gguf && (e->ndim != (ne1 ? 2 : 1) || e->shape[0] != (ne1 ? ne1 : ne0))))
+    if (e->numel != ne0 * (ne1 ? ne1 : 1) ||
+        (st->gguf && (e->ndim != (ne1 ? 2 : 1) || e->shape[0] != (ne1 ? ne1 : ne0))))
         return sp_fail(err, "%s: %s has %lld values in %d dimensions, expected %lld x %lld", st_label(st), src,
                        (long long)e->numel, e->ndim, (long long)(ne1 ? ne1 : 1), (long long)ne0);
     if (e->dtype != ST_F32 && e->dtype != ST_F16 && e->dtype != ST_BF16 && e->dtype != ST_Q8_0)
@@ -441,8 +443,10 @@ static int eos_keys(const ModelConfig *c, const Vocab *v, const char *cfg_name, 
     for (int i = 0; i < c->n_eos; i++) ids[n++] = c->eos_ids[i];
     if (v->eos >= 0 && eos_index(ids, n, v->eos) < 0) ids[n++] = v->eos;
     if (n > 3)
-        return sp_fail(err, "%s: key eos_token_id: %d end-of-sequence ids (the tokenizer's eos %d included), GGUF holds 3 "
-                            "(tokenizer.ggml.eos_token_id, eot_token_id, eom_token_id)", cfg_name, n, v->eos);
+        return sp_fail(err,
+                       "%s: key eos_token_id: %d end-of-sequence ids (with the tokenizer's eos), GGUF has keys for 3 "
+                       "(tokenizer.ggml.eos_token_id, eot_token_id, eom_token_id)",
+                       cfg_name, n);
     int k = eos_index(ids, n, v->eos), t = k > 0 ? k : 1; /* eot's index */
     x->eos = n > 0 ? ids[0] : -1;
     x->eot = n > 1 ? ids[t] : -1;
@@ -560,13 +564,16 @@ static int write_file(FILE *f, const Meta *m, const Plan *p, SpErr *err, const c
 /* What llama.cpp's graph for the architecture cannot run is refused; path (config.json or the GGUF file)
  * names the source in messages. */
 static int check_exportable(const ModelConfig *c, const ArchInfo *a, const char *path, SpErr *err) {
-    if (!a->gguf_arch) return sp_fail(err, "%s: %s: llama.cpp has no %s architecture to export to", path, a->title, a->title);
+    if (!a->gguf_arch)
+        return sp_fail(err, "%s: %s: llama.cpp has no %s architecture to export to", path, a->title, a->title);
     if (c->scale_attn_by_layer)
-        return sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path, a->gguf_arch);
+        return sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path,
+                       a->gguf_arch);
     if (a->pos == POS_ROPE && c->head_dim % 2)
         return sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c->head_dim);
     if ((c->rope_scaling.kind == ROPE_SCALE_LLAMA3 || c->rope_scaling.kind == ROPE_SCALE_FREQS) && !a->gguf_rope_freqs)
-        return sp_fail(err, "%s: rope_scaling llama3: llama.cpp's %s applies no per-frequency factors", path, a->gguf_arch);
+        return sp_fail(err, "%s: rope_scaling llama3: llama.cpp's %s applies no per-frequency factors", path,
+                       a->gguf_arch);
     if (!a->head_dim_free && c->head_dim * c->n_heads != c->d_model)
         return sp_fail(err, "%s: head_dim %d x %d heads != hidden size %d: llama.cpp's %s needs them equal", path,
                        c->head_dim, c->n_heads, c->d_model, a->gguf_arch);
