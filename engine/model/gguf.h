@@ -48,8 +48,11 @@
  * Re-export (model_path a GGUF file alone, or a directory holding model.gguf, loaded by model_open as
  * every command loads it): tensors under their GGUF names, already in llama.cpp's layout, converted to the
  * dtype (a Q8_0 source widened first; an f32 source gives the tensors a directory's export gives);
- * rope_freqs.weight, tokens, token types, merges and general.name copied; metadata as the source's but
- * general.file_type and general.quantization_version, as llama-quantize does.
+ * rope_freqs.weight, tokens, token types, merges and general.name copied; the rest of the metadata written
+ * again from what the engine read (config, tokenizer, chat template): for export-gguf's own files the
+ * source's but general.file_type and general.quantization_version, as llama-quantize gives; keys of another
+ * writer's file that the engine does not read (llama.cpp converter's general.* extras, named chat templates)
+ * are not carried over, unlike llama-quantize, which copies every key.
  * The file is written to OUT.tmp and renamed; nothing is left behind on error. */
 #ifndef SP_GGUF_H
 #define SP_GGUF_H
