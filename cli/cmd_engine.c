@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "chat_template.h"
 #include "commands.h"
 #include "decoding.h"
 #include "fsutil.h"
@@ -449,6 +450,9 @@ static void print_config(const ModelConfig *c) {
            "max_pos %d\ntied_embeddings %d\n",
            arch_name(c->arch), c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->d_ff,
            c->max_pos, c->tie_embeddings);
+    if (c->bos_id >= 0) printf("bos_id %d\n", c->bos_id);
+    for (int i = 0; i < c->n_eos; i++) /* what config_is_eos stops at */
+        printf("%s%d%s", i ? "," : "eos_ids ", c->eos_ids[i], i + 1 < c->n_eos ? "" : "\n");
     if (c->rope_theta > 0) printf("rope_theta %g\nrope_scaling %s\n", (double)c->rope_theta, rope_scaling_name(c->rope_scaling.kind));
     if (c->rope_scaling.kind == ROPE_SCALE_LLAMA3)
         printf("rope_scaling_factor %g\nrope_low_freq_factor %g\nrope_high_freq_factor %g\nrope_original_max_pos %d\n",
@@ -518,11 +522,13 @@ int cmd_info(int argc, char **argv) {
 /* ------------------------------------------------------------------ export-gguf */
 
 static const char kGgufHelp[] =
-    "usage: sprinter export-gguf --model DIR --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--tokenizer DIR]\n"
+    "usage: sprinter export-gguf --model DIR|F.gguf --out FILE.gguf [--dtype f32|f16|bf16|q8_0] [--tokenizer DIR]\n"
     "  Writes the checkpoint as GGUF v3 for llama.cpp (GPT-2, Llama, Qwen2, Qwen3; GPT-Neo is refused: llama.cpp\n"
     "  has no such architecture): its tensor names and shapes, Llama's Q/K rows permuted to its RoPE layout,\n"
     "  rope scaling as llama.cpp reads it (llama3: a rope_freqs tensor; linear: rope.scaling.*),\n"
-    "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges (engine/model/gguf.h).\n"
+    "  GPT-2's Conv1D weights transposed, the byte-level BPE vocabulary and merges, the end-of-sequence ids\n"
+    "  (eos / eot / eom) and the chat template (engine/model/gguf.h). --model F.gguf re-exports a GGUF file\n"
+    "  alone in another dtype, as llama-quantize does (from f32: the tensors the directory's export gives).\n"
     "  --dtype      matrices in f32 (default), f16 or bf16 (round to nearest even), or q8_0 (ggml's Q8_0 blocks,\n"
     "               rounded as llama-quantize does; the position embedding stays f32, rows that are not\n"
     "               whole 32-value blocks f16, as llama-quantize leaves them); norms and biases stay f32\n"
@@ -561,7 +567,11 @@ int cmd_export_gguf(int argc, char **argv) {
     }
     SpErr err = {{0}};
     GgufSummary s;
-    if (gguf_export(dir, tok, out, dt, &s, &err)) return fail(cmd, &err);
+    ChatTemplate chat; /* the template the engine renders for this tokenizer (prompt_format_init) */
+    if (chat_template_load(tok ? tok : dir, &chat, &err)) return fail(cmd, &err);
+    int rc = gguf_export(dir, tok, chat.tmpl, out, dt, &s, &err);
+    chat_template_free(&chat);
+    if (rc) return fail(cmd, &err);
     printf("wrote %s: %d tensors, %d tokens, %d merges, %lld bytes\n", out, s.n_tensors, s.n_tokens, s.n_merges,
            (long long)s.bytes);
     return 0;

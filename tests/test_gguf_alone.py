@@ -19,6 +19,16 @@
    of the wrong type, an unknown architecture, tokenizer.ggml.model "llama", an unknown
    tokenizer.ggml.pre, an unsupported rope scaling type: each exit 1 with one line naming the key.
 5. tokenizer.chat_template and the bos / eos token texts through chat_template_load (tests/chat/chat_driver).
+6. export-gguf writes the chat template the engine renders for the directory (tokenizer_config.json's,
+   chat_template.jinja, the "default" of a named list): a sweep with prompt_template = chat_template over
+   the file alone gives the directory's prompts and outputs;
+7. a 3-id eos_token_id list (Llama 3.1 Instruct's shape: eos, eom, and the tokenizer's eos as eot) is
+   written under tokenizer.ggml.eos / eot / eom_token_id and read back: `info`'s eos_ids of the file alone
+   are the directory's; 4 ids are refused with one line naming config.json's eos_token_id, no file left;
+8. re-export of a GGUF file alone (`export-gguf --model F.gguf`, as llama-quantize): f32 file -> q8_0 and
+   bf16 byte-identical to the directory's q8_0 / bf16 export (tensor infos, data, metadata), and f32 -> f32
+   the file itself; against the f32 source only general.file_type / quantization_version differ; --out
+   the input file itself is refused, the file untouched.
 usage: test_gguf_alone.py --sprinter BIN --tok-driver BIN --chat-driver BIN --source SRCDIR --work DIR
 """
 import argparse
@@ -176,6 +186,154 @@ def tokenizer_variant(src_json, dst, pre_re, ignore_merges, nfc):
     return dst, n + len(ADDED)
 
 
+def kv_of(path):
+    """{key: (type, value bytes)} of a GGUF file."""
+    with open(path, "rb") as f:
+        return {k: (t, v) for k, t, v in gguf_split(f.read())[2]}
+
+
+def kv_int(kv, key):
+    t, v = kv.get(key, (None, b""))
+    return struct.unpack("<I", v)[0] if t == 4 else None
+
+
+def kv_text(kv, key):
+    t, v = kv.get(key, (None, b""))
+    return v[8:].decode() if t == 8 else None
+
+
+def kv_diff(p1, p2):
+    """The keys whose type or value differ between two GGUF files (or that one lacks)."""
+    a, b = kv_of(p1), kv_of(p2)
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{{ eos_token }}\n"
+                 "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+
+
+def prompts_of(out):
+    import sqlite3
+    con = sqlite3.connect(os.path.join(out, "runs.sqlite"))
+    rows = con.execute("SELECT r.prompt_template, p.prompt_index, p.n_prompt_tokens, p.output_text FROM runs r "
+                       "JOIN prompts p ON p.run_hash = r.run_hash ORDER BY r.run_index, p.prompt_index").fetchall()
+    con.close()
+    return rows
+
+
+def check_chat_template(t, sp, chat, work, src, fixtures):
+    """6. the exported file's tokenizer.chat_template is the directory's; the same chat prompts in a sweep."""
+    m = make_model(sp, work, "chat-src", "qwen2", os.path.join(fixtures, "gpt2"), 269)
+    variants = {"tokenizer_config.json": ({"chat_template": CHAT_TEMPLATE}, None, CHAT_TEMPLATE),
+                "chat_template.jinja": ({}, "{{ messages[0]['content'] }}", "{{ messages[0]['content'] }}"),
+                "named list": ({"chat_template": [{"name": "tool_use", "template": "tools"},
+                                                  {"name": "default", "template": CHAT_TEMPLATE}]}, None, CHAT_TEMPLATE)}
+    for label, (cfg, jinja, want) in variants.items():
+        for fn in ("tokenizer_config.json", "chat_template.jinja"):
+            if os.path.exists(os.path.join(m, fn)):
+                os.remove(os.path.join(m, fn))
+        with open(os.path.join(m, "tokenizer_config.json"), "w") as f:
+            json.dump(cfg, f)
+        if jinja:
+            with open(os.path.join(m, "chat_template.jinja"), "w") as f:
+                f.write(jinja)
+        d, g = export(sp, m, "f32", os.path.join(work, "chat-f32"))
+        rd, rf = json.loads(sh([chat, "--load", d]).stdout or "{}"), json.loads(sh([chat, "--load", g]).stdout or "{}")
+        got = kv_text(kv_of(g), "tokenizer.chat_template")
+        t.check(got == want and rd.get("template") == rf.get("template") == want,
+                "chat template from %s: tokenizer.chat_template is the one the directory renders (%r)" % (label, got))
+    # the sweep's chat-formatted prompts: the file alone == the directory (the last export: the named list)
+    res = {}
+    for label, target in (("dir", d), ("file", g)):
+        spec = os.path.join(work, "spec-chat-%s.ini" % label)
+        with open(spec, "w") as f:
+            f.write("[sweep]\nname = c\nmethods = ar\n[models]\ntarget = %s\ndraft = %s\n[data]\ndatasets = %s\n"
+                    "n_prompts = 2\nprompt_template = chat_template\n[decode]\nmax_new_tokens = 4\n"
+                    % (target, target, os.path.join(src, "data", "datasets", "encyclopedic.jsonl")))
+        out = os.path.join(work, "sweep-chat-" + label)
+        shutil.rmtree(out, ignore_errors=True)
+        r = sh([sp, "sweep", spec, "--out", out])
+        res[label] = prompts_of(out) if r.returncode == 0 else "rc %d: %s" % (r.returncode, r.stderr.decode()[-300:])
+    t.check(isinstance(res["dir"], list) and len(res["dir"]) == 2 and res["dir"][0][0] == "chat_template" and
+            res["dir"] == res["file"],
+            "sweep with prompt_template = chat_template: the file alone's prompts (tokens) and outputs == the "
+            "directory's (%s / %s)" % (str(res["dir"])[:150], str(res["file"])[:150]))
+
+
+def check_eos_list(t, sp, work, fixtures):
+    """7. config.json's 3-id eos_token_id list under eos / eot / eom, read back; 4 ids refused."""
+    tokdir, vocab = tokenizer_variant(os.path.join(fixtures, "gpt2_json", "tokenizer.json"), os.path.join(work, "tok-eos"),
+                                      LLAMA3_RE, True, False)
+    im_start, im_end, think = vocab - 4, vocab - 3, vocab - 2
+    with open(os.path.join(tokdir, "tokenizer_config.json"), "w") as f:
+        json.dump({"eos_token": "<|im_end|>"}, f)  # the tokenizer's eos, the last of the list (Llama 3.1's <|eot_id|>)
+    m = make_model(sp, work, "eos3", "llama", tokdir, vocab)
+
+    def set_eos(ids):
+        with open(os.path.join(m, "config.json")) as f:
+            cfg = json.load(f)
+        cfg["eos_token_id"] = ids
+        with open(os.path.join(m, "config.json"), "w") as f:
+            json.dump(cfg, f)
+
+    set_eos([268, im_start, im_end])
+    d, g = export(sp, m, "f32", os.path.join(work, "eos3-f32"))
+    kv = kv_of(g)
+    keys = tuple(kv_int(kv, "tokenizer.ggml.%s_token_id" % k) for k in ("eos", "eot", "eom"))
+    t.check(keys == (268, im_end, im_start), "eos list [268, %d, %d], tokenizer eos %d: eos / eot / eom keys %s"
+            % (im_start, im_end, im_end, keys))
+
+    def eos_ids(target):
+        r = sh([sp, "info", "--model", target])
+        lines = r.stdout.decode().splitlines()
+        ids = [set(x.split(" ", 1)[1].split(",")) for x in lines if x.startswith("eos_ids ")]
+        return ids, [x for x in lines if not x.startswith("eos_ids ")]
+
+    (ed, rest_d), (ef, rest_f) = eos_ids(d), eos_ids(g)
+    t.check(ed == ef == [{"268", str(im_start), str(im_end)}] and rest_d == rest_f,
+            "info: the file alone stops at the directory's eos ids %s (file: %s), the rest of info equal" % (ed, ef))
+    set_eos([268, im_start, im_end, think])
+    out = os.path.join(work, "eos4.gguf")
+    r = sh([sp, "export-gguf", "--model", m, "--out", out])
+    err = r.stderr.decode(errors="replace").strip()
+    t.check(r.returncode == 1 and len(err.splitlines()) == 1 and "config.json" in err and "eos_token_id" in err and
+            not os.path.exists(out) and not os.path.exists(out + ".tmp"),
+            "4 end-of-sequence ids refused with one line naming config.json's eos_token_id, no file (rc %d: %s)"
+            % (r.returncode, err))
+
+
+def check_reexport(t, sp, work, files):
+    """8. export-gguf --model F.gguf: from the f32 file, the directory's q8_0 / bf16 files byte for byte."""
+    for arch, f32 in sorted((a, g) for (a, dt), g in files.items() if dt == "f32"):
+        src_dir = os.path.join(work, arch)
+        for dt in ("q8_0", "bf16", "f32"):
+            direct = files.get((arch, dt)) or export(sp, src_dir, dt, os.path.join(work, "%s-%s" % (arch, dt)))[1]
+            again = os.path.join(work, "re-%s-%s.gguf" % (arch, dt))
+            r = sh([sp, "export-gguf", "--model", f32, "--out", again, "--dtype", dt])
+            if not t.check(r.returncode == 0, "re-export %s f32 -> %s (rc %d: %s)"
+                           % (arch, dt, r.returncode, r.stderr.decode(errors="replace").strip()[:300])):
+                continue
+            with open(direct, "rb") as f1, open(again, "rb") as f2:
+                a, b = gguf_split(f1.read()), gguf_split(f2.read())
+            t.check(a[1] == b[1] and a[3] == b[3] and a[4] == b[4],
+                    "re-export %s f32 -> %s: %d tensors' infos and data == the directory's %s export" % (arch, dt, b[1], dt))
+            t.check(a[2] == b[2], "re-export %s f32 -> %s: metadata == the directory's, in order (differ: %s)"
+                    % (arch, dt, kv_diff(direct, again)))
+            want = [] if dt == "f32" else ["general.file_type"] + (["general.quantization_version"] if dt == "q8_0" else [])
+            differ = kv_diff(f32, again)
+            t.check(differ == want, "re-export %s f32 -> %s: against the source only %s differ (%s)"
+                    % (arch, dt, want or "nothing", differ))
+    f32 = files["llama", "f32"]
+    with open(f32, "rb") as f:
+        before = f.read()
+    r = sh([sp, "export-gguf", "--model", f32, "--out", f32, "--dtype", "q8_0"])
+    err = r.stderr.decode(errors="replace").strip()
+    with open(f32, "rb") as f:
+        same = f.read() == before
+    t.check(r.returncode != 0 and len(err.splitlines()) == 1 and same and not os.path.exists(f32 + ".tmp"),
+            "re-export onto the input file itself refused, the file untouched (rc %d: %s)" % (r.returncode, err))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sprinter", required=True)
@@ -300,6 +458,10 @@ def main():
     r = sh([chat, "--load", files["qwen2", "f32"]])
     got = json.loads(r.stdout.decode() or "{}")
     t.check(got.get("ok") and got.get("template") is None, "no tokenizer.chat_template: no template (%s)" % r.stdout.decode()[:200])
+    check_chat_template(t, sp, chat, work, src, fixtures)
+    check_eos_list(t, sp, work, fixtures)
+    files["llama3", "f32"] = os.path.join(work, "llama3-f32", "model.gguf")
+    check_reexport(t, sp, work, files)
     # 4. negative controls: one line naming the key, exit 1
     good = files["llama", "q8_0"]
     cases = [

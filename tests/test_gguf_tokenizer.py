@@ -8,7 +8,7 @@
    tokenizer metadata does not depend on the architecture), exported with --tokenizer DIR;
 3. the metadata: tokenizer.ggml.pre ("llama-bpe", "qwen2"), token types (control for special added
    tokens, user-defined for Qwen's non-special ones such as <think>, normal for the rest), bos / eos /
-   eot, add_bos_token (Llama 3.1 through its post-processor: true; Llama 3 as @lenml ships it, whose
+   eot / eom (Llama 3.1 Instruct's three eos ids), add_bos_token (Llama 3.1 through its post-processor: true; Llama 3 as @lenml ships it, whose
    post-processor adds nothing: false; Qwen: false), all read back from the GGUF file;
 4. tokenization: the tokenizer read from the GGUF file alone gives tokenizer.json's ids, and llama.cpp
    (special tokens parsed) gives the engine's ids on 3,000 lines per family
@@ -41,11 +41,11 @@ LINES = 3000
 NORMAL, CONTROL, USER_DEFINED = 1, 3, 4
 # family: tokenizer directory, model vocabulary size, expected metadata
 FAMILIES = {
-    "llama31": (128256, {"pre": "llama-bpe", "bos": 128000, "eos": 128001, "eot": 128009, "add_bos": True,
+    "llama31": (128256, {"pre": "llama-bpe", "bos": 128000, "eos": 128001, "eot": 128009, "eom": 128008, "add_bos": True,
                          "types": {128000: CONTROL, 128009: CONTROL, 128255: CONTROL, 9906: NORMAL}}),
-    "llama3": (128256, {"pre": "llama-bpe", "bos": 128000, "eos": 128001, "eot": None, "add_bos": False,
+    "llama3": (128256, {"pre": "llama-bpe", "bos": 128000, "eos": 128001, "eot": None, "eom": None, "add_bos": False,
                         "types": {128000: CONTROL, 128001: CONTROL, 1: NORMAL}}),
-    "qwen3": (151936, {"pre": "qwen2", "bos": 151643, "eos": 151645, "eot": None, "add_bos": False,
+    "qwen3": (151936, {"pre": "qwen2", "bos": 151643, "eos": 151645, "eot": None, "eom": None, "add_bos": False,
                        "types": {151643: CONTROL, 151644: CONTROL, 151645: CONTROL, 151667: USER_DEFINED,
                                  151668: USER_DEFINED, 151657: USER_DEFINED, 151700: 5, 40: NORMAL}}),
 }
@@ -54,9 +54,9 @@ FAMILIES = {
 LLAMACPP_FORCED_CONTROL = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
                            "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
                            "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"]
-# config.json ids as the published models give them (Llama-3.1-8B-Instruct lists three eos ids; the
-# engine's config takes one: 128001 is in all of them); bos/eos of Qwen3-0.6B's config.json
-CONFIG_IDS = {"llama31": (128000, 128001), "llama3": (128000, 128001), "qwen3": (151643, 151645)}
+# config.json ids as the published models give them (Llama-3.1-8B-Instruct lists three eos ids:
+# <|end_of_text|>, <|eom_id|>, <|eot_id|>, written as eos / eom / eot); bos/eos of Qwen3-0.6B's config.json
+CONFIG_IDS = {"llama31": (128000, [128001, 128008, 128009]), "llama3": (128000, 128001), "qwen3": (151643, 151645)}
 
 
 def sh(args, **kw):
@@ -114,6 +114,7 @@ def main():
         types = kv.get("tokenizer.ggml.token_type", [])
         got = {"pre": kv.get("tokenizer.ggml.pre"), "bos": kv.get("tokenizer.ggml.bos_token_id"),
                "eos": kv.get("tokenizer.ggml.eos_token_id"), "eot": kv.get("tokenizer.ggml.eot_token_id"),
+               "eom": kv.get("tokenizer.ggml.eom_token_id"),
                "add_bos": kv.get("tokenizer.ggml.add_bos_token"),
                "types": {i: types[i] if i < len(types) else None for i in want["types"]}}
         t.check(got == want and len(types) == vocab and kv.get("tokenizer.ggml.model") == "gpt2",

@@ -188,14 +188,53 @@ static int read_tokenizer_json(const char *dir, Vocab *v, SpErr *err) {
     return rc;
 }
 
-/* The model's vocabulary as llama.cpp wants it: n = config vocab_size entries. */
-static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *err) {
+/* A GGUF file's tokenizer.ggml.tokens / token_type / merges as they are (re-export: llama-quantize keeps them). */
+static int read_vocab_gguf(const char *path, Vocab *v, SpErr *err) {
+    StArchive st;
+    GgufMeta m = {0};
+    const GgufKv *tokens, *types, *merges;
+    int rc = gguf_open(path, &st, err) || gguf_meta_read(&st, &m, err) ||
+             gguf_meta_array(&m, "tokenizer.ggml.tokens", 1, GGUF_T_STRING, &tokens, err) ||
+             gguf_meta_array(&m, "tokenizer.ggml.token_type", 0, GGUF_T_I32, &types, err) ||
+             gguf_meta_array(&m, "tokenizer.ggml.merges", 1, GGUF_T_STRING, &merges, err);
+    if (rc == 0 && tokens->arr_n > (uint64_t)v->n)
+        rc = sp_fail(err, "%s: metadata key tokenizer.ggml.tokens holds %llu entries, the model's vocabulary %d", path,
+                     (unsigned long long)tokens->arr_n, v->n);
+    if (rc == 0 && types && types->arr_n != tokens->arr_n)
+        rc = sp_fail(err, "%s: metadata key tokenizer.ggml.token_type holds %llu entries, tokenizer.ggml.tokens %llu",
+                     path, (unsigned long long)types->arr_n, (unsigned long long)tokens->arr_n);
+    if (rc == 0 && !(v->merges = calloc((size_t)merges->arr_n + 1, sizeof *v->merges)))
+        rc = sp_fail(err, "out of memory");
+    const unsigned char *p = rc ? NULL : tokens->val;
+    for (uint64_t i = 0; rc == 0 && i < tokens->arr_n; i++) {
+        const char *s;
+        size_t n;
+        p = gguf_next_str(p, &s, &n);
+        if (!(v->tok[i] = strndup(s, n))) rc = sp_fail(err, "out of memory");
+        else if (types) memcpy(&v->type[i], types->val + 4 * i, 4); /* i32, not necessarily aligned */
+        else v->type[i] = TOK_TYPE_NORMAL;
+    }
+    p = rc ? NULL : merges->val;
+    for (uint64_t i = 0; rc == 0 && i < merges->arr_n; i++) {
+        const char *s;
+        size_t n;
+        p = gguf_next_str(p, &s, &n);
+        if (!(v->merges[v->n_merges++] = strndup(s, n))) rc = sp_fail(err, "out of memory");
+    }
+    gguf_meta_free(&m);
+    st_close(&st);
+    return rc;
+}
+
+/* The model's vocabulary as llama.cpp wants it: n = config vocab_size entries; path a tokenizer directory
+ * or a GGUF file (model_tokenizer_load's). */
+static int read_vocab(const char *path, const ModelConfig *c, Vocab *v, SpErr *err) {
     v->n = c->vocab_size;
     v->tok = calloc((size_t)v->n, sizeof *v->tok);
     v->type = calloc((size_t)v->n, sizeof *v->type);
     if (!v->tok || !v->type) return sp_fail(err, "out of memory");
     /* the tokenizer as the engine loads it: its family, and whether it adds BOS / EOS */
-    Tokenizer *tk = tokenizer_load_dir(dir, err);
+    Tokenizer *tk = model_tokenizer_load(path, err);
     if (!tk) return -1;
     int rc = 0;
     if (tokenizer_kind(tk) != TOK_GPT2_BPE)
@@ -210,9 +249,10 @@ static int read_vocab(const char *dir, const ModelConfig *c, Vocab *v, SpErr *er
     v->bos = tokenizer_bos_id(tk), v->eos = tokenizer_eos_id(tk);
     tokenizer_free(tk);
     if (rc) return rc;
-    char path[4200];
-    if (sp_path_join(path, sizeof path, dir, "vocab.json", err)) return -1;
-    rc = access(path, R_OK) == 0 ? read_vocab_merges(dir, v, err) : read_tokenizer_json(dir, v, err);
+    char vocab[4200];
+    if (sp_is_gguf_file(path)) rc = read_vocab_gguf(path, v, err);
+    else if (sp_path_join(vocab, sizeof vocab, path, "vocab.json", err)) return -1;
+    else rc = access(vocab, R_OK) == 0 ? read_vocab_merges(path, v, err) : read_tokenizer_json(path, v, err);
     if (rc) return rc;
     if (c->bos_id >= 0 && c->bos_id < v->n && v->tok[c->bos_id]) v->type[c->bos_id] = TOK_TYPE_CONTROL;
     if (c->eos_id >= 0 && c->eos_id < v->n && v->tok[c->eos_id]) v->type[c->eos_id] = TOK_TYPE_CONTROL;
@@ -282,22 +322,29 @@ static void plan_free(Plan *p) {
     free(p->t);
 }
 
-/* Adds the HF tensor hf as GGUF tensor gname of ne = {ne0, ne1} (ne1 = 0: 1-D). */
-static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gname, int64_t ne0, int64_t ne1, DType dtype,
-                    Xform x, int heads, SpErr *err) {
-    const StEntry *e = model_find_tensor(st, hf);
-    if (!e) return sp_fail(err, "model.safetensors: missing tensor %s", hf);
-    if (e->numel != ne0 * (ne1 ? ne1 : 1))
-        return sp_fail(err, "model.safetensors: %s has %lld values, expected %lld", hf, (long long)e->numel,
-                       (long long)(ne0 * (ne1 ? ne1 : 1)));
-    if (e->dtype != ST_F32 && e->dtype != ST_F16 && e->dtype != ST_BF16)
-        return sp_fail(err, "model.safetensors: %s has dtype %s (F32, F16 or BF16 expected)", hf, st_dtype_name(e->dtype));
+/* The archive's name for messages: the GGUF file, else model.safetensors. */
+static const char *st_label(const StArchive *st) { return st->gguf ? st->files[0].path : "model.safetensors"; }
+
+/* Adds GGUF tensor gname of ne = {ne0, ne1} (ne1 = 0: 1-D) from the checkpoint's tensor hf; from a GGUF
+ * source (re-export) the tensor gname itself, already in llama.cpp's layout ([ne1, ne0]: x is X_COPY). */
+static int plan_add(Plan *p, const StArchive *st, const char *hf, const char *gname, int64_t ne0, int64_t ne1,
+                    DType dtype, Xform x, int heads, SpErr *err) {
+    const char *src = st->gguf ? gname : hf;
+    const StEntry *e = st->gguf ? st_find(st, gname) : model_find_tensor(st, hf);
+    if (!e) return sp_fail(err, "%s: missing tensor %s", st_label(st), src);
+    if (e->numel != ne0 * (ne1 ? ne1 : 1) ||
+        (st->gguf && (e->ndim != (ne1 ? 2 : 1) || e->shape[0] != (ne1 ? ne1 : ne0))))
+        return sp_fail(err, "%s: %s has %lld values in %d dimensions, expected %lld x %lld", st_label(st), src,
+                       (long long)e->numel, e->ndim, (long long)(ne1 ? ne1 : 1), (long long)ne0);
+    if (e->dtype != ST_F32 && e->dtype != ST_F16 && e->dtype != ST_BF16 && e->dtype != ST_Q8_0)
+        return sp_fail(err, "%s: %s has dtype %s (F32, F16, BF16 or Q8_0 expected)", st_label(st), src,
+                       st_dtype_name(e->dtype));
     GTensor *t = plan_slot(p, err);
     if (!t) return -1;
     snprintf(t->name, sizeof t->name, "%s", gname);
     t->src = e, t->ndim = ne1 ? 2 : 1, t->ne[0] = ne0, t->ne[1] = ne1;
     t->dtype = ne1 ? matrix_dtype(gname, ne0, dtype) : DT_F32; /* norms and biases stay F32 */
-    t->xform = x, t->heads = heads;
+    t->xform = st->gguf ? X_COPY : x, t->heads = heads;
     t->nbytes = (uint64_t)dtype_row_bytes(t->dtype, (size_t)(ne0 * (ne1 ? ne1 : 1)));
     return 0;
 }
@@ -337,10 +384,14 @@ static int plan_model(Plan *p, const StArchive *st, const ModelConfig *c, const 
     }
     free(specs);
     if (rc == 0 && c->rope_scaling.kind == ROPE_SCALE_LLAMA3) rc = plan_rope_freqs(p, c, err);
+    if (rc == 0 && c->rope_scaling.kind == ROPE_SCALE_FREQS) /* a GGUF source's divisors, as they are */
+        rc = plan_add(p, st, GGUF_ROPE_FREQS, GGUF_ROPE_FREQS, c->head_dim / 2, 0, dt, X_COPY, 0, err);
     return rc;
 }
 
-static DType st_to_dtype(StDType t) { return t == ST_F16 ? DT_F16 : t == ST_BF16 ? DT_BF16 : DT_F32; }
+static DType st_to_dtype(StDType t) {
+    return t == ST_F16 ? DT_F16 : t == ST_BF16 ? DT_BF16 : t == ST_Q8_0 ? DT_Q8_0 : DT_F32;
+}
 
 /* The GGUF data of t (rows of ne[0] values, ne[1] rows) into out, via f32 in work / work2. */
 static void convert(const GTensor *t, float *work, float *work2, void *out) {
@@ -368,12 +419,47 @@ static void convert(const GTensor *t, float *work, float *work2, void *out) {
 
 /* ------------------------------------------------------------------ writing */
 
-static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, const char *name, DType dt, const Vocab *v) {
+/* What the metadata holds beyond the config and the vocabulary. */
+typedef struct Extra {
+    const char *name;          /* general.name */
+    const char *chat_template; /* tokenizer.chat_template, NULL: none */
+    int32_t eos, eot, eom;     /* tokenizer.ggml.eos / eot / eom_token_id, -1: none */
+} Extra;
+
+static int eos_index(const int32_t *ids, int n, int32_t id) {
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id) return i;
+    return -1;
+}
+
+/* The end-of-sequence ids under llama.cpp's three keys: config.json's eos_token_id (an id or a list, the
+ * first is eos), then the tokenizer's eos when not among them (tokenizer_config.json: Llama 3.x Instruct's
+ * <|eot_id|>, Qwen's <|im_end|>). Of the ids after eos, the tokenizer's eos is eot, else the first is; the
+ * other is eom (Llama 3.1 Instruct [128001, 128008, 128009], eos <|eot_id|>: eot 128009, eom 128008).
+ * More ids than three are refused: llama.cpp has no key for a fourth. */
+static int eos_keys(const ModelConfig *c, const Vocab *v, const char *cfg_name, Extra *x, SpErr *err) {
+    int32_t ids[CFG_MAX_EOS + 1];
+    int n = 0;
+    for (int i = 0; i < c->n_eos; i++) ids[n++] = c->eos_ids[i];
+    if (v->eos >= 0 && eos_index(ids, n, v->eos) < 0) ids[n++] = v->eos;
+    if (n > 3)
+        return sp_fail(err,
+                       "%s: key eos_token_id: %d end-of-sequence ids (with the tokenizer's eos), GGUF has keys for 3 "
+                       "(tokenizer.ggml.eos_token_id, eot_token_id, eom_token_id)",
+                       cfg_name, n);
+    int k = eos_index(ids, n, v->eos), t = k > 0 ? k : 1; /* eot's index */
+    x->eos = n > 0 ? ids[0] : -1;
+    x->eot = n > 1 ? ids[t] : -1;
+    x->eom = n > 2 ? ids[t == 1 ? 2 : 1] : -1;
+    return 0;
+}
+
+static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, DType dt, const Vocab *v, const Extra *x) {
     const char *arch = a->gguf_arch;
     char k[96];
 #define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", arch, suffix), k)
     kv_str(m, "general.architecture", arch);
-    kv_str(m, "general.name", name);
+    kv_str(m, "general.name", x->name);
     kv_u32(m, "general.file_type", dt == DT_F32 ? FT_F32 : dt == DT_F16 ? FT_F16 : dt == DT_Q8_0 ? FT_Q8_0 : FT_BF16);
     if (dt == DT_Q8_0) kv_u32(m, "general.quantization_version", GGML_QNT_VERSION);
     kv_u32(m, KEY("context_length"), (uint32_t)c->max_pos);
@@ -406,14 +492,30 @@ static void write_metadata(Meta *m, const ModelConfig *c, const ArchInfo *a, con
     for (int i = 0; i < v->n; i++) put_u32(&m->b, (uint32_t)v->type[i]);
     kv_arr_head(m, "tokenizer.ggml.merges", GGUF_T_STRING, (uint64_t)v->n_merges);
     for (int i = 0; i < v->n_merges; i++) put_str(&m->b, v->merges[i]);
-    /* bos / eos: config.json's, else the tokenizer's; eot: the tokenizer's eos (tokenizer_config.json:
-     * Llama 3.x Instruct <|eot_id|>, Qwen <|im_end|>) when it is not config.json's eos */
-    int32_t bos = c->bos_id >= 0 ? c->bos_id : v->bos, eos = c->eos_id >= 0 ? c->eos_id : v->eos;
+    /* bos: config.json's, else the tokenizer's; the end-of-sequence ids: eos_keys */
+    int32_t bos = c->bos_id >= 0 ? c->bos_id : v->bos;
     if (bos >= 0) kv_u32(m, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
-    if (eos >= 0) kv_u32(m, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
-    if (v->eos >= 0 && v->eos != eos) kv_u32(m, "tokenizer.ggml.eot_token_id", (uint32_t)v->eos);
+    if (x->eos >= 0) kv_u32(m, "tokenizer.ggml.eos_token_id", (uint32_t)x->eos);
+    if (x->eot >= 0) kv_u32(m, "tokenizer.ggml.eot_token_id", (uint32_t)x->eot);
+    if (x->eom >= 0) kv_u32(m, "tokenizer.ggml.eom_token_id", (uint32_t)x->eom);
     kv_bool(m, "tokenizer.ggml.add_bos_token", v->add_bos); /* what the engine does, not the architecture's habit */
     kv_bool(m, "tokenizer.ggml.add_eos_token", v->add_eos);
+    if (x->chat_template) kv_str(m, "tokenizer.chat_template", x->chat_template);
+}
+
+/* general.name: a GGUF source's own (re-export, as llama-quantize keeps it), else the model path's last
+ * component, into name[cap]. */
+static int model_name(const char *model_path, const StArchive *st, char *name, size_t cap, SpErr *err) {
+    const char *base = strrchr(model_path, '/');
+    snprintf(name, cap, "%s", base && base[1] ? base + 1 : model_path);
+    if (!st->gguf) return 0;
+    GgufMeta m = {0};
+    const char *s = NULL;
+    size_t n = 0;
+    int rc = gguf_meta_read(st, &m, err) || gguf_meta_str(&m, "general.name", 0, &s, &n, err);
+    if (rc == 0 && s) snprintf(name, cap, "%.*s", (int)(n < cap ? n : cap - 1), s);
+    gguf_meta_free(&m);
+    return rc;
 }
 
 static uint64_t pad_to(uint64_t n) { return (n + GGUF_ALIGN - 1) / GGUF_ALIGN * GGUF_ALIGN; }
@@ -459,38 +561,50 @@ static int write_file(FILE *f, const Meta *m, const Plan *p, SpErr *err, const c
     return rc;
 }
 
-int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path, DType dtype, GgufSummary *sum,
-                SpErr *err) {
+/* What llama.cpp's graph for the architecture cannot run is refused; path (config.json or the GGUF file)
+ * names the source in messages. */
+static int check_exportable(const ModelConfig *c, const ArchInfo *a, const char *path, SpErr *err) {
+    if (!a->gguf_arch)
+        return sp_fail(err, "%s: %s: llama.cpp has no %s architecture to export to", path, a->title, a->title);
+    if (c->scale_attn_by_layer)
+        return sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path,
+                       a->gguf_arch);
+    if (a->pos == POS_ROPE && c->head_dim % 2)
+        return sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c->head_dim);
+    if ((c->rope_scaling.kind == ROPE_SCALE_LLAMA3 || c->rope_scaling.kind == ROPE_SCALE_FREQS) && !a->gguf_rope_freqs)
+        return sp_fail(err, "%s: rope_scaling llama3: llama.cpp's %s applies no per-frequency factors", path,
+                       a->gguf_arch);
+    if (!a->head_dim_free && c->head_dim * c->n_heads != c->d_model)
+        return sp_fail(err, "%s: head_dim %d x %d heads != hidden size %d: llama.cpp's %s needs them equal", path,
+                       c->head_dim, c->n_heads, c->d_model, a->gguf_arch);
+    return 0;
+}
+
+int gguf_export(const char *model_path, const char *tok_path, const char *chat_template, const char *out_path,
+                DType dtype, GgufSummary *sum, SpErr *err) {
     memset(sum, 0, sizeof *sum);
-    char path[4200], tmp[4300];
+    char path[4200], tmp[4300], name[256];
     ModelConfig c;
-    if (sp_path_join(path, sizeof path, model_dir, "config.json", err) || config_load(path, &c, err)) return -1;
-    StArchive st = {0};
+    StArchive st;
     Vocab v = {0};
     Plan p = {0};
     Meta m = {0};
     FILE *f = NULL;
-    int rc = 0;
-    const ArchInfo *a = arch_info(c.arch);
-    if (!a->gguf_arch)
-        rc = sp_fail(err, "%s: %s: llama.cpp has no %s architecture to export to", path, a->title, a->title);
-    else if (c.scale_attn_by_layer)
-        rc = sp_fail(err, "%s: scale_attn_by_inverse_layer_idx: llama.cpp's %s does not scale by layer", path, a->gguf_arch);
-    else if (a->pos == POS_ROPE && c.head_dim % 2)
-        rc = sp_fail(err, "%s: head_dim %d is odd: RoPE pairs need an even one", path, c.head_dim);
-    else if (c.rope_scaling.kind == ROPE_SCALE_LLAMA3 && !a->gguf_rope_freqs)
-        rc = sp_fail(err, "%s: rope_scaling llama3: llama.cpp's %s applies no per-frequency factors", path, a->gguf_arch);
-    else if (!a->head_dim_free && c.head_dim * c.n_heads != c.d_model)
-        rc = sp_fail(err, "%s: head_dim %d x %d heads != hidden size %d: llama.cpp's %s needs them equal", path,
-                     c.head_dim, c.n_heads, c.d_model, a->gguf_arch);
-    const char *inputs[] = {model_dir, tok_dir};
-    if (rc == 0) rc = sp_output_check_inputs(out_path, inputs, 2, err) || st_open_dir(model_dir, &st, err) || read_vocab(tok_dir ? tok_dir : model_dir, &c, &v, err);
+    Extra x = {name, chat_template, -1, -1, -1};
+    /* the config and weights as every command loads them: a directory, or a GGUF file alone (re-export) */
+    int rc = model_open(model_path, &c, &st, err);
+    if (sp_is_gguf_file(model_path)) snprintf(path, sizeof path, "%s", model_path);
+    else if (rc == 0) rc = sp_path_join(path, sizeof path, model_path, "config.json", err);
+    const ArchInfo *a = rc ? NULL : arch_info(c.arch);
+    if (rc == 0) rc = check_exportable(&c, a, path, err);
+    const char *inputs[] = {model_path, tok_path};
+    if (rc == 0)
+        rc = sp_output_check_inputs(out_path, inputs, 2, err) ||
+             read_vocab(tok_path ? tok_path : model_path, &c, &v, err) || eos_keys(&c, &v, path, &x, err) ||
+             model_name(model_path, &st, name, sizeof name, err);
     if (rc == 0) rc = plan_model(&p, &st, &c, a, dtype, err);
     if (rc == 0) {
-        const char *base = strrchr(model_dir, '/');
-        char name[256];
-        snprintf(name, sizeof name, "%s", base && base[1] ? base + 1 : model_dir);
-        write_metadata(&m, &c, a, name, dtype, &v);
+        write_metadata(&m, &c, a, dtype, &v, &x);
         if (m.b.oom) rc = sp_fail(err, "out of memory");
     }
     if (rc == 0 && !(f = sp_output_fopen_tmp(out_path, tmp, sizeof tmp, err))) rc = -1;

@@ -34,13 +34,25 @@
  * any other regex refused); tokens and merges as the byte-level strings of vocab.json + merges.txt
  * (else tokenizer.json); token types 1 normal, 3 control (special added tokens, bos, eos),
  * 4 user-defined (added tokens that are not special: Qwen's <think>), 5 unused (ids the vocabulary
- * lacks, named [PADn]); bos / eos ids from config.json, else the tokenizer's (post_processor,
- * tokenizer_config.json); eot the tokenizer's eos when it is not that eos (Llama 3.x Instruct's
- * <|eot_id|>); add_bos_token / add_eos_token as the engine's tokenizer of that directory adds them
+ * lacks, named [PADn]); bos from config.json, else the tokenizer's (post_processor,
+ * tokenizer_config.json); the end-of-sequence ids, config.json's eos_token_id (an id or a list) and the
+ * tokenizer's eos, under llama.cpp's three keys eos / eot / eom_token_id (gguf.c eos_keys: Llama 3.1
+ * Instruct's [128001, 128008, 128009] with eos <|eot_id|> as eos 128001, eot 128009, eom 128008; more
+ * than three ids refused, naming config.json's eos_token_id); add_bos_token / add_eos_token as the engine's tokenizer of that directory adds them
  * (tokenizer_add_bos / tokenizer_add_eos: tokenizer_config.json, else the post_processor's
  * TemplateProcessing, else the family's default), never from the architecture. A
  * SentencePiece-style vocabulary (tokenizer.json with "▁" spaces and <0xNN> byte tokens) is refused:
- * it is not GPT-2 BPE.
+ * it is not GPT-2 BPE. tokenizer.chat_template: the template the caller passes (the CLI: chat_template_load's,
+ * the one the engine renders for that model; of a tokenizer_config.json list of named templates, the one
+ * named "default": llama.cpp's converter writes the others as tokenizer.chat_template.NAME, not done here).
+ * Re-export (model_path a GGUF file alone, or a directory holding model.gguf, loaded by model_open as
+ * every command loads it): tensors under their GGUF names, already in llama.cpp's layout, converted to the
+ * dtype (a Q8_0 source widened first; an f32 source gives the tensors a directory's export gives);
+ * rope_freqs.weight, tokens, token types, merges and general.name copied; the rest of the metadata written
+ * again from what the engine read (config, tokenizer, chat template): for export-gguf's own files the
+ * source's but general.file_type and general.quantization_version, as llama-quantize gives; keys of another
+ * writer's file that the engine does not read (llama.cpp converter's general.* extras, named chat templates)
+ * are not carried over, unlike llama-quantize, which copies every key.
  * The file is written to OUT.tmp and renamed; nothing is left behind on error. */
 #ifndef SP_GGUF_H
 #define SP_GGUF_H
@@ -55,10 +67,12 @@ typedef struct GgufSummary {
     int64_t bytes;
 } GgufSummary;
 
-/* tok_dir: where the tokenizer files are (NULL: model_dir); ids of the model's vocabulary it lacks
- * become unused [PADn] entries (random-init checkpoints of real shapes carry no tokenizer). */
-int gguf_export(const char *model_dir, const char *tok_dir, const char *out_path, DType dtype, GgufSummary *sum,
-                SpErr *err);
+/* model_path: a model directory or a GGUF file (model_open); tok_path: where the tokenizer is, a directory
+ * or a GGUF file (NULL: model_path); ids of the model's vocabulary it lacks become unused [PADn] entries
+ * (random-init checkpoints of real shapes carry no tokenizer); chat_template: tokenizer.chat_template's
+ * text, NULL for none. */
+int gguf_export(const char *model_path, const char *tok_path, const char *chat_template, const char *out_path,
+                DType dtype, GgufSummary *sum, SpErr *err);
 
 /* Opens the GGUF file at path (v2 or v3; tensors of type F32, F16, BF16 or Q8_0) as an archive whose
  * entries carry llama.cpp's tensor names ("blk.0.attn_q.weight") and row-major shapes (ne reversed:
@@ -118,7 +132,8 @@ const unsigned char *gguf_next_str(const unsigned char *p, const char **s, size_
  * attention.key_length / value_length (head_dim; default hidden / heads), rope.scaling.type "none" or
  * "linear" with rope.scaling.factor; vocab_size from token_embd.weight's rows; tied embeddings when
  * output.weight is absent; bos / eos from tokenizer.ggml.bos_token_id / eos_token_id, with
- * tokenizer.ggml.eot_token_id a second end-of-sequence id (as llama.cpp stops at either). llama3
+ * tokenizer.ggml.eot_token_id and eom_token_id further end-of-sequence ids (config_is_eos: as llama.cpp
+ * stops at each). llama3
  * scaling is the tensor rope_freqs.weight (F32 [head_dim / 2], each frequency's divisor, as export-gguf
  * and llama.cpp's converter write it): rope_scaling ROPE_SCALE_FREQS, the model dividing by the table
  * (the directory form computes the same divisors in double from config.json's parameters). */

@@ -140,25 +140,34 @@ static int read_rope(Ctx *c, const StArchive *st, int64_t head_dim) {
     return 0;
 }
 
-/* bos / eos ids, eot as a second end-of-sequence id; vocab_size from token_embd.weight's rows. */
+/* bos / eos ids, with eot and eom further end-of-sequence ids (llama.cpp stops at each: config.json's
+ * eos_token_id list, Llama 3.1 Instruct's three, as export-gguf writes it); vocab_size from
+ * token_embd.weight's rows. */
 static int read_ids(Ctx *c, const StArchive *st) {
+    static const char *const keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                       "tokenizer.ggml.eom_token_id"};
     const StEntry *e = st_find(st, "token_embd.weight");
     if (!e || e->ndim != 2)
         return sp_fail(c->err, "%s: tensor token_embd.weight is missing or not a matrix", c->m->file);
-    int64_t vocab = e->shape[0], bos = ABSENT, eos = ABSENT, eot = ABSENT;
+    int64_t vocab = e->shape[0], bos = ABSENT;
     if (vocab > CFG_MAX_VOCAB)
         return sp_fail(c->err, "%s: tensor token_embd.weight has %lld rows", c->m->file, (long long)vocab);
     if (put_num(c, "vocab_size", (double)vocab) ||
-        gguf_meta_int(c->m, "tokenizer.ggml.bos_token_id", 0, 0, vocab - 1, &bos, c->err) ||
-        gguf_meta_int(c->m, "tokenizer.ggml.eos_token_id", 0, 0, vocab - 1, &eos, c->err) ||
-        gguf_meta_int(c->m, "tokenizer.ggml.eot_token_id", 0, 0, vocab - 1, &eot, c->err))
+        gguf_meta_int(c->m, "tokenizer.ggml.bos_token_id", 0, 0, vocab - 1, &bos, c->err))
         return -1;
     if (bos != ABSENT && put_num(c, "bos_token_id", (double)bos)) return -1;
-    if (eos == ABSENT) eos = eot, eot = ABSENT;
-    if (eos == ABSENT) return 0;
-    if (eot == ABSENT || eot == eos) return put_num(c, "eos_token_id", (double)eos);
-    double ids[2] = {(double)eos, (double)eot};
-    cJSON *list = cJSON_CreateDoubleArray(ids, 2);
+    double ids[3];
+    int n = 0;
+    for (int k = 0; k < 3; k++) { /* present ones, each once, in this order */
+        int64_t id = ABSENT;
+        if (gguf_meta_int(c->m, keys[k], 0, 0, vocab - 1, &id, c->err)) return -1;
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= ids[i] == (double)id;
+        if (id != ABSENT && !seen) ids[n++] = (double)id;
+    }
+    if (n == 0) return 0;
+    if (n == 1) return put_num(c, "eos_token_id", ids[0]);
+    cJSON *list = cJSON_CreateDoubleArray(ids, n);
     if (!list || !cJSON_AddItemToObject(c->j, "eos_token_id", list)) {
         cJSON_Delete(list);
         return sp_fail(c->err, "out of memory");

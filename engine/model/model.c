@@ -495,23 +495,21 @@ int model_bf16_dot_default(void) {
     return kernel_bf16_dot_supported() && !(v && !strcmp(v, "exact"));
 }
 
-/* m->cfg and m->st: a GGUF file alone (its metadata as the config), else dir/config.json with
- * dir/model.gguf when it exists, else dir's safetensors. */
-static int open_weights(Model *m, const char *dir, SpErr *err) {
-    if (sp_is_gguf_file(dir)) {
+int model_open(const char *path, ModelConfig *cfg, StArchive *st, SpErr *err) {
+    memset(cfg, 0, sizeof *cfg);
+    memset(st, 0, sizeof *st);
+    if (sp_is_gguf_file(path)) {
         GgufMeta meta;
-        if (gguf_open(dir, &m->st, err) || gguf_meta_read(&m->st, &meta, err)) return -1;
-        int rc = gguf_config_read(&m->st, &meta, &m->cfg, err);
+        if (gguf_open(path, st, err) || gguf_meta_read(st, &meta, err)) return -1;
+        int rc = gguf_config_read(st, &meta, cfg, err);
         gguf_meta_free(&meta);
-        if (rc == 0 && m->cfg.rope_scaling.kind == ROPE_SCALE_FREQS) /* checked by gguf_config_read */
-            m->rope_divisors = st_find(&m->st, GGUF_ROPE_FREQS)->data;
         return rc;
     }
-    char path[4096];
-    if (sp_path_join(path, sizeof path, dir, "config.json", err) || config_load(path, &m->cfg, err) ||
-        sp_path_join(path, sizeof path, dir, GGUF_MODEL_FILE, err))
+    char file[4096];
+    if (sp_path_join(file, sizeof file, path, "config.json", err) || config_load(file, cfg, err) ||
+        sp_path_join(file, sizeof file, path, GGUF_MODEL_FILE, err))
         return -1;
-    return access(path, F_OK) == 0 ? gguf_open(path, &m->st, err) : st_open_dir(dir, &m->st, err);
+    return access(file, F_OK) == 0 ? gguf_open(file, st, err) : st_open_dir(path, st, err);
 }
 
 Model *model_load(const char *dir, SpErr *err) {
@@ -522,7 +520,9 @@ Model *model_load(const char *dir, SpErr *err) {
     }
     TensorSpec *specs = NULL;
     int n_specs = 0;
-    if (open_weights(m, dir, err)) goto fail;
+    if (model_open(dir, &m->cfg, &m->st, err)) goto fail;
+    if (m->cfg.rope_scaling.kind == ROPE_SCALE_FREQS) /* checked by gguf_config_read */
+        m->rope_divisors = st_find(&m->st, GGUF_ROPE_FREQS)->data;
     m->ai = arch_info(m->cfg.arch);
     m->bf16_dot = model_bf16_dot_default();
     m->q8_vnni = model_q8_vnni_default();

@@ -67,6 +67,10 @@ int model_bf16_dot_default(void);
  * kernel runs) the quants are widened exactly and the activations stay f32. */
 #define Q8_ENV "SPRINTER_Q8"
 int model_q8_vnni_default(void);
+/* The config and the opened weights of a model path, as model_load reads them (export-gguf too): a GGUF
+ * file alone (its metadata as the config), else path/config.json with path/model.gguf when it exists,
+ * else path's safetensors. The caller st_close's and config_free's both, on error too. */
+int model_open(const char *path, ModelConfig *cfg, struct StArchive *st, SpErr *err);
 Model *model_load(const char *dir, SpErr *err);
 void model_free(Model *m);
 const ModelConfig *model_config(const Model *m);
