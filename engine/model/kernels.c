@@ -368,6 +368,18 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
     _mm512_castsi512_ps(_mm512_slli_epi32(                                                                  \
         _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)((const uint16_t *)(w) + 16 * (v)))), 16))
 #define PNL_LOAD_F16(w, v) _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)((const uint16_t *)(w) + 16 * (v))))
+/* The end of every panel pass: acc[r][v] holds row r's outputs 16 v .. 16 v + 15; stores y[r, 0 .. nout)
+ * (a short last panel masked). Inlined into each pass, whose rows count is a compile-time constant. */
+__attribute__((target("avx512f"), always_inline)) static inline void panel_store(float *y, int ldy, int nout, int rows,
+                                                                                 __m512 (*acc)[4]) {
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < 4; v++) {
+            int left = nout - 16 * v;
+            if (left <= 0) break;
+            __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);
+        }
+}
 #define SP_PANEL(NAME, R, ELEM, LOAD)                                                                       \
     __attribute__((target("avx512f"))) static void NAME##_r##R(const void *panel_v, int in, const float *x, int ldx, \
                                                               float *y, int ldy, int nout) {                \
@@ -387,13 +399,7 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
                 _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(wv[v], xb, acc[r][v]); \
             }                                                                                               \
         }                                                                                                   \
-        for (int r = 0; r < R; r++)                                                                         \
-            for (int v = 0; v < 4; v++) {                                                                   \
-                int left = nout - 16 * v;                                                                   \
-                if (left <= 0) break;                                                                       \
-                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
-                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
-            }                                                                                               \
+        panel_store(y, ldy, nout, R, acc);                                                                  \
     }
 #define SP_PANEL_ALL(NAME, ELEM, LOAD)                                                                      \
     SP_PANEL(NAME, 1, ELEM, LOAD) SP_PANEL(NAME, 2, ELEM, LOAD) SP_PANEL(NAME, 3, ELEM, LOAD)               \
@@ -428,13 +434,7 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
                 }                                                                                           \
             }                                                                                               \
         }                                                                                                   \
-        for (int r = 0; r < R; r++)                                                                         \
-            for (int v = 0; v < 4; v++) {                                                                   \
-                int left = nout - 16 * v;                                                                   \
-                if (left <= 0) break;                                                                       \
-                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
-                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
-            }                                                                                               \
+        panel_store(y, ldy, nout, R, acc);                                                                  \
     }
 SP_PANEL_Q8(1) SP_PANEL_Q8(2) SP_PANEL_Q8(3) SP_PANEL_Q8(4) SP_PANEL_Q8(5) SP_PANEL_Q8(6) SP_PANEL_Q8(7)
 SP_PANEL_Q8(8) SP_PANEL_Q8(9)
@@ -613,13 +613,7 @@ static const BdFn kBdOne[7] = {NULL, bd_r1_o1, bd_r2_o1, bd_r3_o1, bd_r4_o1, bd_
                     acc[r][v] = _mm512_dpbf16_ps(acc[r][v], (__m512bh)wv[v], (__m512bh)xv);                 \
             }                                                                                               \
         }                                                                                                   \
-        for (int r = 0; r < R; r++)                                                                         \
-            for (int v = 0; v < 4; v++) {                                                                   \
-                int left = nout - 16 * v;                                                                   \
-                if (left <= 0) break;                                                                       \
-                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
-                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
-            }                                                                                               \
+        panel_store(y, ldy, nout, R, acc);                                                                  \
     }
 SP_PANEL_BD(1) SP_PANEL_BD(2) SP_PANEL_BD(3) SP_PANEL_BD(4) SP_PANEL_BD(5) SP_PANEL_BD(6) SP_PANEL_BD(7)
 SP_PANEL_BD(8) SP_PANEL_BD(9)
@@ -762,13 +756,7 @@ void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
                 }                                                                                           \
             }                                                                                               \
         }                                                                                                   \
-        for (int r = 0; r < R; r++)                                                                         \
-            for (int v = 0; v < 4; v++) {                                                                   \
-                int left = nout - 16 * v;                                                                   \
-                if (left <= 0) break;                                                                       \
-                __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);              \
-                _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);                          \
-            }                                                                                               \
+        panel_store(y, ldy, nout, R, acc);                                                                  \
     }
 SP_PANEL_Q8V(1) SP_PANEL_Q8V(2) SP_PANEL_Q8V(3) SP_PANEL_Q8V(4) SP_PANEL_Q8V(5) SP_PANEL_Q8V(6) SP_PANEL_Q8V(7)
 SP_PANEL_Q8V(8) SP_PANEL_Q8V(9)
