@@ -97,8 +97,8 @@ END {
     if (!all_hdf5) { printf "ours\t%s: %s\n", kind, where_all; exit }
     where = inner (entry != "" && entry != inner ? " under " entry : "")
     known = ""
-    if (entry == "H5Aexists") known = "use-after-free under H5Aexists, fuzz/pending/h5/libhdf5-use-after-free-H5Aexists.h5"
-    else if (entry == "H5Dread" && inner == "H5VM_memcpyvv") known = "H5VM_memcpyvv under H5Dread, fuzz/pending/h5/libhdf5-heap-overflow-H5Dread.h5"
+    if (entry == "H5Aexists") known = "use-after-free under H5Aexists, fuzz/regressions/h5/libhdf5-use-after-free-H5Aexists.h5"
+    else if (entry == "H5Dread" && inner == "H5VM_memcpyvv") known = "H5VM_memcpyvv under H5Dread, fuzz/regressions/h5/libhdf5-heap-overflow-H5Dread.h5"
     else if (kind ~ /^libFuzzer: out-of-memory \(malloc/) known = "huge malloc inside libhdf5, fuzz/regressions/h5/libhdf5-*malloc*"
     # never "does not fail": a libhdf5 crash on our inputs is ours to contain (h5_checked)
     if (known != "") printf "ours\t%s in libhdf5: %s (known library bug: %s; not contained by a checked reader)\n", kind, where, known

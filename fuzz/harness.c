@@ -614,6 +614,21 @@ static int h_h5(const uint8_t *data, size_t size) {
     fresh_dir("h5", dir, sizeof dir);
     write_file(dir, "x.h5", data, size, path, sizeof path);
     SpErr e = {{0}};
+    static const char *const kStrAttrs[] = {"format", "run_hash", "method", "config", "draft_sha256", "kinds"};
+    static const char *const kNumAttrs[] = {"lambda", "version", "n_prompts"};
+    /* as every in-process reader of an HDF5 file does (experiments/verifier_train.c): the checked
+     * pass first, where a libhdf5 crash is a one-line error, then the read */
+    enum { kNAttrs = sizeof kStrAttrs / sizeof *kStrAttrs + sizeof kNumAttrs / sizeof *kNumAttrs,
+           kNCols = sizeof kCols / sizeof *kCols };
+    const char *attrs[kNAttrs];
+    H5Probe probes[kNCols];
+    for (size_t i = 0; i < sizeof kStrAttrs / sizeof *kStrAttrs; i++) attrs[i] = kStrAttrs[i];
+    for (size_t i = 0; i < sizeof kNumAttrs / sizeof *kNumAttrs; i++) attrs[sizeof kStrAttrs / sizeof *kStrAttrs + i] = kNumAttrs[i];
+    for (size_t i = 0; i < kNCols; i++) probes[i] = (H5Probe){kCols[i].name, kCols[i].type};
+    if (h5_checked_probe(path, attrs, kNAttrs, probes, kNCols, &e) != 0) {
+        check_err(&e, "h5_checked_probe");
+        return 0;
+    }
     hid_t f = h5_open_read(path, &e);
     if (f < 0) {
         check_err(&e, "h5_open_read");
@@ -621,13 +636,11 @@ static int h_h5(const uint8_t *data, size_t size) {
     }
     char buf[256];
     double d;
-    static const char *const kStrAttrs[] = {"format", "run_hash", "method", "config", "draft_sha256", "kinds"};
     for (size_t i = 0; i < sizeof kStrAttrs / sizeof *kStrAttrs; i++) {
         memset(&e, 0, sizeof e);
         if (h5_read_attr_str(f, path, kStrAttrs[i], buf, sizeof buf, &e) != 0) check_err(&e, "h5_read_attr_str");
         else SP_FUZZ_CHECK(strlen(buf) < sizeof buf, "attribute overflows its buffer");
     }
-    static const char *const kNumAttrs[] = {"lambda", "version", "n_prompts"};
     for (size_t i = 0; i < sizeof kNumAttrs / sizeof *kNumAttrs; i++) {
         memset(&e, 0, sizeof e);
         if (h5_read_attr_f64(f, path, kNumAttrs[i], &d, &e) != 0) check_err(&e, "h5_read_attr_f64");
