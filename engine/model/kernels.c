@@ -144,8 +144,6 @@ static inline float dot8(const float *a, const float *b, int n) {
     return s;
 }
 
-float dot_f32(const float *a, const float *b, int n) { return dot8(a, b, n); }
-
 /* ---- few-row products y[n, out] = x[n, in] W^T for out-major W[out, in], n <= KERNEL_MAX_ROWS ----
  * Batch-1 decode (n = 1) and speculative verification (n = gamma + 1) are matrix-vector-like:
  * BLAS sgemm packs the whole weight matrix for a handful of rows (3-5x a matrix-vector product).
@@ -1107,9 +1105,133 @@ void rmsnorm(const float *x, const float *g, int n, int d, float eps, float *out
     }
 }
 
+/* ---- attention of one query head over m keys (decode and short verification blocks) ----
+ * scores[j] = scale * dot8(q, K_j): per key 8 lane sums (lane k takes elements k, k + 8, ...; multiply,
+ * then add), reduced ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); on AVX2 four keys at a time,
+ * their lane sums reduced together by hadd in that same tree, so a key's score does not depend on the
+ * keys beside it (a candidate's own key, scored alone, matches the cached key of a one-token step).
+ * out = sum_j w_j V_j, each element accumulated in j order (multiply, then add); V_(m-1) is `last`
+ * when that is given (a candidate's own value, outside the cache). */
+#ifdef SP_HAVE_X86_KERNELS
+__attribute__((target("avx2"))) static void attn_scores_avx2(const float *q, const float *K, size_t ldk, int m, int hd,
+                                                          float scale, float *scores) {
+    for (int j0 = 0; j0 < m; j0 += 4) {
+        const float *k[4];
+        for (int t = 0; t < 4; t++) k[t] = K + (size_t)(j0 + t < m ? j0 + t : m - 1) * ldk; /* a short group repeats its last key */
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int i = 0; i < hd; i += 8) {
+            __m256 qv = _mm256_loadu_ps(q + i);
+            for (int t = 0; t < 4; t++) acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(qv, _mm256_loadu_ps(k[t] + i)));
+        }
+        /* [l0+l1, l2+l3, ., ., l4+l5, l6+l7, ., .] per key, then the quarter sums, then the halves */
+        __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+        __m128 sum = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        float out[4];
+        _mm_storeu_ps(out, _mm_mul_ps(sum, _mm_set1_ps(scale)));
+        for (int t = 0; t < 4 && j0 + t < m; t++) scores[j0 + t] = out[t];
+    }
+}
+
+__attribute__((target("avx2"))) static void attn_mix_avx2(const float *w, const float *V, size_t ldv, int m, int hd,
+                                                       const float *last, float *out) {
+    for (int i0 = 0; i0 < hd; i0 += 64) { /* 8 accumulators of 8 elements */
+        int nv = (hd - i0) / 8 < 8 ? (hd - i0) / 8 : 8;
+        __m256 acc[8];
+        for (int v = 0; v < 8; v++) acc[v] = _mm256_setzero_ps();
+        for (int j = 0; j < m; j++) {
+            __m256 wj = _mm256_set1_ps(w[j]);
+            const float *vj = (last && j == m - 1 ? last : V + (size_t)j * ldv) + i0;
+            for (int v = 0; v < nv; v++) acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(wj, _mm256_loadu_ps(vj + 8 * v)));
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + i0 + 8 * v, acc[v]);
+    }
+}
+#endif
+
+void attn_scores(const float *q, const float *K, size_t ldk, int m, int hd, float scale, float *scores) {
+#ifdef SP_HAVE_X86_KERNELS
+    if (hd % 8 == 0 && kernel_isa_supported(ISA_AVX2)) {
+        attn_scores_avx2(q, K, ldk, m, hd, scale, scores);
+        return;
+    }
+#endif
+    for (int j = 0; j < m; j++) scores[j] = dot8(q, K + (size_t)j * ldk, hd) * scale;
+}
+
+void attn_mix(const float *w, const float *V, size_t ldv, int m, int hd, const float *last, float *out) {
+#ifdef SP_HAVE_X86_KERNELS
+    if (hd % 8 == 0 && kernel_isa_supported(ISA_AVX2)) {
+        attn_mix_avx2(w, V, ldv, m, hd, last, out);
+        return;
+    }
+#endif
+    memset(out, 0, (size_t)hd * sizeof *out);
+    for (int j = 0; j < m; j++) {
+        const float *vj = last && j == m - 1 ? last : V + (size_t)j * ldv;
+        for (int t = 0; t < hd; t++) out[t] += w[j] * vj[t];
+    }
+}
+
+/* ---- elementwise activations, exp through SLEEF ----
+ * On AVX-512, every element goes through SLEEF's 16-lane expf (max error 1.0 ulp), the last partial
+ * vector too (masked), so an element's value does not depend on where it sits in the buffer: rows
+ * stacked in a batch come out bit-identical to rows run alone. Elsewhere (and under valgrind, which
+ * hides AVX-512) glibc's expf. sleef.h declares the AVX-512 entry points only when the translation unit
+ * is compiled with -mavx512f; this one is not (its kernels are chosen at run time), hence the
+ * prototype here, of libsleef 3's exported symbol. */
+#ifdef SP_HAVE_X86_KERNELS
+__m512 Sleef_expf16_u10avx512f(__m512 x);
+
+/* the lanes of the 16 floats from i on that lie below n (a masked tail) */
+static inline __mmask16 lanes_below(size_t i, size_t n) {
+    return n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+}
+
+/* GELU (tanh form): x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))) */
+__attribute__((target("avx512f"))) static void gelu_tanh_avx512(float *x, size_t n) {
+    const __m512 c = _mm512_set1_ps(-2.0f * 0.7978845608028654f), k = _mm512_set1_ps(0.044715f);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = lanes_below(i, n);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512 u = _mm512_mul_ps(c, _mm512_fmadd_ps(_mm512_mul_ps(k, v), _mm512_mul_ps(v, v), v));
+        _mm512_mask_storeu_ps(x + i, m, _mm512_div_ps(v, _mm512_add_ps(one, Sleef_expf16_u10avx512f(u))));
+    }
+}
+
+/* SwiGLU: a = a / (1 + exp(-a)) * b */
+__attribute__((target("avx512f"))) static void swiglu_avx512(float *a, const float *b, size_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = lanes_below(i, n);
+        __m512 va = _mm512_maskz_loadu_ps(m, a + i), vb = _mm512_maskz_loadu_ps(m, b + i);
+        __m512 e = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), va));
+        _mm512_mask_storeu_ps(a + i, m, _mm512_mul_ps(_mm512_div_ps(va, _mm512_add_ps(one, e)), vb));
+    }
+}
+
+/* x = exp(x - mx) */
+__attribute__((target("avx512f"))) static void exp_shifted_avx512(float *x, float mx, size_t n) {
+    const __m512 vmx = _mm512_set1_ps(mx);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = lanes_below(i, n);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        _mm512_mask_storeu_ps(x + i, m, Sleef_expf16_u10avx512f(_mm512_sub_ps(v, vmx)));
+    }
+}
+
+static int elementwise_avx512(void) { return kernel_isa_supported(ISA_AVX512); }
+#endif
+
 /* 0.5 x (1 + tanh(u)) = x sigmoid(2u) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3):
- * one expf instead of tanhf (which glibc computes through expm1f, 3x slower here). */
+ * one exp instead of tanhf (which glibc computes through expm1f, 3x slower here). */
 void gelu_tanh_inplace(float *x, size_t n) {
+#ifdef SP_HAVE_X86_KERNELS
+    if (elementwise_avx512()) {
+        gelu_tanh_avx512(x, n);
+        return;
+    }
+#endif
     const float c2 = 2.0f * 0.7978845608028654f;
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
@@ -1122,18 +1244,26 @@ void gelu_erf_inplace(float *x, size_t n) {
 }
 
 void swiglu_inplace(float *a, const float *b, size_t n) {
+#ifdef SP_HAVE_X86_KERNELS
+    if (elementwise_avx512()) {
+        swiglu_avx512(a, b, n);
+        return;
+    }
+#endif
     for (size_t i = 0; i < n; i++) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
 }
 
+/* x[0..n) = softmax(x): exp(x - max) (exp(-inf) = 0), summed in double in index order. */
 void softmax_inplace(float *x, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+#ifdef SP_HAVE_X86_KERNELS
+    if (elementwise_avx512()) exp_shifted_avx512(x, mx, (size_t)n);
+    else
+#endif
+        for (int i = 0; i < n; i++) x[i] = x[i] == -INFINITY ? 0.0f : expf(x[i] - mx);
     double sum = 0;
-    for (int i = 0; i < n; i++) {
-        float e = x[i] == -INFINITY ? 0.0f : expf(x[i] - mx);
-        x[i] = e;
-        sum += e;
-    }
+    for (int i = 0; i < n; i++) sum += x[i];
     float inv = (float)(1.0 / sum);
     for (int i = 0; i < n; i++) x[i] *= inv;
 }

@@ -47,9 +47,12 @@ void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy,
 /* 1 when a row's arithmetic in linear(L, ...) is the same for every n (the panel kernels, bf16 and Q8_0 dot products). */
 int linear_rows_independent(const LinearW *L);
 
-/* sum_i a[i] b[i] with 8 independent partial sums (vectorised; a single running sum is a chain of
- * dependent adds the compiler may not reorder). */
-float dot_f32(const float *a, const float *b, int n);
+
+/* One query head against m keys/values (rows of stride ldk / ldv, hd floats each):
+ * scores[j] = scale * dot(q, K_j), the same arithmetic for a key whatever keys are scored with it;
+ * out[0..hd) = sum_j w[j] V_j, accumulated in j order; V_(m-1) = last when last is not NULL. */
+void attn_scores(const float *q, const float *K, size_t ldk, int m, int hd, float scale, float *scores);
+void attn_mix(const float *w, const float *V, size_t ldv, int m, int hd, const float *last, float *out);
 
 /* Instruction sets of the few-row kernel (x86-64: chosen at run time; elsewhere scalar only). */
 typedef enum { ISA_AUTO = 0, ISA_SCALAR = 1, ISA_AVX2 = 2, ISA_AVX512 = 3 } KernelIsa;

@@ -803,17 +803,9 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
         for (int h = 0; h < H; h++) {
             const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
             const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
-            for (int j = 0; j < m; j++) {
-                sc[j] = dot_f32(qh, Kg + (size_t)(lo + j) * kvd, hd) * scale;
-            }
+            attn_scores(qh, Kg + (size_t)lo * kvd, (size_t)kvd, m, hd, scale, sc);
             softmax_inplace(sc, m);
-            float *out = att + (size_t)i * H * hd + (size_t)h * hd;
-            memset(out, 0, (size_t)hd * sizeof *out);
-            for (int j = 0; j < m; j++) {
-                const float *vj = Vg + (size_t)(lo + j) * kvd;
-                float w = sc[j];
-                for (int t = 0; t < hd; t++) out[t] += w * vj[t];
-            }
+            attn_mix(sc, Vg + (size_t)lo * kvd, (size_t)kvd, m, hd, NULL, att + (size_t)i * H * hd + (size_t)h * hd);
         }
     }
 }
@@ -831,16 +823,11 @@ static void attention_candidates(Session *s, const float *q, int ldq, int n, int
         for (int h = 0; h < H; h++) {
             const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
             const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
-            for (int j = 0; j < m - 1; j++) sc[j] = dot_f32(qh, Kg + (size_t)(lo + j) * kvd, hd) * scale;
-            sc[m - 1] = dot_f32(qh, Ki + (size_t)(h / group) * hd, hd) * scale;
+            attn_scores(qh, Kg + (size_t)lo * kvd, (size_t)kvd, m - 1, hd, scale, sc);
+            attn_scores(qh, Ki + (size_t)(h / group) * hd, 0, 1, hd, scale, sc + m - 1);
             softmax_inplace(sc, m);
-            float *out = att + (size_t)i * H * hd + (size_t)h * hd;
-            memset(out, 0, (size_t)hd * sizeof *out);
-            for (int j = 0; j < m; j++) {
-                const float *vj = j < m - 1 ? Vg + (size_t)(lo + j) * kvd : Vi + (size_t)(h / group) * hd;
-                float w = sc[j];
-                for (int t = 0; t < hd; t++) out[t] += w * vj[t];
-            }
+            attn_mix(sc, Vg + (size_t)lo * kvd, (size_t)kvd, m, hd, Vi + (size_t)(h / group) * hd,
+                     att + (size_t)i * H * hd + (size_t)h * hd);
         }
     }
 }
