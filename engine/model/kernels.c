@@ -1180,7 +1180,7 @@ void attn_mix(const float *w, const float *V, size_t ldv, int m, int hd, const f
  * is compiled with -mavx512f; this one is not (its kernels are chosen at run time), hence the
  * prototype here, of libsleef 3's exported symbol. */
 #ifdef SP_HAVE_X86_KERNELS
-__m512 Sleef_expf16_u10avx512f(__m512 x);
+__attribute__((target("avx512f"))) __m512 Sleef_expf16_u10avx512f(__m512 x);
 
 /* the lanes of the 16 floats from i on that lie below n (a masked tail) */
 static inline __mmask16 lanes_below(size_t i, size_t n) {
