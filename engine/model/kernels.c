@@ -1080,15 +1080,31 @@ void linear(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy,
     add_bias(y, n, L->out, ldy, L->bias);
 }
 
+/* sum_i (x[i] - shift)^p in double, p = 1 or 2, over 8 interleaved partial sums (lane k takes
+ * i = k, k + 8, ...; combined ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)), the tail last): eight
+ * independent chains instead of one d-long chain of dependent adds. */
+static double sum_pow_f64(const float *x, int d, double shift, int p) {
+    double acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+        for (int k = 0; k < 8; k++) {
+            double v = (double)x[i + k] - shift;
+            acc[k] += p == 2 ? v * v : v;
+        }
+    double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < d; i++) {
+        double v = (double)x[i] - shift;
+        s += p == 2 ? v * v : v;
+    }
+    return s;
+}
+
 void layernorm(const float *x, const float *g, const float *b, int n, int d, float eps, float *out) {
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * d;
         float *o = out + (size_t)r * d;
-        double mean = 0, var = 0;
-        for (int i = 0; i < d; i++) mean += xr[i];
-        mean /= d;
-        for (int i = 0; i < d; i++) var += (xr[i] - mean) * (xr[i] - mean);
-        var /= d;
+        double mean = sum_pow_f64(xr, d, 0.0, 1) / d;
+        double var = sum_pow_f64(xr, d, mean, 2) / d;
         float inv = (float)(1.0 / sqrt(var + eps));
         for (int i = 0; i < d; i++) o[i] = ((float)(xr[i] - mean) * inv) * g[i] + b[i];
     }
@@ -1098,21 +1114,27 @@ void rmsnorm(const float *x, const float *g, int n, int d, float eps, float *out
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * d;
         float *o = out + (size_t)r * d;
-        double ss = 0;
-        for (int i = 0; i < d; i++) ss += (double)xr[i] * xr[i];
-        float inv = (float)(1.0 / sqrt(ss / d + eps));
+        float inv = (float)(1.0 / sqrt(sum_pow_f64(xr, d, 0.0, 2) / d + eps));
         for (int i = 0; i < d; i++) o[i] = g[i] * (xr[i] * inv);
     }
 }
 
 /* ---- attention of one query head over m keys (decode and short verification blocks) ----
- * scores[j] = scale * dot8(q, K_j): per key 8 lane sums (lane k takes elements k, k + 8, ...; multiply,
- * then add), reduced ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); on AVX2 four keys at a time,
- * their lane sums reduced together by hadd in that same tree, so a key's score does not depend on the
- * keys beside it (a candidate's own key, scored alone, matches the cached key of a one-token step).
- * out = sum_j w_j V_j, each element accumulated in j order (multiply, then add); V_(m-1) is `last`
- * when that is given (a candidate's own value, outside the cache). */
+ * scores[j] = scale * q . K_j and out = sum_j w_j V_j (each element accumulated in j order; V_(m-1) is
+ * `last` when that is given: a candidate's own value, outside the cache). The arithmetic of a key never
+ * depends on the keys scored with it (keys go 4 at a time, a short group repeating its last key), so a
+ * candidate's own key, scored alone, matches the cached key of a one-token step. By instruction set:
+ *   AVX-512, hd a multiple of 64: 16 lane sums per key by FMA, folded 16 -> 8, then the AVX2 tree;
+ *   AVX2, hd a multiple of 8: dot8's arithmetic (8 lane sums: multiply, then add; reduced
+ *     ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), by hadd for 4 keys at once);
+ *   otherwise dot8 itself. */
 #ifdef SP_HAVE_X86_KERNELS
+/* 4 keys' 8 lane sums -> their 4 sums, in dot8's tree */
+__attribute__((target("avx2"))) static inline __m128 sum8x4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
 __attribute__((target("avx2"))) static void attn_scores_avx2(const float *q, const float *K, size_t ldk, int m, int hd,
                                                           float scale, float *scores) {
     for (int j0 = 0; j0 < m; j0 += 4) {
@@ -1123,11 +1145,8 @@ __attribute__((target("avx2"))) static void attn_scores_avx2(const float *q, con
             __m256 qv = _mm256_loadu_ps(q + i);
             for (int t = 0; t < 4; t++) acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(qv, _mm256_loadu_ps(k[t] + i)));
         }
-        /* [l0+l1, l2+l3, ., ., l4+l5, l6+l7, ., .] per key, then the quarter sums, then the halves */
-        __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
-        __m128 sum = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
         float out[4];
-        _mm_storeu_ps(out, _mm_mul_ps(sum, _mm_set1_ps(scale)));
+        _mm_storeu_ps(out, _mm_mul_ps(sum8x4(acc[0], acc[1], acc[2], acc[3]), _mm_set1_ps(scale)));
         for (int t = 0; t < 4 && j0 + t < m; t++) scores[j0 + t] = out[t];
     }
 }
@@ -1148,8 +1167,51 @@ __attribute__((target("avx2"))) static void attn_mix_avx2(const float *w, const 
 }
 #endif
 
+#ifdef SP_HAVE_X86_KERNELS
+__attribute__((target("avx512f,avx2"))) static inline __m256 fold16(__m512 a) {
+    return _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+}
+
+__attribute__((target("avx512f,avx2"))) static void attn_scores_avx512(const float *q, const float *K, size_t ldk, int m,
+                                                                   int hd, float scale, float *scores) {
+    for (int j0 = 0; j0 < m; j0 += 4) {
+        const float *k[4];
+        for (int t = 0; t < 4; t++) k[t] = K + (size_t)(j0 + t < m ? j0 + t : m - 1) * ldk;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int i = 0; i < hd; i += 16) {
+            __m512 qv = _mm512_loadu_ps(q + i);
+            for (int t = 0; t < 4; t++) acc[t] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k[t] + i), acc[t]);
+        }
+        float out[4];
+        _mm_storeu_ps(out, _mm_mul_ps(sum8x4(fold16(acc[0]), fold16(acc[1]), fold16(acc[2]), fold16(acc[3])), _mm_set1_ps(scale)));
+        for (int t = 0; t < 4 && j0 + t < m; t++) scores[j0 + t] = out[t];
+    }
+}
+
+__attribute__((target("avx512f"))) static void attn_mix_avx512(const float *w, const float *V, size_t ldv, int m, int hd,
+                                                           const float *last, float *out) {
+    for (int i0 = 0; i0 < hd; i0 += 64) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+        for (int j = 0; j < m; j++) {
+            __m512 wj = _mm512_set1_ps(w[j]);
+            const float *vj = (last && j == m - 1 ? last : V + (size_t)j * ldv) + i0;
+            a0 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(vj), a0);
+            a1 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(vj + 16), a1);
+            a2 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(vj + 32), a2);
+            a3 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(vj + 48), a3);
+        }
+        _mm512_storeu_ps(out + i0, a0), _mm512_storeu_ps(out + i0 + 16, a1);
+        _mm512_storeu_ps(out + i0 + 32, a2), _mm512_storeu_ps(out + i0 + 48, a3);
+    }
+}
+#endif
+
 void attn_scores(const float *q, const float *K, size_t ldk, int m, int hd, float scale, float *scores) {
 #ifdef SP_HAVE_X86_KERNELS
+    if (hd % 64 == 0 && kernel_isa_supported(ISA_AVX512)) {
+        attn_scores_avx512(q, K, ldk, m, hd, scale, scores);
+        return;
+    }
     if (hd % 8 == 0 && kernel_isa_supported(ISA_AVX2)) {
         attn_scores_avx2(q, K, ldk, m, hd, scale, scores);
         return;
@@ -1160,6 +1222,10 @@ void attn_scores(const float *q, const float *K, size_t ldk, int m, int hd, floa
 
 void attn_mix(const float *w, const float *V, size_t ldv, int m, int hd, const float *last, float *out) {
 #ifdef SP_HAVE_X86_KERNELS
+    if (hd % 64 == 0 && kernel_isa_supported(ISA_AVX512)) {
+        attn_mix_avx512(w, V, ldv, m, hd, last, out);
+        return;
+    }
     if (hd % 8 == 0 && kernel_isa_supported(ISA_AVX2)) {
         attn_mix_avx2(w, V, ldv, m, hd, last, out);
         return;

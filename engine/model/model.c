@@ -797,17 +797,18 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
     const ModelConfig *c = &s->m->cfg;
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
     float *sc = s->scores; /* [T] */
-    for (int i = 0; i < n; i++) {
-        int pos = p0 + i, lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
-        int last = s->probe_keys >= 0 ? s->probe_keys - 1 : pos, m = last - lo + 1; /* keys [lo, last] */
-        for (int h = 0; h < H; h++) {
+    /* head-major: a head's keys and values stay in L1 for every row (row-major streamed the layer's
+     * whole cache from L2 once per row) */
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < n; i++) {
+            int pos = p0 + i, lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
+            int last = s->probe_keys >= 0 ? s->probe_keys - 1 : pos, m = last - lo + 1; /* keys [lo, last] */
             const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
             const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
             attn_scores(qh, Kg + (size_t)lo * kvd, (size_t)kvd, m, hd, scale, sc);
             softmax_inplace(sc, m);
             attn_mix(sc, Vg + (size_t)lo * kvd, (size_t)kvd, m, hd, NULL, att + (size_t)i * H * hd + (size_t)h * hd);
         }
-    }
 }
 
 /* session_candidates: n queries all at position p0; row i attends to the cache [lo, p0) and then to
@@ -818,9 +819,9 @@ static void attention_candidates(Session *s, const float *q, int ldq, int n, int
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
     int lo = window && p0 - window + 1 > 0 ? p0 - window + 1 : 0, m = p0 - lo + 1; /* cache keys, then self */
     float *sc = s->scores;
-    for (int i = 0; i < n; i++) {
-        const float *Ki = s->cand_k + (size_t)i * kvd, *Vi = s->cand_v + (size_t)i * kvd;
-        for (int h = 0; h < H; h++) {
+    for (int h = 0; h < H; h++) /* head-major, as attention_direct */
+        for (int i = 0; i < n; i++) {
+            const float *Ki = s->cand_k + (size_t)i * kvd, *Vi = s->cand_v + (size_t)i * kvd;
             const float *qh = q + (size_t)i * ldq + (size_t)h * hd;
             const float *Kg = K + (size_t)(h / group) * hd, *Vg = V + (size_t)(h / group) * hd;
             attn_scores(qh, Kg + (size_t)lo * kvd, (size_t)kvd, m - 1, hd, scale, sc);
@@ -829,7 +830,6 @@ static void attention_candidates(Session *s, const float *q, int ldq, int n, int
             attn_mix(sc, Vg + (size_t)lo * kvd, (size_t)kvd, m, hd, Vi + (size_t)(h / group) * hd,
                      att + (size_t)i * H * hd + (size_t)h * hd);
         }
-    }
 }
 
 /* Causal (optionally windowed) multi-head attention of one session's queries at p0..p0+n-1 over its
