@@ -13,6 +13,9 @@
  *              touched count), before the bandwidth arrays are allocated.
  *   bandwidth  STREAM copy / triad / read with the same thread count (bench/stream.c), after the
  *              model is freed; roofline_tokens_per_s = max(copy, triad) / model_weight_bytes().
+ *   compute    one core's peak multiply-accumulates per second by f32 FMA, int8 and bf16 dot
+ *              products (bench/peak.c), the roofline of compute-bound rows (prefill, verification,
+ *              batched steps): compute_peak_1_thread.*_gmacs, with the bandwidth (not with --no-stream).
  * Tokens are drawn uniformly from the vocabulary with a fixed seed: cost does not depend on them.
  * Writes one JSON object (to --out or stdout) with the measurements and the machine's facts.
  */
@@ -29,6 +32,7 @@
 
 #include "clock.h"
 #include "model.h"
+#include "peak.h"
 #include "stream.h"
 
 #define MAX_GAMMA 16
@@ -394,6 +398,14 @@ int main(int argc, char **argv) {
                 cJSON_AddNumberToObject(root, "roofline_fraction", tps->valuedouble / roof);
             }
         }
+    }
+    if (!o.no_stream) { /* the compute roofline beside the bandwidth one (peak.h) */
+        PeakResult pk;
+        peak_run(3, &pk);
+        cJSON *c = cJSON_AddObjectToObject(root, "compute_peak_1_thread");
+        cJSON_AddNumberToObject(c, "f32_fma_gmacs", pk.f32_gmacs);
+        cJSON_AddNumberToObject(c, "int8_vnni_gmacs", pk.int8_gmacs);
+        cJSON_AddNumberToObject(c, "bf16_dot_gmacs", pk.bf16_gmacs);
     }
     char *txt = cJSON_Print(root);
     FILE *f = o.out ? fopen(o.out, "w") : stdout;
