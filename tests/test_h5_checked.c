@@ -66,10 +66,11 @@ static int child_abort(void *arg, void **blob, size_t *len, SpErr *err) {
 /* a heap read one past the end: the sanitizer reports it and dies through its death callback */
 static int child_heap_overflow(void *arg, void **blob, size_t *len, SpErr *err) {
     (void)arg, (void)blob, (void)len, (void)err;
-    volatile char *p = malloc(8);
-    volatile char c = p[8];
+    static volatile int past_end = 8; /* volatile: the compiler cannot see the read is out of bounds */
+    char *p = calloc(8, 1);
+    volatile char c = p[past_end];
     (void)c;
-    free((void *)p);
+    free(p);
     return -1;
 }
 #endif
