@@ -366,16 +366,19 @@ static void rows_blocked(const BlockSet *k, const void *W, int in, const float *
     _mm512_castsi512_ps(_mm512_slli_epi32(                                                                  \
         _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)((const uint16_t *)(w) + 16 * (v)))), 16))
 #define PNL_LOAD_F16(w, v) _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)((const uint16_t *)(w) + 16 * (v))))
+/* the lanes of the 16 floats from i on that lie below n (a masked tail) */
+static inline __mmask16 lanes_below(size_t i, size_t n) {
+    return n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+}
+
 /* The end of every panel pass: acc[r][v] holds row r's outputs 16 v .. 16 v + 15; stores y[r, 0 .. nout)
  * (a short last panel masked). Inlined into each pass, whose rows count is a compile-time constant. */
 __attribute__((target("avx512f"), always_inline)) static inline void panel_store(float *y, int ldy, int nout, int rows,
                                                                                  __m512 (*acc)[4]) {
     for (int r = 0; r < rows; r++)
         for (int v = 0; v < 4; v++) {
-            int left = nout - 16 * v;
-            if (left <= 0) break;
-            __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-            _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, m, acc[r][v]);
+            if (nout <= 16 * v) break;
+            _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * v, lanes_below((size_t)(16 * v), (size_t)nout), acc[r][v]);
         }
 }
 #define SP_PANEL(NAME, R, ELEM, LOAD)                                                                       \
@@ -1247,11 +1250,6 @@ void attn_mix(const float *w, const float *V, size_t ldv, int m, int hd, const f
  * prototype here, of libsleef 3's exported symbol. */
 #ifdef SP_HAVE_X86_KERNELS
 __attribute__((target("avx512f"))) __m512 Sleef_expf16_u10avx512f(__m512 x);
-
-/* the lanes of the 16 floats from i on that lie below n (a masked tail) */
-static inline __mmask16 lanes_below(size_t i, size_t n) {
-    return n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
-}
 
 /* GELU (tanh form): x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))) */
 __attribute__((target("avx512f"))) static void gelu_tanh_avx512(float *x, size_t n) {
