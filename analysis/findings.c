@@ -603,13 +603,20 @@ static void speed_rows(Findings *F, const char *protocol, const char *dataset) {
             "timed alone ([timing], %d paired repetitions, runs.sqlite timings): sprinter / sd speed %.2fx [%.2f, %.2f], "
             "/ ar %.2fx [%.2f, %.2f] (median [min, max] over the repetitions); target calls per token %.3f vs sd %.3f",
             n_sd, med_sd, lo_sd, hi_sd, med_ar, lo_ar, hi_ar, 1 / sp->tok_per_call, 1 / sd->tok_per_call);
-        if (lo_sd > 1 || hi_sd < 1)
-            snprintf(w->verdict, sizeof w->verdict, "%s than sd in every one of %d repetitions timed alone, on this pair",
-                     lo_sd > 1 ? "faster" : "slower", n_sd);
+        int faster, untied;
+        double p = paired_sign_p(sd, sp, &faster, &untied);
+        cat(w->measured, sizeof w->measured, "; sprinter faster than sd in %d of %d untied repetitions, two-sided sign "
+            "test p = %.3g", faster, untied, p);
+        if (p <= SPEED_VERDICT_P)
+            snprintf(w->verdict, sizeof w->verdict, "%s than sd in %d of %d repetitions timed alone (sign test p = %.3g), "
+                     "on this pair", 2 * faster > untied ? "faster" : "slower",
+                     2 * faster > untied ? faster : untied - faster, untied, p);
         else
-            snprintf(w->verdict, sizeof w->verdict, "no verdict: the %d repetitions timed alone disagree (%.2f to %.2fx)",
-                     n_sd, lo_sd, hi_sd);
+            snprintf(w->verdict, sizeof w->verdict, "no verdict: sprinter faster in %d of %d repetitions timed alone "
+                     "(%.2f to %.2fx), sign test p = %.2g > %g (at least %d repetitions, all one way, can reach it)",
+                     faster, untied, lo_sd, hi_sd, p, SPEED_VERDICT_P, TIMING_VERDICT_REPS);
         tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_sd_timed_alone", med_sd, lo_sd, hi_sd, w->runs);
+        tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_sd_sign_test_p", p, NAN, NAN, w->runs);
         tsv(F, w, sp->ri->lambda, sp->ri->tau, "speedup_vs_ar_timed_alone", med_ar, lo_ar, hi_ar, w->runs);
         return;
     }
@@ -973,8 +980,9 @@ static const char kDefinitions[] =
     "intervals' half-widths.\n"
     "- speed (row 6): from the runs timed alone after the sweep (spec [timing], runs.sqlite table timings): per "
     "repetition, ms per token = t_total / tokens over the run's first [timing] prompts; the ratio of two runs' ms per "
-    "token within each repetition (paired), median [min, max] over the repetitions; a verdict when every repetition "
-    "agrees. Without timings, the sweep's own ms per token (sum prompts.t_total / sum prompts.tokens, runs possibly "
+    "token within each repetition (paired), median [min, max] over the repetitions; a verdict only when the exact "
+    "two-sided sign test over the repetitions (H0: sprinter as likely slower as faster in a repetition) gives p <= "
+    "0.05, which takes at least 6 repetitions all one way (the paper specs time 6). Without timings, the sweep's own ms per token (sum prompts.t_total / sum prompts.tokens, runs possibly "
     "timed beside each other) is shown, without a verdict. The audit's own time is kept apart in t_audit. A run "
     "swept with [decode] batch > 1 (runs.exec_batch, runs.tsv; its prompts decoded together, their forward passes "
     "batched) has no timings of its own: its speed comes only from the [timing] pass, which decodes one prompt at "

@@ -99,3 +99,16 @@ int paired_ratios(const RunAn *slow, const RunAn *fast, double *median, double *
     *lo = r[0], *hi = r[n - 1];
     return n;
 }
+
+double paired_sign_p(const RunAn *slow, const RunAn *fast, int *above, int *n) {
+    *above = *n = 0;
+    for (int rep = 0; rep < TIMING_MAX_REPS; rep++) {
+        double a = timed_ms(slow, rep), b = timed_ms(fast, rep);
+        if (isnan(a) || isnan(b) || !(b > 0) || a == b) continue;
+        *above += a > b, (*n)++;
+    }
+    if (*n == 0) return 1.0;
+    int k = *above < *n - *above ? *above : *n - *above;
+    double p = 2.0 * gsl_cdf_binomial_P((unsigned)k, 0.5, (unsigned)*n);
+    return p < 1.0 ? p : 1.0;
+}

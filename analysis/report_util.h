@@ -47,5 +47,11 @@ double timed_ms(const RunAn *a, int rep);
 /* Speed ratios slow / fast over the repetitions both runs were timed in alone (paired: one
  * repetition times every run in one stretch of time): their count, and the median, min and max. */
 int paired_ratios(const RunAn *slow, const RunAn *fast, double *median, double *lo, double *hi);
+/* The exact two-sided sign test over the same repetitions: H0, a repetition's ratio slow / fast is as
+ * likely above 1 as below (ties dropped). *above = repetitions with fast faster, *n = those not tied;
+ * returns p = min(1, 2 P(Binomial(n, 1/2) <= min(above, n - above))), 1 when n = 0. */
+double paired_sign_p(const RunAn *slow, const RunAn *fast, int *above, int *n);
+#define SPEED_VERDICT_P 0.05  /* a speed verdict (row 6) needs the sign test at this level */
+#define TIMING_VERDICT_REPS 6 /* the fewest repetitions that can reach it: all one way, p = 2 / 2^6 = 0.031 */
 
 #endif

@@ -152,7 +152,7 @@ def check_rows(t, db, rep):
             "index.md has the review's-questions section linking FINDINGS.md")
     rows = read_tsv(os.path.join(rep, "FINDINGS.tsv"))
     iid = {r["run_hash"]: r for r in read_tsv(os.path.join(rep, "iid.tsv"))}
-    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "speed", "bound", "lambda", "beta_sd", "overlap")}
+    seen = {q: 0 for q in ("eta", "avg", "tau", "need", "llpt", "flops", "speed", "bound", "lambda", "beta_sd", "overlap", "sign")}
     nd = statistics.NormalDist()
     for r in rows:
         q, runs = r["quantity"], r["runs"].split()
@@ -213,6 +213,16 @@ def check_rows(t, db, rep):
             seen["speed"] += t.check(close(r["value"], want) and close(r["lo"], ratios[0]) and close(r["hi"], ratios[-1]),
                                      "row 6 %s: %s [%s, %s] vs %.6f [%.6f, %.6f] over %d repetitions" %
                                      (q, r["value"], r["lo"], r["hi"], want, ratios[0], ratios[-1], len(ratios)))
+        elif r["row"] == "6" and q == "speedup_vs_sd_sign_test_p":
+            # the exact two-sided sign test over the repetitions (ties dropped), from the timings table
+            ms = lambda h: dict(db.execute("SELECT rep, 1000.0 * t_total / tokens FROM timings WHERE run_hash = ? "
+                                           "AND tokens > 0", (h,)).fetchall())
+            a, b = ms(hs[1]), ms(hs[2])
+            signs = [a[k] > b[k] for k in a if k in b and b[k] > 0 and a[k] != b[k]]
+            n, k = len(signs), min(sum(signs), len(signs) - sum(signs))
+            want = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+            seen["sign"] += t.check(close(r["value"], want), "row 6 sign test p: %s vs %.6g (%d of %d faster)" %
+                                    (r["value"], want, sum(signs), n))
         elif r["row"] == "6" and q.endswith("_sweep_timing"):
             t.check(False, "row 6 %s: the speed row read the sweep's timings although the specs time runs alone" % q)
         elif r["row"] == "5" and q.startswith("gflop_20_"):
