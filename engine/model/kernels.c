@@ -1209,15 +1209,21 @@ __attribute__((target("avx512f"))) static void attn_mix_avx512(const float *w, c
 }
 #endif
 
+#ifdef SP_HAVE_X86_KERNELS
+/* The attention paths' instruction set for head size hd (the rule of the comment above). */
+static KernelIsa attn_isa(int hd) {
+    if (hd % 64 == 0 && kernel_isa_supported(ISA_AVX512)) return ISA_AVX512;
+    if (hd % 8 == 0 && kernel_isa_supported(ISA_AVX2)) return ISA_AVX2;
+    return ISA_SCALAR;
+}
+#endif
+
 void attn_scores(const float *q, const float *K, size_t ldk, int m, int hd, float scale, float *scores) {
 #ifdef SP_HAVE_X86_KERNELS
-    if (hd % 64 == 0 && kernel_isa_supported(ISA_AVX512)) {
-        attn_scores_avx512(q, K, ldk, m, hd, scale, scores);
-        return;
-    }
-    if (hd % 8 == 0 && kernel_isa_supported(ISA_AVX2)) {
-        attn_scores_avx2(q, K, ldk, m, hd, scale, scores);
-        return;
+    switch (attn_isa(hd)) {
+    case ISA_AVX512: attn_scores_avx512(q, K, ldk, m, hd, scale, scores); return;
+    case ISA_AVX2: attn_scores_avx2(q, K, ldk, m, hd, scale, scores); return;
+    default: break;
     }
 #endif
     for (int j = 0; j < m; j++) scores[j] = dot8(q, K + (size_t)j * ldk, hd) * scale;
@@ -1225,13 +1231,10 @@ void attn_scores(const float *q, const float *K, size_t ldk, int m, int hd, floa
 
 void attn_mix(const float *w, const float *V, size_t ldv, int m, int hd, const float *last, float *out) {
 #ifdef SP_HAVE_X86_KERNELS
-    if (hd % 64 == 0 && kernel_isa_supported(ISA_AVX512)) {
-        attn_mix_avx512(w, V, ldv, m, hd, last, out);
-        return;
-    }
-    if (hd % 8 == 0 && kernel_isa_supported(ISA_AVX2)) {
-        attn_mix_avx2(w, V, ldv, m, hd, last, out);
-        return;
+    switch (attn_isa(hd)) {
+    case ISA_AVX512: attn_mix_avx512(w, V, ldv, m, hd, last, out); return;
+    case ISA_AVX2: attn_mix_avx2(w, V, ldv, m, hd, last, out); return;
+    default: break;
     }
 #endif
     memset(out, 0, (size_t)hd * sizeof *out);
