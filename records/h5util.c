@@ -1,9 +1,11 @@
 #include "h5util.h"
 
+#include "clock.h"
 #include "fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,8 +322,20 @@ _Noreturn static void checked_child(int fd, H5CheckedFn fn, void *arg) {
     _exit(ok ? 0 : 3);
 }
 
+/* How long the parent waits for the checked child's answer: SPRINTER_H5_READ_TIMEOUT seconds when set
+ * to a positive number (the fuzz pass sets 5, below libFuzzer's 10 s unit timeout), else
+ * H5_READ_TIMEOUT_S. A child past it (libhdf5 looping on a crafted file, or stuck) is killed. */
+#define H5_READ_TIMEOUT_S 600.0
+static double read_timeout_s(void) {
+    const char *v = getenv("SPRINTER_H5_READ_TIMEOUT");
+    char *end;
+    double t = v ? strtod(v, &end) : 0;
+    return v && end != v && *end == '\0' && t > 0 ? t : H5_READ_TIMEOUT_S;
+}
+
 int h5_checked(const char *path, H5CheckedFn fn, void *arg, void **blob, size_t *len, SpErr *err) {
     *blob = NULL, *len = 0;
+    double limit = read_timeout_s(), deadline = sp_now_s() + limit;
     int fds[2];
     if (pipe(fds) != 0) return sp_fail(err, "%s: pipe: %s", path, strerror(errno));
     pid_t pid = fork();
@@ -346,6 +360,16 @@ int h5_checked(const char *path, H5CheckedFn fn, void *arg, void **blob, size_t 
                 break;
             }
             buf = nb, cap = nc;
+        }
+        double left = deadline - sp_now_s();
+        struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+        int ready = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0) {
+            kill(pid, SIGKILL);
+            rc = sp_fail(err, "%s: HDF5 did not finish reading it within %g s: the file is damaged (or set "
+                              "SPRINTER_H5_READ_TIMEOUT)", path, limit);
+            break;
         }
         ssize_t r = read(fds[0], buf + n, cap - n);
         if (r < 0 && errno == EINTR) continue;

@@ -65,7 +65,8 @@ hid_t h5_open_read(const char *path, SpErr *err);
  * a pipe and _exits (no atexit handler, no stdio flush, the parent's open HDF5 files untouched).
  * The parent gets the blob (malloc'd, the caller frees it) or the child's error; a child killed by
  * a signal, or one that exited without an answer, is the one-line error
- * "PATH: HDF5 crashed reading it (signal N): the file is damaged". */
+ * "PATH: HDF5 crashed reading it (signal N): the file is damaged"; a child that has not answered within
+ * SPRINTER_H5_READ_TIMEOUT seconds (default 600) is killed, and the error says so. */
 typedef int (*H5CheckedFn)(void *arg, void **blob, size_t *len, SpErr *err);
 int h5_checked(const char *path, H5CheckedFn fn, void *arg, void **blob, size_t *len, SpErr *err);
 

@@ -8,7 +8,9 @@
  * Here the parent installs the same kinds of hooks, each writing a byte to a marker pipe; the child
  * then crashes in several ways, and the marker must stay empty. */
 #include "check.h"
+#include "clock.h"
 #include "h5util.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -75,6 +77,12 @@ static int child_heap_overflow(void *arg, void **blob, size_t *len, SpErr *err) 
 }
 #endif
 
+static int child_hang(void *arg, void **blob, size_t *len, SpErr *err) {
+    (void)arg, (void)blob, (void)len, (void)err;
+    for (;;) pause();
+    return -1; /* not reached */
+}
+
 static int child_ok(void *arg, void **blob, size_t *len, SpErr *err) {
     (void)err;
     *len = strlen(arg);
@@ -120,10 +128,22 @@ int main(void) {
     printf("skip: sanitizer report (not a sanitizer build)\n");
 #endif
 
+    /* a child that never answers is killed at the deadline, and the error says so */
+    setenv("SPRINTER_H5_READ_TIMEOUT", "1", 1);
     void *blob = NULL;
     size_t len = 0;
     SpErr e = {{0}};
-    int rc = h5_checked("x.h5", child_ok, "the answer", &blob, &len, &e);
+    double t0 = sp_now_s();
+    int rc = h5_checked("x.h5", child_hang, NULL, &blob, &len, &e);
+    double took = sp_now_s() - t0;
+    check(rc == -1 && strstr(e.msg, "x.h5: HDF5 did not finish reading it within 1 s") != NULL,
+          "a child that hangs: the one-line timeout error: \"%s\"", e.msg);
+    check(took >= 0.9 && took < 10, "a child that hangs: h5_checked returns at the deadline (%.2f s)", took);
+    check(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "a child that hangs: it was killed and reaped");
+    unsetenv("SPRINTER_H5_READ_TIMEOUT");
+
+    memset(&e, 0, sizeof e);
+    rc = h5_checked("x.h5", child_ok, "the answer", &blob, &len, &e);
     check(rc == 0 && len == 10 && blob && memcmp(blob, "the answer", 10) == 0, "a child that succeeds: its blob comes back");
     free(blob);
     memset(&e, 0, sizeof e);
