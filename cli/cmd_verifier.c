@@ -1,4 +1,5 @@
 /* cmd_verifier.c - `sprinter collect` and `sprinter train-verifier`. */
+#include <cblas.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,10 @@ static const char kCollectHelp[] =
     "                    TARGET's hidden state at each drafted token (the verification pass's row that\n"
     "                    has read it) and the judge label p(x) >= rho * max_v p(v); the context goes on\n"
     "                    by SD with gamma 1 (a bonus token after an accepted draft); label rule sound\n"
-    "  --judge-rho R     the judge label's rho, in (0, 1] (default 0.5)\n";
+    "  --judge-rho R     the judge label's rho, in (0, 1] (default 0.5)\n"
+    "  --batch B         decode B prompts at a time, their forward passes batched (default 1): the\n"
+    "                    same file whatever B, faster on one core\n"
+    "  --threads N       OpenBLAS / kernel threads (default 1)\n";
 
 int cmd_collect(int argc, char **argv) {
     const char *cmd = "collect", *out = NULL;
@@ -44,9 +48,10 @@ int cmd_collect(int argc, char **argv) {
         ARG_SAMPLING_OPTIONS,                     {"seed", required_argument, 0, 's'},
         {"label-rule", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'},
         {"judge", no_argument, 0, 'J'},           {"judge-rho", required_argument, 0, 'R'},
+        {"batch", required_argument, 0, 'B'},     {"threads", required_argument, 0, 'T'},
         {0, 0, 0, 0}};
     s.judge_rho = run_param_info(RP_JUDGE_RHO)->dflt;
-    long l;
+    long l, threads = 1;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
@@ -67,6 +72,8 @@ int cmd_collect(int argc, char **argv) {
             break;
         case 'J': s.source = VS_TARGET; break;
         case 'R': if (arg_param(cmd, "judge-rho", optarg, RP_JUDGE_RHO, &s.judge_rho)) return 2; break;
+        case 'B': if (arg_long(cmd, "batch", optarg, 1, COLLECT_MAX_BATCH, &l)) return 2; s.batch = (int)l; break;
+        case 'T': if (arg_long(cmd, "threads", optarg, 1, 1024, &threads)) return 2; break;
         case 'h': fputs(kCollectHelp, stdout); return 0;
         default:
             switch (arg_sampling(cmd, c, optarg, &s.sampling)) {
@@ -81,6 +88,7 @@ int cmd_collect(int argc, char **argv) {
         fprintf(stderr, "sprinter collect: need --draft, --target, --data, --lambda and --out\n");
         return 2;
     }
+    openblas_set_num_threads((int)threads);
     SpErr err = {{0}};
     CollectSummary sum;
     const char *inputs[] = {s.draft_dir, s.target_dir, s.data_path};

@@ -319,7 +319,8 @@ static int prepare_verifiers(Ctx *c, const int *idx, int n, SpErr *err) {
         if (!method_is(r->dc.method, MC_NEEDS_VERIFIER) || find_verifier(c, r->dc.lambda)) continue;
         if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
         CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
-                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule, VS_DRAFT, 0};
+                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule, VS_DRAFT, 0,
+                          s->batch};
         TrainSpec ts;
         spec_train(s, &ts);
         ts.recipe = s->ver_recipe;
@@ -348,7 +349,7 @@ static int prepare_judges(Ctx *c, const int *idx, int n, SpErr *err) {
         if (c->n_judges == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d judge_rho values", s->path, SPEC_MAX_LIST);
         CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
                           s->ver_n_prompts, s->ver_max_new, SP_DEFAULT_LAMBDA, s->sampling, s->ver_seed,
-                          PROTOCOL_SOUND, VS_TARGET, r->dc.judge_rho};
+                          PROTOCOL_SOUND, VS_TARGET, r->dc.judge_rho, s->batch};
         TrainSpec ts;
         spec_train(s, &ts);
         if (ensure_head(c, "judge head", "judge_rho", r->dc.judge_rho, &cs, &ts, &c->judges[c->n_judges], err)) return -1;

@@ -147,6 +147,81 @@ static int write_collect(const char *out, const CollectSpec *s, const Cols *c, c
     return h5t_commit(&t, err);
 }
 
+/* Appends one prompt's decode (prompt index i, its prompt tokens use[0..use_n)) to c: a row per
+ * drafted token, with its prefix. */
+static int cols_take(Cols *c, const DecodeOutput *o, const int32_t *use, int use_n, int i, const char *data_path,
+                     CollectSummary *sum, SpErr *err) {
+    if (cols_reserve(c, o->n_events)) return sp_fail(err, "out of memory");
+    for (int k = 0; k < o->n_events; k++) {
+        const TokenEvent *e = &o->events[k];
+        if (e->draft_token < 0) continue;
+        int64_t r = c->n++;
+        memcpy(c->hidden + (size_t)r * c->d, o->hidden + (size_t)k * c->d, (size_t)c->d * sizeof *c->hidden);
+        memcpy(c->hidden_prefix + (size_t)r * c->d, o->hidden_prefix + (size_t)k * c->d,
+               (size_t)c->d * sizeof *c->hidden_prefix);
+        c->q[r] = e->q, c->p[r] = e->p, c->label[r] = e->label;
+        c->token[r] = e->draft_token, c->pos[r] = e->pos, c->prompt[r] = i;
+        c->prefix_at[r] = c->n_tok;
+        if (e->pos < use_n || e->pos > use_n + k || cols_add_prefix(c, use, use_n, o->tokens, e->pos - use_n))
+            return sp_fail(err, "%s: prompt %d: event %d at position %d (prompt of %d tokens): %s", data_path, i, k,
+                           e->pos, use_n, e->pos < use_n || e->pos > use_n + k ? "position out of order" : "out of memory");
+        sum->n_acceptable += e->label == 1;
+    }
+    return 0;
+}
+
+/* Decodes prompts [i0, i1) of ds, one decoder each (dec[0..i1-i0)), in lock step when there are
+ * several (decoder_run_batch: each prompt's tokens, events and hidden states are those of its decode
+ * alone), and appends them to c in prompt order: the collection does not depend on the group size.
+ * Over-long prompts keep their last max_prompt tokens (the part that conditions the draft); an empty
+ * one is skipped (nothing to condition on). */
+static int collect_group(const CollectSpec *s, const Dataset *ds, Tokenizer *tok, int max_prompt,
+                         const DecodeConfig *cfg, Decoder *const *dec, int i0, int i1, Cols *c, CollectSummary *sum,
+                         SpErr *err) {
+    int32_t *ids[COLLECT_MAX_BATCH] = {0};
+    int use_at[COLLECT_MAX_BATCH] = {0}, use_n[COLLECT_MAX_BATCH] = {0}, job_of[COLLECT_MAX_BATCH];
+    DecodeJob jobs[COLLECT_MAX_BATCH];
+    int n_jobs = 0, rc = 0;
+    for (int i = i0; i < i1 && !rc; i++) {
+        int g = i - i0;
+        size_t n;
+        job_of[g] = -1;
+        if (tokenizer_encode_text(tok, ds->ex[i].prompt, strlen(ds->ex[i].prompt), &ids[g], &n, err)) {
+            rc = sp_err_prefix(err, "%s: prompt %d", s->data_path, i);
+            break;
+        }
+        use_at[g] = n > (size_t)max_prompt ? (int)(n - (size_t)max_prompt) : 0;
+        use_n[g] = (int)n - use_at[g];
+        if (use_n[g] == 0) continue;
+        int j = job_of[g] = n_jobs++;
+        jobs[j] = (DecodeJob){.decoder = dec[j], .cfg = cfg, .prompt = ids[g] + use_at[g], .n_prompt = use_n[g],
+                              .rng = sampler_rng_new(prompt_seed(s->seed, i))};
+    }
+    if (!rc && n_jobs == 1) {
+        jobs[0].rc = decoder_run(jobs[0].decoder, cfg, jobs[0].prompt, jobs[0].n_prompt, jobs[0].rng, &jobs[0].out,
+                                 &jobs[0].err);
+    } else if (!rc && n_jobs > 1) {
+        rc = decoder_run_batch(jobs, n_jobs, err);
+    }
+    for (int i = i0; i < i1 && !rc; i++) {
+        int g = i - i0, j = job_of[g];
+        if (j < 0) continue;
+        if (jobs[j].rc) {
+            *err = jobs[j].err;
+            rc = -1;
+            break;
+        }
+        rc = cols_take(c, &jobs[j].out, ids[g] + use_at[g], use_n[g], i, s->data_path, sum, err);
+        sum->n_prompts += !rc;
+    }
+    for (int j = 0; j < n_jobs; j++) {
+        decode_output_free(&jobs[j].out);
+        gsl_rng_free(jobs[j].rng);
+    }
+    for (int g = 0; g < i1 - i0; g++) free(ids[g]);
+    return rc;
+}
+
 int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, SpErr *err) {
     memset(sum, 0, sizeof *sum);
     char dsha[SP_SHA256_HEX], tsha[SP_SHA256_HEX], datasha[SP_SHA256_HEX];
@@ -155,7 +230,7 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
         return -1;
     Dataset ds = {0};
     RunModels rm = {0};
-    Decoder *dec = NULL;
+    Decoder *dec[COLLECT_MAX_BATCH] = {0};
     Cols c = {0};
     int rc = -1;
     if (dataset_load(s->data_path, s->data_format, s->n_prompts, &ds, err)) return -1;
@@ -190,53 +265,14 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
                 ctx);
         goto done;
     }
-    if (!(dec = decoder_new(rm.draft, rm.target, NULL, ctx, err))) goto done;
+    int batch = s->batch > 1 ? (s->batch < COLLECT_MAX_BATCH ? s->batch : COLLECT_MAX_BATCH) : 1;
+    for (int k = 0; k < batch; k++)
+        if (!(dec[k] = decoder_new(rm.draft, rm.target, NULL, ctx, err))) goto done;
     c.d = model_config(s->source == VS_TARGET ? rm.target : rm.draft)->d_model;
-    for (int i = 0; i < ds.n; i++) {
-        int32_t *ids;
-        size_t n;
-        if (tokenizer_encode_text(tok, ds.ex[i].prompt, strlen(ds.ex[i].prompt), &ids, &n, err)) {
-            sp_err_prefix(err, "%s: prompt %d", s->data_path, i);
-            goto done;
-        }
-        /* over-long prompts keep their last max_prompt tokens (the part that conditions the draft) */
-        const int32_t *use = n > (size_t)max_prompt ? ids + (n - (size_t)max_prompt) : ids;
-        int use_n = n > (size_t)max_prompt ? max_prompt : (int)n;
-        gsl_rng *rng = sampler_rng_new(prompt_seed(s->seed, i));
-        DecodeOutput o;
-        int drc = use_n > 0 ? decoder_run(dec, &cfg, use, use_n, rng, &o, err) : 1;
-        gsl_rng_free(rng);
-        if (drc) free(ids);
-        if (drc == 1) continue; /* empty prompt: nothing to condition on */
-        if (drc) goto done;
-        if (cols_reserve(&c, o.n_events)) {
-            decode_output_free(&o);
-            free(ids);
-            sp_fail(err, "out of memory");
-            goto done;
-        }
-        for (int k = 0; k < o.n_events; k++) {
-            const TokenEvent *e = &o.events[k];
-            if (e->draft_token < 0) continue;
-            int64_t r = c.n++;
-            memcpy(c.hidden + (size_t)r * c.d, o.hidden + (size_t)k * c.d, (size_t)c.d * sizeof *c.hidden);
-            memcpy(c.hidden_prefix + (size_t)r * c.d, o.hidden_prefix + (size_t)k * c.d,
-                   (size_t)c.d * sizeof *c.hidden_prefix);
-            c.q[r] = e->q, c.p[r] = e->p, c.label[r] = e->label;
-            c.token[r] = e->draft_token, c.pos[r] = e->pos, c.prompt[r] = i;
-            c.prefix_at[r] = c.n_tok;
-            if (e->pos < use_n || e->pos > use_n + k || cols_add_prefix(&c, use, use_n, o.tokens, e->pos - use_n)) {
-                decode_output_free(&o);
-                free(ids);
-                sp_fail(err, "%s: prompt %d: event %d at position %d (prompt of %d tokens): %s", s->data_path, i, k,
-                        e->pos, use_n, e->pos < use_n || e->pos > use_n + k ? "position out of order" : "out of memory");
-                goto done;
-            }
-            sum->n_acceptable += e->label == 1;
-        }
-        decode_output_free(&o);
-        free(ids); /* use points into it */
-        sum->n_prompts++;
+    for (int i0 = 0; i0 < ds.n;) {
+        int i1 = i0 + batch < ds.n ? i0 + batch : ds.n;
+        if (collect_group(s, &ds, tok, max_prompt, &cfg, dec, i0, i1, &c, sum, err)) goto done;
+        i0 = i1;
     }
     sum->n_tokens = c.n;
     if (c.n == 0) {
@@ -246,7 +282,7 @@ int collect_run(const CollectSpec *s, const char *out_h5, CollectSummary *sum, S
     rc = write_collect(out_h5, s, &c, dsha, tsha, datasha, sum->n_prompts, err);
 done:
     cols_free(&c);
-    decoder_free(dec);
+    for (int k = 0; k < COLLECT_MAX_BATCH; k++) decoder_free(dec[k]);
     run_models_close(&rm);
     dataset_free(&ds);
     return rc;

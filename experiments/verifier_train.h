@@ -47,7 +47,14 @@ typedef struct CollectSpec {
      * feature_source "target" and judge_rho (absent in draft files: feature_source draft). */
     VerifierSource source;
     double judge_rho;
+    /* How the collection runs, not what it collects: prompts decoded this many at a time, their
+     * forward passes batched (decoder_run_batch); every row is that of the prompt's decode alone, so
+     * the file is the same for every batch (0 or 1: one at a time; at most COLLECT_MAX_BATCH). Not
+     * part of the verifier cache's key. */
+    int batch;
 } CollectSpec;
+
+#define COLLECT_MAX_BATCH 64
 
 typedef struct CollectSummary {
     int64_t n_tokens, n_acceptable;

@@ -108,7 +108,7 @@ static int setup(Fix *f, const char *work, const char *tokdir) {
     /* verifier on the first 20 prompts; the checks use prompts 20.. */
     char collect[1100];
     snprintf(collect, sizeof collect, "%s/collect.h5", work);
-    CollectSpec cs = {f->draft, f->target, f->data, NULL, 20, 24, 1.0, {1.0f, 0, 1.0f}, 3, PROTOCOL_SOUND, VS_DRAFT, 0};
+    CollectSpec cs = {f->draft, f->target, f->data, NULL, 20, 24, 1.0, {1.0f, 0, 1.0f}, 3, PROTOCOL_SOUND, VS_DRAFT, 0, 1};
     CollectSummary sum;
     TrainSpec ts;
     train_spec_default(&ts);

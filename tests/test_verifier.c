@@ -267,7 +267,7 @@ static void test_collect(const char *work, const char *tokdir) {
     FILE *f = fopen(data, "w");
     for (int i = 0; i < 12; i++) fprintf(f, "{\"id\": \"%d\", \"prompt\": \"hello world number %d is here\"}\n", i, i);
     fclose(f);
-    CollectSpec s = {dd, td, data, NULL, 0, 15, 1.5, {1.0f, 0, 1.0f}, 3, PROTOCOL_SOUND, VS_DRAFT, 0};
+    CollectSpec s = {dd, td, data, NULL, 0, 15, 1.5, {1.0f, 0, 1.0f}, 3, PROTOCOL_SOUND, VS_DRAFT, 0, 1};
     CollectSummary sum;
     if (collect_run(&s, out, &sum, &err)) {
         check(0, "collect: %s", err.msg);
@@ -296,6 +296,25 @@ static void test_collect(const char *work, const char *tokdir) {
     if (h >= 0) H5Fclose(h);
     free(q), free(p), free(lab), free(hid);
     test_prefixes(out, dd);
+    /* batched collection (groups of 5, 5 and 2 prompts, lock step): the same file, dataset for
+     * dataset and attribute for attribute (h5diff exits 1 on any difference) */
+    for (int rule = 0; rule < 2; rule++) {
+        CollectSpec sb = s;
+        char one[1024], many[1024], cmd[4096];
+        snprintf(one, sizeof one, "%s/collect-r%d-b1.h5", work, rule);
+        snprintf(many, sizeof many, "%s/collect-r%d-b5.h5", work, rule);
+        sb.label_rule = rule ? PROTOCOL_PAPER_CODE : PROTOCOL_SOUND;
+        sb.sampling.temperature = rule ? 0.0f : 1.0f;
+        CollectSummary s1, s5;
+        sb.batch = 1;
+        int ok1 = collect_run(&sb, one, &s1, &err) == 0;
+        sb.batch = 5;
+        int ok5 = ok1 && collect_run(&sb, many, &s5, &err) == 0;
+        snprintf(cmd, sizeof cmd, "h5diff -c '%s' '%s' > /dev/null", one, many);
+        check(ok5 && s1.n_tokens == s5.n_tokens && s1.n_acceptable == s5.n_acceptable && system(cmd) == 0,
+              "collect (%s) at batch 5 writes the file of batch 1 (%lld rows)%s", rule ? "paper-code" : "sound",
+              ok5 ? (long long)s5.n_tokens : -1LL, ok5 ? "" : err.msg);
+    }
     /* a verifier trains on it and the cache finds it again without recomputing */
     TrainSpec t;
     train_spec_default(&t);
