@@ -20,9 +20,12 @@ stamp() { echo "== [$(( $(date +%s) - t0 )) s] $*"; }
 # trained on sentences.jsonl per protocol: paper_code_transfer.ini, paper_sound_transfer.ini)
 SWEEPS="paper_code paper_sound paper_code_overlap"
 [ "${PAPER_TRANSFER:-0}" = 1 ] && SWEEPS="$SWEEPS paper_code_transfer paper_sound_transfer"
+# One verifier cache for all of them ($OUT/verifiers): a verifier's file name is a hash of everything
+# it is collected and trained from, so the overlap sweep finds paper_code's verifiers instead of
+# collecting and training them again.
 for spec in $SWEEPS; do
-  stamp "sprinter sweep $SPECS/$spec.ini --out $OUT/sweeps/$spec --jobs $JOBS"
-  "$SPRINTER" sweep "$SPECS/$spec.ini" --out "$OUT/sweeps/$spec" --jobs "$JOBS" --quiet
+  stamp "sprinter sweep $SPECS/$spec.ini --out $OUT/sweeps/$spec --jobs $JOBS --verifier-cache $OUT/verifiers"
+  "$SPRINTER" sweep "$SPECS/$spec.ini" --out "$OUT/sweeps/$spec" --jobs "$JOBS" --verifier-cache "$OUT/verifiers" --quiet
 done
 
 # 2. one results directory over both, asked for on purpose (--allow-specs: the protocols are different

@@ -254,6 +254,26 @@ def check_rows(t, db, rep):
         t.check(n > 0, "FINDINGS.tsv figures of kind %s recomputed (%d)" % (q, n))
 
 
+def check_shared_verifiers(t, db, out):
+    """The sweeps share one verifier cache (OUT/verifiers): the overlap runs use paper_code's verifier
+    files (the same [verifier] section: same path and sha256) and every verifier was collected once, so
+    the cache holds one collect file per verifier file and no sweep folder has a cache of its own."""
+    rows = db.execute("SELECT instr(config, 'eval_on_verifier_prompts 1') > 0, label_rule, verifier_path, "
+                      "verifier_sha256 FROM runs WHERE method = 'sprinter'").fetchall()
+    overlap = {(p, h) for o, _, p, h in rows if o}
+    held_out = {(p, h) for o, rule, p, h in rows if not o and rule == "paper-code"}
+    cache = os.path.join(out, "verifiers")
+    names = sorted(os.listdir(cache)) if os.path.isdir(cache) else []
+    n_collect = sum(n.startswith("collect-") and n.endswith(".h5") for n in names)
+    n_ver = sum(n.startswith("verifier-") and n.endswith(".safetensors") for n in names)
+    n_sha = len({h for _, _, _, h in rows})
+    own = [d for d in os.listdir(os.path.join(out, "sweeps")) if os.path.isdir(os.path.join(out, "sweeps", d, "verifiers"))]
+    t.check(len(overlap) == 2 and overlap <= held_out and all(os.path.realpath(os.path.dirname(p)) == os.path.realpath(cache) for _, _, p, _ in rows)
+            and n_collect == n_sha and n_ver == n_sha and not own,
+            "one verifier cache: the overlap runs use 2 of paper_code's verifier files; %d collect and %d verifier "
+            "files for %d verifiers; sweep folders with their own cache: %s" % (n_collect, n_ver, n_sha, own or "none"))
+
+
 def main():
     global SPRINTER
     ap = argparse.ArgumentParser()
@@ -274,6 +294,7 @@ def main():
         db = sqlite3.connect("file:%s?mode=ro" % os.path.join(out, "runs.sqlite"), uri=True)
         check_protocols(t, db)
         check_rows(t, db, os.path.join(out, "report"))
+        check_shared_verifiers(t, db, out)
         n_runs = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
         db.close()
         before = open(os.path.join(out, "report", "FINDINGS.tsv")).read()
