@@ -152,10 +152,21 @@ def llama_spec(tools, target, draft, gamma, n):
     sys.exit("llama-speculative-simple: no statistics in 3 runs")
 
 
+def cpu_has_amx():
+    """On CPUs with AMX (Intel Sapphire Rapids and later) the native build's AMX matrix kernels (an extra
+    buffer type that repacks Q8_0 weights) crash with SIGSEGV in ggml_backend_amx_mul_mat on a
+    multi-row Q8_0 product (measured 2026-12-04 on the regime target: llama-perplexity and llama-bench
+    -p 128); --no-repack keeps llama.cpp on its AVX-512 paths there."""
+    try:
+        return " amx_int8" in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
 def llama_spec_once(tools, target, draft, gamma, n):
     r = must(sh([os.path.join(tools, "llama-speculative-simple"), "-m", target, "-md", draft, "-p", PROMPT, "-n", n,
                  "--temp", 0, "-t", 1, "-td", 1, "--spec-type", "draft-simple", "--spec-draft-n-max", gamma,
-                 "--ignore-eos", "-c", 512]), "llama-speculative-simple")
+                 "--ignore-eos", "-c", 512] + (["--no-repack"] if cpu_has_amx() else [])), "llama-speculative-simple")
     text = r.stdout + r.stderr
     speed = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", text)
     drafted, accepted = re.search(r"n_drafted = (\d+)", text), re.search(r"n_accept  = (\d+)", text)

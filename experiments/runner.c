@@ -284,7 +284,12 @@ static VerEntry *find_verifier(Ctx *c, double lambda) {
     return NULL;
 }
 
-/* Trains (or finds in the cache) one verifier per lambda that a pending run needs. */
+static VerEntry *find_judge(Ctx *c, double rho) {
+    for (int i = 0; i < c->n_judges; i++)
+        if (c->judges[i].lambda == rho) return &c->judges[i];
+    return NULL;
+}
+
 /* The training settings of [verifier] (for a verifier and for a judge head alike). */
 static void spec_train(const SweepSpec *s, TrainSpec *ts) {
     train_spec_default(ts);
@@ -310,52 +315,108 @@ static int ensure_head(Ctx *c, const char *head, const char *what, double key, c
     return 0;
 }
 
-/* A verifier for every lambda the runs idx[0..n) need (trained once, cached by a hash of what it
- * is trained from). */
-static int prepare_verifiers(Ctx *c, const int *idx, int n, SpErr *err) {
-    SweepSpec *s = c->s;
-    for (int k = 0; k < n; k++) {
-        const RunConfig *r = &c->runs[idx[k]];
-        if (!method_is(r->dc.method, MC_NEEDS_VERIFIER) || find_verifier(c, r->dc.lambda)) continue;
-        if (c->n_vers == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d lambdas", s->path, SPEC_MAX_LIST);
-        CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
-                          s->ver_n_prompts, s->ver_max_new, r->dc.lambda, s->sampling, s->ver_seed, s->label_rule, VS_DRAFT, 0,
-                          s->batch};
-        TrainSpec ts;
-        spec_train(s, &ts);
-        ts.recipe = s->ver_recipe;
-        ts.feature = s->ver_feature;
-        ts.padded_batches = s->ver_padded_batches;
-        if (ensure_head(c, "verifier", "lambda", r->dc.lambda, &cs, &ts, &c->vers[c->n_vers], err)) return -1;
-        c->n_vers++;
+/* A head to prepare: a verifier (the key is lambda) or a judge head (judge_rho), and what it is
+ * collected and trained from. */
+typedef struct HeadNeed {
+    int judge;
+    double key;
+    CollectSpec cs;
+    TrainSpec ts;
+} HeadNeed;
+
+/* The heads the runs idx[0..n) need that are not loaded yet, one per lambda (method with
+ * MC_NEEDS_VERIFIER) and one per judge_rho (MC_NEEDS_JUDGE, collected on [verifier]'s data and settings
+ * with the target's states, CollectSpec.source, and trained by the sound recipe on the token feature),
+ * into need[0..return); -1 (err) past SPEC_MAX_LIST of either. */
+static int heads_needed(Ctx *c, const int *idx, int n, HeadNeed *need, SpErr *err) {
+    const SweepSpec *s = c->s;
+    int m = 0, n_ver = c->n_vers, n_judge = c->n_judges;
+    for (int k = 0; k < 2 * n; k++) {
+        const RunConfig *r = &c->runs[idx[k / 2]];
+        int judge = k % 2;
+        if (!method_is(r->dc.method, judge ? MC_NEEDS_JUDGE : MC_NEEDS_VERIFIER)) continue;
+        double key = judge ? r->dc.judge_rho : r->dc.lambda;
+        if (judge ? find_judge(c, key) != NULL : find_verifier(c, key) != NULL) continue;
+        int seen = 0;
+        for (int j = 0; j < m; j++) seen |= need[j].judge == judge && need[j].key == key;
+        if (seen) continue;
+        if ((judge ? ++n_judge : ++n_ver) > SPEC_MAX_LIST)
+            return sp_fail(err, "%s: more than %d %s", s->path, SPEC_MAX_LIST, judge ? "judge_rho values" : "lambdas");
+        HeadNeed *h = &need[m++];
+        h->judge = judge;
+        h->key = key;
+        h->cs = (CollectSpec){s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
+                              s->ver_n_prompts, s->ver_max_new, judge ? SP_DEFAULT_LAMBDA : key, s->sampling,
+                              s->ver_seed, judge ? PROTOCOL_SOUND : s->label_rule, judge ? VS_TARGET : VS_DRAFT,
+                              judge ? key : 0, s->batch};
+        spec_train(s, &h->ts);
+        if (!judge) {
+            h->ts.recipe = s->ver_recipe;
+            h->ts.feature = s->ver_feature;
+            h->ts.padded_batches = s->ver_padded_batches;
+        }
     }
-    return 0;
+    return m;
 }
 
-static VerEntry *find_judge(Ctx *c, double rho) {
-    for (int i = 0; i < c->n_judges; i++)
-        if (c->judges[i].lambda == rho) return &c->judges[i];
-    return NULL;
+/* With --jobs above 1 and several heads to make: collects and trains them into the cache in up to
+ * `jobs` processes at once (head i in process i % jobs), so that the loading that follows finds
+ * them. Only a speed-up: a process that fails leaves its heads to that loading, which redoes them and
+ * reports the error. The sweep's database connection is closed across the fork and opened again
+ * (-1 only when that fails). */
+static int heads_fill_cache(Ctx *c, const HeadNeed *need, int m, SpErr *err) {
+    int jobs = c->o->jobs < m ? c->o->jobs : m, had_db = c->db != NULL;
+    if (jobs < 2) return 0;
+    if (had_db) { /* an SQLite connection must not cross fork() */
+        db_close(c->db);
+        c->db = NULL;
+    }
+    fflush(NULL);
+    pid_t parent = getpid(), pids[256];
+    int n = 0;
+    for (int w = 0; w < jobs && w < 256; w++) {
+        pid_t pid = fork();
+        if (pid < 0) break;
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) _exit(1);
+            int rc = 0;
+            for (int i = w; i < m; i += jobs) {
+                char path[4096];
+                VerifierMetrics vm;
+                SpErr e = {{0}};
+                if (c->o->progress)
+                    fprintf(stderr, "sweep: %s for %s = %g (process %d of %d, cache %s)\n",
+                            need[i].judge ? "judge head" : "verifier", need[i].judge ? "judge_rho" : "lambda",
+                            need[i].key, w + 1, jobs, c->o->verifier_cache);
+                rc |= verifier_ensure(&need[i].cs, &need[i].ts, c->o->verifier_cache, path, sizeof path, &vm, &e) != 0;
+            }
+            fflush(NULL);
+            _exit(rc);
+        }
+        pids[n++] = pid;
+    }
+    for (int i = 0; i < n; i++)
+        while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {}
+    return had_db && !(c->db = db_open(c->db_path, err)) ? -1 : 0;
 }
 
-/* Trains (or finds in the cache) one judge head per judge_rho that a pending judge run needs: collected
- * on [verifier]'s data and settings with the target's states (CollectSpec.source), trained by the sound
- * recipe on the token feature. */
-static int prepare_judges(Ctx *c, const int *idx, int n, SpErr *err) {
-    SweepSpec *s = c->s;
-    for (int k = 0; k < n; k++) {
-        const RunConfig *r = &c->runs[idx[k]];
-        if (!method_is(r->dc.method, MC_NEEDS_JUDGE) || find_judge(c, r->dc.judge_rho)) continue;
-        if (c->n_judges == SPEC_MAX_LIST) return sp_fail(err, "%s: more than %d judge_rho values", s->path, SPEC_MAX_LIST);
-        CollectSpec cs = {s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
-                          s->ver_n_prompts, s->ver_max_new, SP_DEFAULT_LAMBDA, s->sampling, s->ver_seed,
-                          PROTOCOL_SOUND, VS_TARGET, r->dc.judge_rho, s->batch};
-        TrainSpec ts;
-        spec_train(s, &ts);
-        if (ensure_head(c, "judge head", "judge_rho", r->dc.judge_rho, &cs, &ts, &c->judges[c->n_judges], err)) return -1;
-        c->n_judges++;
+/* A head for every lambda and judge_rho the runs idx[0..n) need (trained once, cached by a hash of
+ * what it is trained from), loaded into c->vers and c->judges. */
+static int prepare_heads(Ctx *c, const int *idx, int n, SpErr *err) {
+    HeadNeed *need = calloc(2 * SPEC_MAX_LIST + 1, sizeof *need);
+    if (!need) return sp_fail(err, "out of memory");
+    int m = heads_needed(c, idx, n, need, err), rc = m < 0 ? -1 : 0;
+    if (m > 1 && heads_fill_cache(c, need, m, err)) rc = -1;
+    for (int i = 0; i < m && rc == 0; i++) {
+        const HeadNeed *h = &need[i];
+        VerEntry *v = h->judge ? &c->judges[c->n_judges] : &c->vers[c->n_vers];
+        rc = ensure_head(c, h->judge ? "judge head" : "verifier", h->judge ? "judge_rho" : "lambda", h->key, &h->cs,
+                         &h->ts, v, err);
+        if (rc == 0) h->judge ? c->n_judges++ : c->n_vers++;
     }
-    return 0;
+    free(need);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ one run */
@@ -554,7 +615,7 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Ru
 
 /* Runs r from scratch: RUN_DONE (0), RUN_FAILED (marked failed in the database: decoding hit non-finite
  * logits; its token log deleted) or -1 (anything else: the sweep stops). */
-/* The head run r's method needs, prepared by prepare_verifiers / prepare_judges: the verifier, or the
+/* The head run r's method needs, prepared by prepare_heads: the verifier, or the
  * judge head (a judge run records it as the run's verifier file), or NULL when it needs none. */
 static int run_head(Ctx *c, const RunConfig *r, VerEntry **head, SpErr *err) {
     *head = NULL;
@@ -963,7 +1024,7 @@ static int time_runs(Ctx *c, int *timed, SpErr *err) {
     int missing = rc ? 0 : timings_missing(c, idx, n, err);
     if (missing < 0) rc = -1;
     if (rc == 0 && missing > 0 && load_inputs(c, err)) rc = -1;
-    if (rc == 0 && missing > 0) rc = prepare_verifiers(c, idx, n, err) || prepare_judges(c, idx, n, err) ? -1 : 0;
+    if (rc == 0 && missing > 0) rc = prepare_heads(c, idx, n, err) ? -1 : 0;
     int n_prompts = s->timing_prompts && s->timing_prompts < s->n_prompts ? s->timing_prompts : s->n_prompts;
     if (rc == 0 && missing > 0 && c->o->progress)
         fprintf(stderr, "sweep: timing %d runs x %d reps alone, their first %d prompts (%d to do)\n", n, s->timing_reps,
@@ -1025,8 +1086,7 @@ int runner_sweep(SweepSpec *s, const RunnerOpts *o, SweepCounts *cnt, SpErr *err
         if (rc == 0) rc = collect_failures(&c, cnt, err);
         goto done;
     }
-    if (load_inputs(&c, err) || prepare_verifiers(&c, c.pending, c.n_pending, err) ||
-        prepare_judges(&c, c.pending, c.n_pending, err))
+    if (load_inputs(&c, err) || prepare_heads(&c, c.pending, c.n_pending, err))
         goto done;
     c.prog.expected = (int64_t)c.n_pending * s->n_prompts * s->max_new;
     c.prog.t0 = sp_now_s();

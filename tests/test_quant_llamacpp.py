@@ -79,16 +79,23 @@ def llama_perplexity(tools, gguf, text, out):
     to out). Its logger thread drops the lines still queued at exit (measured: the last chunk's running
     estimate and the final line missing in 2 of 8 runs under load, and 3 runs in a row in CI), so it runs
     one chunk more than is scored: the running estimate after chunk CHUNKS is written while the extra
-    chunk is computed. Repeated (deterministic) if that line is still missing, at most 5 times."""
+    chunk is computed. Repeated (deterministic) if that line is still missing, at most 5 times; likewise
+    when it exits non-zero with nothing on stderr (seen once in CI: the logger lost its error too), so
+    that a failure is reported with its exit status and whatever it printed."""
+    failures = []
     for _ in range(5):
         r = sh([os.path.join(tools, "llama-perplexity"), "-m", gguf, "-f", text, "-c", CTX, "-b", CTX, "-t", 2,
-                "--chunks", CHUNKS + 1, "-ctk", "f32", "-ctv", "f32", "-fa", "off", "--kl-divergence-base", out])
+                "--chunks", CHUNKS + 1, "-ctk", "f32", "-ctv", "f32", "-fa", "off", "--no-repack", "--kl-divergence-base", out])
         if r.returncode != 0:
-            raise RuntimeError("llama-perplexity %s: %s" % (gguf, r.stderr[-1500:]))
+            failures.append("exit %d, stderr %r, stdout %r" % (r.returncode, r.stderr[-800:], r.stdout[-300:]))
+            if r.stderr.strip():
+                break
+            continue
         running = dict(re.findall(r"\[(\d+)\]([\d.]+),", r.stdout))  # the running estimate after each chunk
         if str(CHUNKS) in running:
             return float(running[str(CHUNKS)])
-    raise RuntimeError("llama-perplexity %s: no running estimate after chunk %d in 5 runs" % (gguf, CHUNKS))
+        failures.append("exit 0, no running estimate after chunk %d" % CHUNKS)
+    raise RuntimeError("llama-perplexity %s: %d runs failed: %s" % (gguf, len(failures), " | ".join(failures)))
 
 
 def engine_logprobs(sprinter, model_dir, tokens, n_chunk, bos, work):
