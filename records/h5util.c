@@ -223,11 +223,18 @@ int h5_read_column(hid_t file, const char *path, const char *name, H5ColType typ
          * claiming more values than that (unwritten chunks read as fill values) is refused rather than
          * allocated: a 30 kB file cannot make us allocate gigabytes. */
         double stored = (double)H5Dget_storage_size(d);
+        hsize_t file_bytes = 0;
+        if (H5Fget_filesize(file, &file_bytes) < 0) file_bytes = 0;
         hid_t ft = H5Dget_type(d);
         size_t fsz = ft >= 0 ? H5Tget_size(ft) : 1;
         if (ft >= 0) H5Tclose(ft);
         if (dims[0] > ((hsize_t)1 << 34) || (rank == 2 && dims[1] > ((hsize_t)1 << 20))) {
             rc = sp_fail(err, "%s: dataset %s is implausibly large", path, name);
+        } else if (stored > (double)file_bytes) {
+            /* a damaged chunk index: libhdf5 would allocate the claimed size to read the chunk (4 GB
+             * seen from a 32 kB file) */
+            rc = sp_fail(err, "%s: dataset %s claims %.0f stored bytes in a file of %llu bytes", path, name, stored,
+                         (unsigned long long)file_bytes);
         } else if ((double)n * (double)(fsz ? fsz : 1) > 1100.0 * stored + (double)(1 << 20)) {
             rc = sp_fail(err, "%s: dataset %s claims %llu values but the file stores only %.0f bytes of it", path, name,
                          (unsigned long long)n, stored);
