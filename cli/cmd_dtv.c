@@ -36,7 +36,11 @@ static const char kDtvHelp[] =
     "  --format F         dataset format: jsonl, specbench, lm1b, wikisum (default: inferred)\n"
     "  --offset I         first prompt index (default 0; keep clear of the verifier's training prompts)\n"
     "  --max-continue K   continue each prompt by Uniform{0..K} target tokens (default 8)\n"
-    "  --tau T            sprinter: verifier threshold (default " SP_STR(SP_DEFAULT_TAU) ")\n"
+    "  --tau T[,T...]     sprinter: verifier threshold (default " SP_STR(SP_DEFAULT_TAU) "). Several: one pass\n"
+    "                     computes every prefix, p, q and the verifier's scores once and writes one file per\n"
+    "                     tau, --out naming them with {tau} (replaced by each value as written; also with\n"
+    "                     one value), each file\n"
+    "                     the same as a run at that tau alone\n"
     "  --lambda L         sprinter: acceptable iff q/p <= L (default: the verifier's lambda)\n"
     "  --temperature T --top-k K --top-p P   sampling, applied to p and q (defaults 1, 0, 1)\n"
     "  --seed S           prefix i draws from prompt_seed(S, i) (default 0)\n"
@@ -49,7 +53,41 @@ static const char kDtvHelp[] =
     "  --threads N        OpenBLAS threads (default 1)\n"
     "  --quiet            no per-prefix lines on stderr\n";
 
-static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *threads) {
+/* The --tau option: values and their text as written (for --out's {tau}). */
+typedef struct TauList {
+    int n;
+    double v[DTV_MAX_TAUS];
+    char text[DTV_MAX_TAUS][32];
+} TauList;
+
+static int parse_taus(const char *arg, TauList *t) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf) {
+        fprintf(stderr, "sprinter dtv: --tau: the list is too long\n");
+        return 2;
+    }
+    t->n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') tok++;
+        if (t->n == DTV_MAX_TAUS) {
+            fprintf(stderr, "sprinter dtv: --tau: more than %d values\n", DTV_MAX_TAUS);
+            return 2;
+        }
+        if (arg_param("dtv", "tau", tok, RP_TAU, &t->v[t->n])) return 2;
+        if (snprintf(t->text[t->n], sizeof t->text[t->n], "%s", tok) >= (int)sizeof t->text[t->n]) {
+            fprintf(stderr, "sprinter dtv: --tau: \"%s\" is too long\n", tok);
+            return 2;
+        }
+        t->n++;
+    }
+    if (t->n == 0) {
+        fprintf(stderr, "sprinter dtv: --tau: no value in \"%s\"\n", arg);
+        return 2;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *threads, TauList *taus) {
     const char *cmd = "dtv";
     static const struct option opts[] = {
         {"draft", required_argument, 0, 'd'},        {"target", required_argument, 0, 't'},
@@ -77,7 +115,7 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         case 'n': if (arg_long(cmd, "n-prefixes", optarg, 1, 1 << 24, &l)) return 2; s->n_prefixes = (int)l; break;
         case 'O': if (arg_long(cmd, "offset", optarg, 0, 1 << 30, &l)) return 2; s->offset = (int)l; break;
         case 'K': if (arg_long(cmd, "max-continue", optarg, 0, 1 << 20, &l)) return 2; s->max_continue = (int)l; break;
-        case 'T': if (arg_param(cmd, "tau", optarg, RP_TAU, &s->tau)) return 2; break;
+        case 'T': if (parse_taus(optarg, taus)) return 2; break;
         case 'l': if (arg_param(cmd, "lambda", optarg, RP_LAMBDA, &s->lambda)) return 2; break;
         case 's': if (arg_u64(cmd, "seed", optarg, &s->seed)) return 2; break;
         case 'M': if (arg_long(cmd, "samples", optarg, 0, 1L << 30, &l)) return 2; s->samples = (int)l; break;
@@ -120,10 +158,33 @@ static int parse(int argc, char **argv, DtvSpec *s, const char **out, long *thre
         fprintf(stderr, "sprinter dtv: --method judge needs --judge FILE (unless --tau-judge > 1)\n");
         return 2;
     }
+    if (taus->n > 1 && !sprinter) {
+        fprintf(stderr, "sprinter dtv: several --tau values are for --method sprinter only\n");
+        return 2;
+    }
+    if (taus->n > 1 && !strstr(*out, "{tau}")) {
+        fprintf(stderr, "sprinter dtv: --out must contain {tau} when --tau lists several values (one file each)\n");
+        return 2;
+    }
     if (!sprinter && s->verifier_path) {
         fprintf(stderr, "sprinter dtv: --verifier is for --method sprinter only\n");
         return 2;
     }
+    return 0;
+}
+
+/* path: pattern with each {tau} replaced by tau (as written); -1 when it does not fit. */
+static int out_for_tau(const char *pattern, const char *tau, char *path, size_t cap) {
+    size_t n = 0;
+    for (const char *p = pattern; *p;) {
+        const char *piece = strncmp(p, "{tau}", 5) ? p : tau;
+        size_t len = piece == p ? 1 : strlen(tau);
+        if (n + len >= cap) return -1;
+        memcpy(path + n, piece, len);
+        n += len;
+        p += piece == p ? 1 : 5;
+    }
+    path[n] = '\0';
     return 0;
 }
 
@@ -173,26 +234,40 @@ int cmd_dtv(int argc, char **argv) {
     s.n_prefixes = 0;
     const char *out = NULL;
     long threads = 1;
-    int prc = parse(argc, argv, &s, &out, &threads);
+    TauList taus = {.n = 0};
+    int prc = parse(argc, argv, &s, &out, &threads, &taus);
     if (prc) return prc == 1 ? 0 : prc;
     if (s.n_prefixes < 1) {
         fprintf(stderr, "sprinter dtv: need --n-prefixes N (N >= 1)\n");
         return 2;
     }
     openblas_set_num_threads((int)threads);
+    if (taus.n == 0) taus.n = 1, taus.v[0] = s.tau, snprintf(taus.text[0], sizeof taus.text[0], "%g", s.tau);
+    char paths[DTV_MAX_TAUS][4096];
+    const char *outs[DTV_MAX_TAUS];
+    for (int k = 0; k < taus.n; k++) {
+        if (out_for_tau(out, taus.text[k], paths[k], sizeof paths[k])) {
+            fprintf(stderr, "sprinter dtv: --out: the path is too long\n");
+            return 2;
+        }
+        outs[k] = paths[k];
+    }
     SpErr err = {{0}};
-    DtvSummary m;
+    DtvSummary m[DTV_MAX_TAUS];
     const char *inputs[] = {s.draft_dir, s.target_dir, s.verifier_path, s.judge_path, s.data_path};
-    /* before any work: the output must be new or a regular file, and none of the inputs */
-    if (sp_output_check_inputs(out, inputs, sizeof inputs / sizeof *inputs, &err)) {
+    /* before any work: each output must be new or a regular file, and none of the inputs */
+    for (int k = 0; k < taus.n; k++)
+        if (sp_output_check_inputs(outs[k], inputs, sizeof inputs / sizeof *inputs, &err)) {
+            fprintf(stderr, "sprinter dtv: %s\n", err.msg);
+            return 1;
+        }
+    if (dtv_run_taus(&s, taus.v, outs, taus.n, m, &err)) {
         fprintf(stderr, "sprinter dtv: %s\n", err.msg);
         return 1;
     }
-    if (dtv_run(&s, out, &m, &err)) {
-        fprintf(stderr, "sprinter dtv: %s\n", err.msg);
-        return 1;
+    for (int k = 0; k < taus.n; k++) {
+        if (s.method == DM_SPRINTER) print_summary(&m[k], outs[k]);
+        else print_method_summary(&s, &m[k], outs[k]);
     }
-    if (s.method == DM_SPRINTER) print_summary(&m, out);
-    else print_method_summary(&s, &m, out);
     return 0;
 }

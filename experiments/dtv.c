@@ -199,6 +199,15 @@ static const char kDefinitionsMethod[] =
 
 /* ------------------------------------------------------------------ state */
 
+/* One output file: its tau, the params label (dtv_params_label) and its columns [n_prefixes]. The
+ * prefixes, p, q and the verifier's scores are shared by every tau of a run. */
+typedef struct TauOut {
+    double tau;
+    char params_label[512];
+    int32_t *icol[DTV_N_INT];
+    double *dcol[DTV_N_REAL];
+} TauOut;
+
 typedef struct Ctx {
     const DtvSpec *s;
     RunModels m; /* draft, target, the target's tokenizer (engine/decode/setup.h) */
@@ -212,7 +221,6 @@ typedef struct Ctx {
     double lambda;
     char sha_draft[SP_SHA256_HEX], sha_target[SP_SHA256_HEX], sha_ver[SP_SHA256_HEX], sha_data[SP_SHA256_HEX];
     char sha_judge[SP_SHA256_HEX];
-    char params_label[512]; /* dtv_params_label */
     double *jd, *lwork;     /* other methods: [V] the judge's decisions, OPTIMAL_LOSSY_WORK(V) scratch */
     float *rf;              /* [V] optimal-lossy's row */
     float *P, *Q;        /* [N, V] p and q of every prefix (the oracle pass) */
@@ -222,8 +230,10 @@ typedef struct Ctx {
     long *counts;        /* [V] first-token counts */
     int32_t *work, *prefix; /* [V], [cap] */
     float *h_prefix;        /* [d] the draft's state at the prefix's last position */
-    int32_t *icol[DTV_N_INT];
-    double *dcol[DTV_N_REAL];
+    float *scores;          /* [V] sprinter: the verifier's score of every candidate at the prefix */
+    TauOut *outs;           /* [n_outs] one output file per tau (one for the other methods) */
+    int n_outs;
+    TauOut *cur;            /* the one being filled or written */
 } Ctx;
 
 static void ctx_free(Ctx *c) {
@@ -236,9 +246,12 @@ static void ctx_free(Ctx *c) {
     dataset_free(&c->ds);
     run_models_close(&c->m);
     free(c->P), free(c->Q), free(c->a), free(c->law), free(c->hat), free(c->cnt), free(c->counts);
-    free(c->work), free(c->prefix), free(c->h_prefix);
-    for (int k = 0; k < DTV_N_INT; k++) free(c->icol[k]);
-    for (int k = 0; k < DTV_N_REAL; k++) free(c->dcol[k]);
+    free(c->work), free(c->prefix), free(c->h_prefix), free(c->scores);
+    for (int o = 0; c->outs && o < c->n_outs; o++) {
+        for (int k = 0; k < DTV_N_INT; k++) free(c->outs[o].icol[k]);
+        for (int k = 0; k < DTV_N_REAL; k++) free(c->outs[o].dcol[k]);
+    }
+    free(c->outs);
 }
 
 /* The methods dtv computes the exact law of. */
@@ -262,7 +275,6 @@ static int check_spec(const DtvSpec *s, SpErr *err) {
             return -1;
     if (s->n_prefixes < 1) return sp_fail(err, "n_prefixes = %d must be >= 1", s->n_prefixes);
     if (s->offset < 0 || s->max_continue < 0) return sp_fail(err, "offset and max_continue must be >= 0");
-    if (run_param_check(RP_TAU, s->tau, err)) return -1;
     if (s->samples < 0 || s->bootstrap < 0) return sp_fail(err, "samples and bootstrap must be >= 0");
     if (s->oracle_eta_fp > 1 || s->oracle_eta_tp > 1) return sp_fail(err, "oracle rates must be in [0, 1]");
     return sampler_params_check(&s->sampling, err);
@@ -286,7 +298,7 @@ static void first_token_config(const Ctx *c, DecodeConfig *cfg) {
     cfg->max_new = 1;
     if (c->sprinter) {
         cfg->gamma = 1;
-        cfg->tau = s->tau;
+        cfg->tau = c->cur->tau;
         cfg->lambda = c->lambda;
     }
     cfg->audit = 0;
@@ -341,17 +353,22 @@ static int alloc_buffers(Ctx *c, SpErr *err) {
     c->work = malloc(V * sizeof *c->work);
     c->prefix = malloc((size_t)c->cap * sizeof *c->prefix);
     c->h_prefix = malloc((size_t)model_config(c->m.draft)->d_model * sizeof *c->h_prefix);
-    int ok = c->h_prefix && c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix;
+    c->scores = malloc(V * sizeof *c->scores);
+    int ok = c->h_prefix && c->P && c->Q && c->a && c->law && c->hat && c->cnt && c->counts && c->work && c->prefix &&
+             c->scores;
     if (!c->sprinter) {
         c->jd = calloc(V, sizeof *c->jd);
         c->lwork = malloc(OPTIMAL_LOSSY_WORK(V) * sizeof *c->lwork);
         c->rf = malloc(V * sizeof *c->rf);
         ok &= c->jd && c->lwork && c->rf;
     }
-    for (int k = 0; k < DTV_N_INT; k++) ok &= (c->icol[k] = calloc(N, sizeof **c->icol)) != NULL;
-    for (int k = 0; k < DTV_N_REAL; k++) ok &= (c->dcol[k] = malloc(N * sizeof **c->dcol)) != NULL;
-    for (int k = 0; ok && k < DTV_N_REAL; k++)
-        for (size_t i = 0; i < N; i++) c->dcol[k][i] = NAN;
+    for (int o = 0; o < c->n_outs; o++) {
+        TauOut *t = &c->outs[o];
+        for (int k = 0; k < DTV_N_INT; k++) ok &= (t->icol[k] = calloc(N, sizeof **t->icol)) != NULL;
+        for (int k = 0; k < DTV_N_REAL; k++) ok &= (t->dcol[k] = malloc(N * sizeof **t->dcol)) != NULL;
+        for (int k = 0; ok && k < DTV_N_REAL; k++)
+            for (size_t i = 0; i < N; i++) t->dcol[k][i] = NAN;
+    }
     return ok ? 0 : sp_fail(err, "out of memory (p and q of %zu prefixes x %zu tokens)", N, V);
 }
 
@@ -366,7 +383,9 @@ static int open_inputs(Ctx *c, SpErr *err) {
         (c->have_ver && sha256_file(s->verifier_path, c->sha_ver, err)) ||
         (c->have_judge && sha256_file(s->judge_path, c->sha_judge, err)) || sha256_file(s->data_path, c->sha_data, err))
         return -1;
-    dtv_params_label(s->method, &s->params, s->tau, c->lambda, c->params_label, sizeof c->params_label);
+    for (int o = 0; o < c->n_outs; o++)
+        dtv_params_label(s->method, &s->params, c->outs[o].tau, c->lambda, c->outs[o].params_label,
+                         sizeof c->outs[o].params_label);
     if (!(c->sd = session_new(c->m.draft, c->cap, c->cap, err)) || !(c->st = session_new(c->m.target, c->cap, c->cap, err)))
         return -1;
     if (s->samples > 0) {
@@ -411,18 +430,19 @@ static int make_prefix(Ctx *c, int i, gsl_rng *rng, int *n, SpErr *err) {
         c->prefix[(*n)++] = x;
         if (j + 1 < k && session_forward_tail(c->st, &x, 1, 1, &L, NULL, err)) return -1;
     }
-    c->icol[DTV_prefix_index][i] = i;
-    c->icol[DTV_prompt_index][i] = pi;
-    c->icol[DTV_n_prefix][i] = *n;
-    c->icol[DTV_n_continued][i] = k;
+    for (int o = 0; o < c->n_outs; o++) {
+        int32_t **ic = c->outs[o].icol;
+        ic[DTV_prefix_index][i] = i, ic[DTV_prompt_index][i] = pi, ic[DTV_n_prefix][i] = *n, ic[DTV_n_continued][i] = k;
+    }
     return 0;
 }
 
-/* p, q, a(v) for every v, the exact law and its quantities. */
-static int exact_at(Ctx *c, int i, int n, SpErr *err) {
+/* p, q and, for sprinter, the verifier's score of every candidate (c->scores): what every tau shares. The
+ * other methods: also their law and its quantities (into c->cur, their only output). */
+static int probs_at(Ctx *c, int i, int n, SpErr *err) {
     float *p = c->P + (size_t)i * c->V, *q = c->Q + (size_t)i * c->V;
+    const DtvSpec *s = c->s;
     if (!c->sprinter) { /* the method's law; the judge's decision for every candidate first */
-        const DtvSpec *s = c->s;
         if (dtv_next_probs(c->st, &s->sampling, c->prefix, n, c->V, p, NULL, 0, c->work, err) ||
             dtv_next_probs(c->sd, &s->sampling, c->prefix, n, c->V, q, NULL, 0, c->work, err))
             return -1;
@@ -431,26 +451,32 @@ static int exact_at(Ctx *c, int i, int n, SpErr *err) {
             return sp_err_prefix(err, "prefix %d", i);
         DtvExact e;
         dtv_method_exact(s->method, &s->params, p, q, c->jd, c->V, c->lwork, c->rf, c->law, &e);
-        double **d = c->dcol;
+        double **d = c->cur->dcol;
         d[DTV_dtv_pq][i] = e.dtv_pq, d[DTV_dtv_p_ps][i] = e.dtv_p_ps, d[DTV_dtv_q_ps][i] = e.dtv_q_ps;
         d[DTV_accept_mass][i] = e.accept_mass;
-        c->icol[DTV_n_accepted][i] = e.n_accepted;
+        c->cur->icol[DTV_n_accepted][i] = e.n_accepted;
         return 0;
     }
-    if (dtv_next_probs(c->st, &c->s->sampling, c->prefix, n, c->V, p, NULL, 0, c->work, err) ||
-        dtv_next_probs(c->sd, &c->s->sampling, c->prefix, n, c->V, q, c->h_prefix, c->ver.d, c->work, err) ||
-        dtv_verifier_decisions(c->sd, &c->ver, c->h_prefix, c->s->tau, c->V, c->a, NULL, err))
-        return -1;
+    return dtv_next_probs(c->st, &s->sampling, c->prefix, n, c->V, p, NULL, 0, c->work, err) ||
+                   dtv_next_probs(c->sd, &s->sampling, c->prefix, n, c->V, q, c->h_prefix, c->ver.d, c->work, err) ||
+                   dtv_verifier_decisions(c->sd, &c->ver, c->h_prefix, c->cur->tau, c->V, c->a, c->scores, err)
+               ? -1
+               : 0;
+}
+
+/* sprinter at c->cur's tau: a(v) = [score(v) >= tau], the exact law (c->law) and its quantities. */
+static void exact_at(Ctx *c, int i) {
+    const float *p = c->P + (size_t)i * c->V, *q = c->Q + (size_t)i * c->V;
+    for (int v = 0; v < c->V; v++) c->a[v] = verifier_accepts(c->scores[v], c->cur->tau) ? 1.0 : 0.0;
     DtvExact e;
     dtv_exact(p, q, c->a, c->V, c->lambda, c->law, &e);
-    double **d = c->dcol;
+    double **d = c->cur->dcol;
     d[DTV_dtv_pq][i] = e.dtv_pq, d[DTV_dtv_p_ps][i] = e.dtv_p_ps, d[DTV_dtv_q_ps][i] = e.dtv_q_ps;
     d[DTV_accept_mass][i] = e.accept_mass, d[DTV_q_unacc][i] = e.q_unacc, d[DTV_fp_mass][i] = e.fp_mass;
     d[DTV_tp_mass][i] = e.tp_mass, d[DTV_eta_fp][i] = e.eta_fp, d[DTV_eta_tp][i] = e.eta_tp;
     d[DTV_eta_excess][i] = e.eta_excess;
     d[DTV_pred_local][i] = e.eta_fp * e.dtv_pq;
-    c->icol[DTV_n_accepted][i] = e.n_accepted;
-    return 0;
+    c->cur->icol[DTV_n_accepted][i] = e.n_accepted;
 }
 
 /* 0.5 sum_v |p(v) - cnt(v) / m| */
@@ -489,8 +515,8 @@ static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
     }
     double u_mean = u_sum / M;
     if (c->sprinter) { /* the identity behind it is SPRINTER's */
-        c->dcol[DTV_emp_dtv_unbiased][i] = u_mean;
-        c->dcol[DTV_emp_dtv_unbiased_se][i] = M > 1 ? sqrt(fmax(0.0, (u_sq - M * u_mean * u_mean) / (M - 1)) / M) : NAN;
+        c->cur->dcol[DTV_emp_dtv_unbiased][i] = u_mean;
+        c->cur->dcol[DTV_emp_dtv_unbiased_se][i] = M > 1 ? sqrt(fmax(0.0, (u_sq - M * u_mean * u_mean) / (M - 1)) / M) : NAN;
     }
     for (int v = 0; v < V; v++) c->hat[v] = (double)c->counts[v] / M, c->cnt[v] = (unsigned int)c->counts[v];
     double naive = tv_counts_u(p, c->cnt, V, M), boot = 0, floor = 0;
@@ -502,7 +528,7 @@ static int sample_at(Ctx *c, int i, int n, gsl_rng *rng, SpErr *err) {
         gsl_ran_multinomial(rng, (size_t)V, (unsigned int)M, pd, c->cnt);
         floor += tv_counts_u(p, c->cnt, V, M);
     }
-    double **d = c->dcol;
+    double **d = c->cur->dcol;
     d[DTV_emp_accept][i] = (double)acc / M;
     d[DTV_emp_dtv_naive][i] = naive;
     if (s->bootstrap > 0) {
@@ -527,7 +553,7 @@ static double col_mean(const double *x, int n) {
 static void global_pass(Ctx *c, DtvSummary *sum) {
     const DtvSpec *s = c->s;
     int N = s->n_prefixes, V = c->V;
-    double **d = c->dcol, fp = 0, un = 0, tp = 0, ac = 0;
+    double **d = c->cur->dcol, fp = 0, un = 0, tp = 0, ac = 0;
     if (!c->sprinter) { /* no verifier, no Thm 3.1: the oracle columns stay NaN */
         sum->eta_fp_global = sum->eta_tp_global = sum->oracle_eta_fp = sum->oracle_eta_tp = NAN;
         sum->max_oracle_l1_err = NAN;
@@ -557,7 +583,7 @@ static void global_pass(Ctx *c, DtvSummary *sum) {
 
 static void summarize(Ctx *c, DtvSummary *sum) {
     int N = c->s->n_prefixes;
-    double **d = c->dcol;
+    double **d = c->cur->dcol;
     sum->n = N;
     sum->V = c->V;
     sum->lambda = c->lambda;
@@ -610,7 +636,7 @@ static int write_attrs(Ctx *c, H5Table *t, const DtvSummary *m, SpErr *err) {
     now_iso(now, sizeof now);
     const char *str[][2] = {{"format", DTVLOG_FORMAT},
                             {"method", decode_method_name(s->method)},
-                            {"params", c->params_label},
+                            {"params", c->cur->params_label},
                             {"draft", s->draft_dir},
                             {"draft_sha256", c->sha_draft},
                             {"target", s->target_dir},
@@ -641,7 +667,7 @@ static int write_attrs(Ctx *c, H5Table *t, const DtvSummary *m, SpErr *err) {
     const struct {
         const char *name;
         double v;
-    } dbl[] = {{"tau", c->sprinter ? s->tau : NAN},
+    } dbl[] = {{"tau", c->sprinter ? c->cur->tau : NAN},
                {"lambda", c->lambda},
                {"verifier_lambda", c->have_ver ? c->ver.lambda : NAN},
                {"temperature", s->sampling.temperature},
@@ -685,8 +711,8 @@ static int write_file(Ctx *c, const char *out, const DtvSummary *m, SpErr *err) 
     H5Table t;
     if (h5t_create(&t, out, dtvlog_columns(), DTVLOG_N_COLS, 1024, err)) return -1;
     const void *data[DTVLOG_N_COLS];
-    for (int k = 0; k < DTV_N_INT; k++) data[k] = c->icol[k];
-    for (int k = 0; k < DTV_N_REAL; k++) data[DTV_N_INT + k] = c->dcol[k];
+    for (int k = 0; k < DTV_N_INT; k++) data[k] = c->cur->icol[k];
+    for (int k = 0; k < DTV_N_REAL; k++) data[DTV_N_INT + k] = c->cur->dcol[k];
     if (h5t_append(&t, c->s->n_prefixes, data, err) || write_attrs(c, &t, m, err)) {
         h5t_abort(&t);
         return -1;
@@ -696,47 +722,84 @@ static int write_file(Ctx *c, const char *out, const DtvSummary *m, SpErr *err) 
 
 /* ------------------------------------------------------------------ entry */
 
-static int one_prefix(Ctx *c, int i, SpErr *err) {
-    gsl_rng *rng = sampler_rng_new(prompt_seed(c->s->seed, i));
-    if (!rng) return sp_fail(err, "out of memory");
-    int n = 0;
-    int rc = make_prefix(c, i, rng, &n, err) || exact_at(c, i, n, err) ||
-                     (c->s->samples > 0 && sample_at(c, i, n, rng, err))
-                 ? -1
-                 : 0;
-    gsl_rng_free(rng);
-    if (rc == 0 && c->s->progress && !c->sprinter) {
-        double **d = c->dcol;
+/* One line on stderr about prefix i (n tokens) at c->cur. */
+static void print_prefix(const Ctx *c, int i, int n) {
+    char tau[48] = ""; /* which file, when there are several */
+    if (c->n_outs > 1) snprintf(tau, sizeof tau, ", tau %g", c->cur->tau);
+    if (!c->sprinter) {
+        double **d = c->cur->dcol;
         fprintf(stderr, "dtv: prefix %d/%d (%d tokens): d_TV(p,q) %.4f  d_TV(p,p_%s) %.4f  d_TV(q,p_%s) %.4f  kept %.3f%s",
                 i + 1, c->s->n_prefixes, n, d[DTV_dtv_pq][i], decode_method_name(c->s->method), d[DTV_dtv_p_ps][i],
                 decode_method_name(c->s->method), d[DTV_dtv_q_ps][i], d[DTV_accept_mass][i], c->s->samples > 0 ? "" : "\n");
         if (c->s->samples > 0)
             fprintf(stderr, "  sampled: naive %.4f, bc %.4f, kept %.3f, chi2 p %.3f\n", d[DTV_emp_dtv_naive][i],
                     d[DTV_emp_dtv_bc][i], d[DTV_emp_accept][i], d[DTV_emp_chisq_p][i]);
-    } else if (rc == 0 && c->s->progress) {
-        double **d = c->dcol;
-        fprintf(stderr, "dtv: prefix %d/%d (%d tokens): d_TV(p,q) %.4f  d_TV(p,p_S) %.4f  eta_FP %.3f  eta_TP %.3f  "
+    } else {
+        double **d = c->cur->dcol;
+        fprintf(stderr, "dtv: prefix %d/%d (%d tokens%s): d_TV(p,q) %.4f  d_TV(p,p_S) %.4f  eta_FP %.3f  eta_TP %.3f  "
                         "pred_local %.4f%s",
-                i + 1, c->s->n_prefixes, n, d[DTV_dtv_pq][i], d[DTV_dtv_p_ps][i], d[DTV_eta_fp][i], d[DTV_eta_tp][i],
+                i + 1, c->s->n_prefixes, n, tau, d[DTV_dtv_pq][i], d[DTV_dtv_p_ps][i], d[DTV_eta_fp][i], d[DTV_eta_tp][i],
                 d[DTV_pred_local][i], c->s->samples > 0 ? "" : "\n");
         if (c->s->samples > 0)
             fprintf(stderr, "  sampled: unbiased %.4f +- %.4f, naive %.4f, bc %.4f, chi2 p %.3f\n", d[DTV_emp_dtv_unbiased][i],
                     d[DTV_emp_dtv_unbiased_se][i], d[DTV_emp_dtv_naive][i], d[DTV_emp_dtv_bc][i], d[DTV_emp_chisq_p][i]);
     }
+}
+
+/* Prefix i: the prefix and p, q (and the verifier's scores) once; then at each tau its exact law and,
+ * with samples, its decoder draws, each from the rng as it stands after the prefix was drawn (so that
+ * a file is the same whether its tau ran alone or beside others). */
+static int one_prefix(Ctx *c, int i, SpErr *err) {
+    gsl_rng *rng = sampler_rng_new(prompt_seed(c->s->seed, i));
+    if (!rng) return sp_fail(err, "out of memory");
+    int n = 0;
+    c->cur = &c->outs[0];
+    int rc = make_prefix(c, i, rng, &n, err) || probs_at(c, i, n, err) ? -1 : 0;
+    for (int o = 0; rc == 0 && o < c->n_outs; o++) {
+        c->cur = &c->outs[o];
+        if (c->sprinter) exact_at(c, i);
+        gsl_rng *draws = c->s->samples > 0 ? (o + 1 < c->n_outs ? gsl_rng_clone(rng) : rng) : NULL;
+        if (c->s->samples > 0 && !draws) rc = sp_fail(err, "out of memory");
+        else if (draws && sample_at(c, i, n, draws, err)) rc = -1;
+        if (draws && draws != rng) gsl_rng_free(draws);
+        if (rc == 0 && c->s->progress) print_prefix(c, i, n);
+    }
+    gsl_rng_free(rng);
+    return rc;
+}
+
+/* c->outs: one per tau (taus[0..n)), checked. */
+static int make_outs(Ctx *c, const double *taus, int n, SpErr *err) {
+    if (n < 1 || n > DTV_MAX_TAUS) return sp_fail(err, "dtv: %d thresholds (1 to %d)", n, DTV_MAX_TAUS);
+    if (n > 1 && c->s->method != DM_SPRINTER) return sp_fail(err, "dtv: several tau are for sprinter only");
+    if (!(c->outs = calloc((size_t)n, sizeof *c->outs))) return sp_fail(err, "out of memory");
+    c->n_outs = n;
+    for (int k = 0; k < n; k++) {
+        if (run_param_check(RP_TAU, taus[k], err)) return -1;
+        for (int j = 0; j < k; j++)
+            if (taus[j] == taus[k]) return sp_fail(err, "dtv: tau %g is given twice", taus[k]);
+        c->outs[k].tau = taus[k];
+    }
+    c->cur = &c->outs[0];
+    return 0;
+}
+
+int dtv_run_taus(const DtvSpec *s, const double *taus, const char *const *out_h5, int n, DtvSummary *sums, SpErr *err) {
+    memset(sums, 0, (size_t)(n > 0 ? n : 0) * sizeof *sums);
+    Ctx c = {0};
+    c.s = s;
+    int rc = make_outs(&c, taus, n, err) || open_inputs(&c, err) ? -1 : 0;
+    for (int i = 0; rc == 0 && i < s->n_prefixes; i++) rc = one_prefix(&c, i, err);
+    for (int k = 0; rc == 0 && k < n; k++) {
+        c.cur = &c.outs[k];
+        global_pass(&c, &sums[k]);
+        summarize(&c, &sums[k]);
+        rc = write_file(&c, out_h5[k], &sums[k], err);
+    }
+    ctx_free(&c);
     return rc;
 }
 
 int dtv_run(const DtvSpec *s, const char *out_h5, DtvSummary *sum, SpErr *err) {
-    memset(sum, 0, sizeof *sum);
-    Ctx c = {0};
-    c.s = s;
-    int rc = open_inputs(&c, err);
-    for (int i = 0; rc == 0 && i < s->n_prefixes; i++) rc = one_prefix(&c, i, err);
-    if (rc == 0) {
-        global_pass(&c, sum);
-        summarize(&c, sum);
-        rc = write_file(&c, out_h5, sum, err);
-    }
-    ctx_free(&c);
-    return rc;
+    return dtv_run_taus(s, &s->tau, &out_h5, 1, sum, err);
 }

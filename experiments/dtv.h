@@ -103,6 +103,13 @@ typedef struct DtvSummary {
 
 int dtv_run(const DtvSpec *s, const char *out_h5, DtvSummary *sum, SpErr *err);
 
+/* sprinter at several thresholds in one pass: file out_h5[k] and sums[k] at taus[k] (s->tau unused),
+ * each the same as dtv_run's at that tau alone (created_at aside); the prefixes, p, q and the
+ * verifier's scores, which do not depend on tau, are computed once. 1 <= n <= DTV_MAX_TAUS, the taus
+ * distinct; the other methods take n = 1. */
+#define DTV_MAX_TAUS 64
+int dtv_run_taus(const DtvSpec *s, const double *taus, const char *const *out_h5, int n, DtvSummary *sums, SpErr *err);
+
 /* ---- building blocks (dtv_run's steps, exposed for the tests) ---- */
 
 /* probs[V]: the next-token distribution of s's model after prefix[0..n), the prefix run in one

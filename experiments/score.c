@@ -34,39 +34,61 @@ static double log_softmax_at(const float *logits, int V, int32_t target) {
     return (double)logits[target] - mx - log(z);
 }
 
-/* Token at position t of the virtual sequence prompt ++ out. */
-static int32_t seq_at(const int32_t *prompt, int n_prompt, const int32_t *out, int t) {
-    return t < n_prompt ? prompt[t] : out[t - n_prompt];
+/* Feeds tokens[0..n) at the session's next positions in chunks of max_b rows; the logits of every
+ * row into lp as ln softmax[next[t]] when next is non-NULL (t in [0, n)). */
+static int feed(Session *s, int V, const int32_t *tokens, int n, const int32_t *next, double *lp, SpErr *err) {
+    int max_b = session_max_batch(s) < SCORE_BATCH ? session_max_batch(s) : SCORE_BATCH;
+    for (int a = 0; a < n; a += max_b) {
+        int b = a + max_b < n ? a + max_b : n;
+        const float *L;
+        if (session_forward_tail(s, tokens + a, b - a, next ? b - a : 1, &L, NULL, err)) return -1;
+        for (int t = a; next && t < b; t++) lp[t] = log_softmax_at(L + (size_t)(t - a) * V, V, next[t]);
+    }
+    return 0;
+}
+
+/* The prompt's first n_prompt - 1 tokens into the cache (no logits needed): what every output of the
+ * prompt shares. */
+static int score_prefix(Session *s, int V, const int32_t *prompt, int n_prompt, SpErr *err) {
+    if (session_truncate(s, 0, err)) return -1;
+    return n_prompt > 1 ? feed(s, V, prompt, n_prompt - 1, NULL, NULL, err) : 0;
+}
+
+/* lp[0..n_out) of out after the prompt, the cache holding score_prefix's positions: positions
+ * n_prompt - 1 .. n_prompt + n_out - 2 (the prompt's last token, then out[0..n_out - 1)) fed again
+ * from there. tail[n_out] is scratch. The chunks depend only on n_prompt and n_out, so an output's
+ * figures are the same whichever outputs shared its prefix. */
+static int score_tail(Session *s, int V, const int32_t *prompt, int n_prompt, const int32_t *out, int n_out,
+                      int32_t *tail, double *lp, SpErr *err) {
+    if (n_out == 0) return 0;
+    if (session_truncate(s, n_prompt - 1, err)) return -1;
+    tail[0] = prompt[n_prompt - 1];
+    memcpy(tail + 1, out, (size_t)(n_out - 1) * sizeof *out);
+    return feed(s, V, tail, n_out, out, lp, err);
+}
+
+/* Every token id in [0, V) and the context big enough. */
+static int check_sequence(int max_ctx, int V, const int32_t *prompt, int n_prompt, const int32_t *out, int n_out,
+                          SpErr *err) {
+    if (n_prompt < 1) return sp_fail(err, "score: empty prompt");
+    if (n_prompt + n_out - 1 > max_ctx)
+        return sp_fail(err, "score: prompt %d + output %d tokens exceed the context of %d", n_prompt, n_out, max_ctx);
+    for (int t = 0; t < n_prompt + n_out; t++) {
+        int32_t x = t < n_prompt ? prompt[t] : out[t - n_prompt];
+        if (x < 0 || x >= V) return sp_fail(err, "score: token %d at position %d is out of the vocabulary [0, %d)", x, t, V);
+    }
+    return 0;
 }
 
 int score_logprobs(Session *s, int V, const int32_t *prompt, int n_prompt, const int32_t *out, int n_out, double *lp,
                    SpErr *err) {
-    if (n_prompt < 1) return sp_fail(err, "score: empty prompt");
+    if (check_sequence(session_max_ctx(s), V, prompt, n_prompt, out, n_out, err)) return -1;
     if (n_out == 0) return 0;
-    int T = n_prompt + n_out - 1; /* positions fed: 0 .. T-1; position t predicts the token at t + 1 */
-    if (T > session_max_ctx(s))
-        return sp_fail(err, "score: prompt %d + output %d tokens exceed the context of %d", n_prompt, n_out,
-                       session_max_ctx(s));
-    for (int t = 0; t < n_prompt + n_out; t++) {
-        int32_t x = seq_at(prompt, n_prompt, out, t);
-        if (x < 0 || x >= V) return sp_fail(err, "score: token %d at position %d is out of the vocabulary [0, %d)", x, t, V);
-    }
-    if (session_truncate(s, 0, err)) return -1;
-    int32_t chunk[SCORE_BATCH];
-    int max_b = session_max_batch(s) < SCORE_BATCH ? session_max_batch(s) : SCORE_BATCH;
-    for (int a = 0; a < T; a += max_b) {
-        int b = a + max_b < T ? a + max_b : T;
-        for (int t = a; t < b; t++) chunk[t - a] = seq_at(prompt, n_prompt, out, t);
-        int first = a > n_prompt - 1 ? a : n_prompt - 1; /* first position whose logits are needed */
-        int n_tail = b - first > 0 ? b - first : 1;
-        const float *L;
-        if (session_forward_tail(s, chunk, b - a, n_tail, &L, NULL, err)) return -1;
-        for (int t = b - n_tail; t < b; t++)
-            if (t >= n_prompt - 1)
-                lp[t - (n_prompt - 1)] =
-                    log_softmax_at(L + (size_t)(t - (b - n_tail)) * V, V, seq_at(prompt, n_prompt, out, t + 1));
-    }
-    return 0;
+    int32_t *tail = malloc((size_t)n_out * sizeof *tail);
+    if (!tail) return sp_fail(err, "out of memory");
+    int rc = score_prefix(s, V, prompt, n_prompt, err) || score_tail(s, V, prompt, n_prompt, out, n_out, tail, lp, err);
+    free(tail);
+    return rc ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------ what to score */
@@ -261,6 +283,7 @@ static int earlier_answers(sqlite3 *h, const char *db_path, const char *hash, To
 }
 
 typedef struct OutRow {
+    const char *hash; /* the run's */
     int prompt_index, n_prompt, n_tokens;
     double lp_sum;
     char *text;
@@ -369,39 +392,13 @@ static int find_output(const TokenRows *l, const char *log_path, const TodoPromp
     return 0;
 }
 
-static int score_prompt(const Ctx *c, Session *s, const ScoreRun *r, const TokenRows *l, const TodoPrompt *p,
-                        double *lp, OutRow *row, SpErr *err) {
-    char log_path[4600];
-    snprintf(log_path, sizeof log_path, "%s/%s", c->o->results_dir, r->token_log);
-    int64_t start = 0;
-    int n = 0;
-    int32_t *ids = NULL;
-    if (find_output(l, log_path, p, &start, &n, err) || prompt_ids(c, r, p, &ids, err)) return -1;
-    const int32_t *out = l->token + start;
-    int rc = score_logprobs(s, model_config(c->m.target)->vocab_size, ids, p->n_prompt_tokens, out, n, lp, err);
-    free(ids);
-    if (rc) return sp_err_prefix(err, "run %.12s prompt %d", r->hash, p->prompt_index);
-    row->prompt_index = p->prompt_index;
-    row->n_prompt = p->n_prompt_tokens;
-    row->n_tokens = n;
-    row->lp_sum = 0;
-    for (int t = 0; t < n; t++) row->lp_sum += lp[t];
-    size_t len;
-    if (tokenizer_decode(c->m.tokenizer, out, (size_t)n, 1, &row->text, &len, err))
-        return sp_err_prefix(err, "%s: prompt %d: decode", log_path, p->prompt_index);
-    for (size_t i = 0; i < len; i++) /* a NUL byte (a byte token) would end the SQLite text early */
-        if (row->text[i] == '\0') row->text[i] = '?';
-    db_text_sanitize(row->text);
-    return 0;
-}
-
 static void bind_opt_double(sqlite3_stmt *st, int i, int ok, double v) {
     if (ok && isfinite(v)) sqlite3_bind_double(st, i, v);
     else sqlite3_bind_null(st, i);
 }
 
-/* One transaction: INSERT OR IGNORE of the rows; *added counts the new ones. */
-static int insert_rows(const Ctx *c, sqlite3 *h, const char *hash, const OutRow *rows, int n, int64_t *added, SpErr *err) {
+/* rows[0..n) (of any runs) in one transaction. */
+static int insert_rows(const Ctx *c, sqlite3 *h, const OutRow *rows, int n, int64_t *added, SpErr *err) {
     const char *sql = "INSERT OR IGNORE INTO outputs(run_hash, prompt_index, n_prompt_tokens, n_tokens, text,"
                       " target_logprob, target_mean_logprob, target_ppl, target_dir, target_sha256, scored_at)"
                       " VALUES(?,?,?,?,?,?,?,?,?,?,?)";
@@ -415,7 +412,7 @@ static int insert_rows(const Ctx *c, sqlite3 *h, const char *hash, const OutRow 
         double mean = o->n_tokens > 0 ? o->lp_sum / o->n_tokens : NAN;
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
-        sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, o->hash, -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 2, o->prompt_index);
         sqlite3_bind_int(st, 3, o->n_prompt);
         sqlite3_bind_int(st, 4, o->n_tokens);
@@ -435,54 +432,168 @@ static int insert_rows(const Ctx *c, sqlite3 *h, const char *hash, const OutRow 
     return rc;
 }
 
-static int score_run(const Ctx *c, Db *db, Session *s, const ScoreRun *r, int64_t *added, SpErr *err) {
-    sqlite3 *h = db_sqlite(db);
-    TodoPrompt *todo = NULL;
-    OutRow *rows = NULL;
-    TokenRows l = {0};
-    double *lp = NULL;
-    int n = 0, rc = -1;
-    if (todo_prompts(h, c->db_path, r->hash, &todo, &n, err)) goto done;
-    if (n == 0) {
-        rc = 0;
-        goto done;
+/* ------------------------------------------------------------------ a worker's share, by prompt */
+
+/* One output to score: prompt p of run k (index into c->todo), its prompt ids and its output tokens. */
+typedef struct Item {
+    int k;
+    const TodoPrompt *p;
+    int32_t *ids;       /* [p->n_prompt_tokens], owned */
+    const int32_t *out; /* [n_out], in run k's token log */
+    int n_out;
+} Item;
+
+/* What a worker reads: every run's prompts to score and token log; its items. */
+typedef struct Share {
+    TodoPrompt **todo; /* [n_todo runs] */
+    int *n_prompts;
+    TokenRows *logs;
+    Item *items;
+    int n_items;
+} Share;
+
+static void share_free(const Ctx *c, Share *w) {
+    for (int k = 0; k < c->n_todo; k++) {
+        if (w->todo) todo_free(w->todo[k], w->n_prompts[k]);
+        if (w->logs) tokrows_free(&w->logs[k]);
     }
-    int64_t max_tok = 1;
-    for (int i = 0; i < n; i++) max_tok = todo[i].tokens > max_tok ? todo[i].tokens : max_tok;
-    rows = calloc((size_t)n, sizeof *rows);
-    lp = malloc((size_t)max_tok * sizeof *lp);
-    if (!rows || !lp) {
-        sp_fail(err, "out of memory");
-        goto done;
+    for (int i = 0; i < w->n_items; i++) free(w->items[i].ids);
+    free(w->todo), free(w->n_prompts), free(w->logs), free(w->items);
+}
+
+/* The worker that scores the outputs of a prompt: by dataset and prompt index, so that every run's
+ * output of a prompt lands with the same worker and shares its prefix. */
+static int owner_of(const ScoreRun *r, const TodoPrompt *p, int n_workers) {
+    uint64_t h = (uint64_t)(unsigned)r->data * 0x9E3779B97F4A7C15ull ^ (uint64_t)(unsigned)p->prompt_index * 0xC2B2AE3D27D4EB4Full;
+    return (int)((h ^ (h >> 29)) % (uint64_t)n_workers);
+}
+
+/* Reads every run's prompts and log and makes the items this worker owns (prompt ids included). */
+static int share_read(const Ctx *c, sqlite3 *h, int worker, int n_workers, Share *w, SpErr *err) {
+    memset(w, 0, sizeof *w);
+    int n = c->n_todo, cap = 0;
+    w->todo = calloc((size_t)n, sizeof *w->todo);
+    w->n_prompts = calloc((size_t)n, sizeof *w->n_prompts);
+    w->logs = calloc((size_t)n, sizeof *w->logs);
+    if (!w->todo || !w->n_prompts || !w->logs) return sp_fail(err, "out of memory");
+    for (int k = 0; k < n; k++) {
+        const ScoreRun *r = &c->runs[c->todo[k]];
+        if (todo_prompts(h, c->db_path, r->hash, &w->todo[k], &w->n_prompts[k], err)) return -1;
+        int mine = 0;
+        for (int i = 0; i < w->n_prompts[k]; i++) mine += owner_of(r, &w->todo[k][i], n_workers) == worker;
+        if (mine == 0) continue;
+        if (read_log(c, h, r, &w->logs[k], err)) return -1;
+        char log_path[4600];
+        snprintf(log_path, sizeof log_path, "%s/%s", c->o->results_dir, r->token_log);
+        for (int i = 0; i < w->n_prompts[k]; i++) {
+            const TodoPrompt *p = &w->todo[k][i];
+            if (owner_of(r, p, n_workers) != worker) continue;
+            if (w->n_items == cap) {
+                Item *ni = realloc(w->items, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *ni);
+                if (!ni) return sp_fail(err, "out of memory");
+                w->items = ni;
+            }
+            Item *it = &w->items[w->n_items];
+            int64_t start = 0;
+            memset(it, 0, sizeof *it);
+            if (find_output(&w->logs[k], log_path, p, &start, &it->n_out, err) || prompt_ids(c, r, p, &it->ids, err))
+                return -1;
+            w->n_items++;
+            it->k = k, it->p = p, it->out = w->logs[k].token + start;
+            const ModelConfig *mc = model_config(c->m.target);
+            if (check_sequence(mc->max_pos, mc->vocab_size, it->ids, p->n_prompt_tokens, it->out, it->n_out, err))
+                return sp_err_prefix(err, "run %.12s prompt %d", r->hash, p->prompt_index);
+        }
     }
-    if (read_log(c, h, r, &l, err)) goto done;
-    for (int i = 0; i < n; i++)
-        if (score_prompt(c, s, r, &l, &todo[i], lp, &rows[i], err)) goto done;
-    rc = insert_rows(c, h, r->hash, rows, n, added, err);
-    if (rc == 0 && c->o->progress) {
-        double sum = 0;
-        int64_t tok = 0;
-        for (int i = 0; i < n; i++) sum += rows[i].lp_sum, tok += rows[i].n_tokens;
-        fprintf(stderr, "score: %-13s [%.12s] %d prompts, %lld tokens, mean log p %.4f\n", r->method, r->hash, n,
-                (long long)tok, tok ? sum / (double)tok : NAN);
+    return 0;
+}
+
+/* Items in prompt order (length, then ids), the same prompt's outputs by output (length, then
+ * tokens): a prompt's outputs are adjacent, identical outputs next to each other. */
+static int cmp_ids(const int32_t *a, int na, const int32_t *b, int nb) {
+    if (na != nb) return na < nb ? -1 : 1;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+static int same_prompt(const Item *a, const Item *b) {
+    return cmp_ids(a->ids, a->p->n_prompt_tokens, b->ids, b->p->n_prompt_tokens) == 0;
+}
+
+static int cmp_item(const void *x, const void *y) {
+    const Item *a = x, *b = y;
+    int c = cmp_ids(a->ids, a->p->n_prompt_tokens, b->ids, b->p->n_prompt_tokens);
+    if (c == 0) c = cmp_ids(a->out, a->n_out, b->out, b->n_out);
+    if (c == 0) c = (a->k > b->k) - (a->k < b->k);
+    return c;
+}
+
+/* The row of item it: lp_sum of its lp (or the previous identical output's), the decoded text. */
+static int item_row(const Ctx *c, const Item *it, double lp_sum, OutRow *row, SpErr *err) {
+    const ScoreRun *r = &c->runs[c->todo[it->k]];
+    row->hash = r->hash;
+    row->prompt_index = it->p->prompt_index;
+    row->n_prompt = it->p->n_prompt_tokens;
+    row->n_tokens = it->n_out;
+    row->lp_sum = lp_sum;
+    size_t len;
+    if (tokenizer_decode(c->m.tokenizer, it->out, (size_t)it->n_out, 1, &row->text, &len, err))
+        return sp_err_prefix(err, "%s/%s: prompt %d: decode", c->o->results_dir, r->token_log, it->p->prompt_index);
+    for (size_t i = 0; i < len; i++) /* a NUL byte (a byte token) would end the SQLite text early */
+        if (row->text[i] == '\0') row->text[i] = '?';
+    db_text_sanitize(row->text);
+    return 0;
+}
+
+/* Scores items[a..b), one prompt's outputs: its prefix once, each distinct output's tail, one
+ * transaction for the rows. */
+static int score_group(const Ctx *c, Db *db, Session *s, const Item *items, int a, int b, int32_t *tail, double *lp,
+                       OutRow *rows, int64_t *added, int *reused, SpErr *err) {
+    int V = model_config(c->m.target)->vocab_size, n_prompt = items[a].p->n_prompt_tokens, rc = 0;
+    const int32_t *ids = items[a].ids;
+    if (score_prefix(s, V, ids, n_prompt, err)) rc = -1;
+    double lp_sum = 0;
+    for (int i = a; rc == 0 && i < b; i++) {
+        const Item *it = &items[i];
+        int again = i > a && cmp_ids(it->out, it->n_out, items[i - 1].out, items[i - 1].n_out) == 0;
+        if (!again) {
+            if (score_tail(s, V, ids, n_prompt, it->out, it->n_out, tail, lp, err))
+                rc = sp_err_prefix(err, "run %.12s prompt %d", c->runs[c->todo[it->k]].hash, it->p->prompt_index);
+            lp_sum = 0;
+            for (int t = 0; rc == 0 && t < it->n_out; t++) lp_sum += lp[t];
+        }
+        *reused += again;
+        if (rc == 0) rc = item_row(c, it, lp_sum, &rows[i - a], err);
     }
-done:
-    for (int i = 0; rows && i < n; i++) free(rows[i].text);
-    free(rows);
-    todo_free(todo, n);
-    free(lp);
-    tokrows_free(&l);
+    if (rc == 0) rc = insert_rows(c, db_sqlite(db), rows, b - a, added, err);
+    for (int i = 0; i < b - a; i++) free(rows[i].text), rows[i].text = NULL;
     return rc;
 }
 
-/* Scores the runs todo[k] with k % n_workers == worker. */
+/* Scores the outputs of the prompts this worker owns (owner_of), prompt by prompt. */
 static int score_share(const Ctx *c, Db *db, int worker, int n_workers, int64_t *added, SpErr *err) {
-    int ctx = model_config(c->m.target)->max_pos;
-    Session *s = session_new(c->m.target, ctx, ctx < SCORE_BATCH ? ctx : SCORE_BATCH, err);
-    if (!s) return -1;
-    int rc = 0;
-    for (int k = worker; rc == 0 && k < c->n_todo; k += n_workers) rc = score_run(c, db, s, &c->runs[c->todo[k]], added, err);
+    Share w;
+    int ctx = model_config(c->m.target)->max_pos, rc = share_read(c, db_sqlite(db), worker, n_workers, &w, err);
+    Session *s = rc ? NULL : session_new(c->m.target, ctx, ctx < SCORE_BATCH ? ctx : SCORE_BATCH, err);
+    int32_t *tail = malloc((size_t)(ctx + 1) * sizeof *tail);
+    double *lp = malloc((size_t)(ctx + 1) * sizeof *lp);
+    OutRow *rows = calloc((size_t)(w.n_items ? w.n_items : 1), sizeof *rows);
+    if (rc == 0 && (!s || !tail || !lp || !rows)) rc = s ? sp_fail(err, "out of memory") : -1;
+    if (rc == 0) qsort(w.items, (size_t)w.n_items, sizeof *w.items, cmp_item);
+    int prompts = 0, reused = 0;
+    int64_t tokens = 0;
+    for (int a = 0, b; rc == 0 && a < w.n_items; a = b, prompts++) {
+        for (b = a + 1; b < w.n_items && same_prompt(&w.items[a], &w.items[b]);) b++;
+        rc = score_group(c, db, s, w.items, a, b, tail, lp, rows, added, &reused, err);
+        for (int i = a; i < b; i++) tokens += w.items[i].n_out;
+    }
+    if (rc == 0 && c->o->progress)
+        fprintf(stderr, "score: worker %d: %d outputs of %d prompts (%d identical to the one before, not recomputed), "
+                        "%lld tokens\n", worker, w.n_items, prompts, reused, (long long)tokens);
     session_free(s);
+    free(tail), free(lp), free(rows);
+    share_free(c, &w);
     return rc;
 }
 

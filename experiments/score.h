@@ -13,8 +13,13 @@
  *     sampling settings), target_mean_logprob = target_logprob / n, target_ppl = exp(-mean);
  *   - text = y decoded with the target's tokenizer (special tokens skipped; invalid UTF-8 and NUL
  *     bytes -> '?', so the text is never cut short, unlike prompts.output_text at a NUL byte).
- * The rows go to the table outputs (schema in results/README.md), one transaction per run, with
- * INSERT OR IGNORE: an interrupted score keeps every finished run and a rerun adds only what is
+ * The outputs are scored prompt by prompt: the prompt's first n_prompt_tokens - 1 positions are fed
+ * once, then each run's output of that prompt from there (positions n_prompt_tokens - 1 on), and an
+ * output identical to the one before (same prompt, same tokens: lossless methods at temperature 0)
+ * takes its figures instead of being fed again. The chunks fed depend only on the prompt's and the
+ * output's lengths, so an output's figures do not depend on which others share its prompt or worker.
+ * The rows go to the table outputs (schema in results/README.md), one transaction per prompt, with
+ * INSERT OR IGNORE: an interrupted score keeps every finished prompt and a rerun adds only what is
  * missing (a rerun on a complete directory adds nothing).
  *
  * Checked before a run is scored (errors name the file and the field): the dataset's SHA-256 equals
@@ -23,8 +28,9 @@
  * and their count equals prompts.tokens; the target directory's hash (sha256_model_dir) equals
  * runs.target_sha256 of every run that used a target.
  *
- * With jobs > 1 the runs to score are dealt round-robin to that many forked worker processes, each
- * with its own session and database connection; the model is loaded once before the fork.
+ * With jobs > 1 the prompts are dealt to that many forked worker processes by a hash of (dataset,
+ * prompt index), each with its own session and database connection; the model is loaded once before
+ * the fork.
  * Not thread-safe (HDF5 serial build); one score per process at a time.
  */
 #ifndef SP_SCORE_H
@@ -40,7 +46,7 @@ typedef struct ScoreOpts {
     const char *results_dir;
     const char *target_dir; /* NULL: the one runs.target_dir of the done runs */
     int jobs;               /* worker processes (>= 1) */
-    int progress;           /* one line per run on stderr */
+    int progress;           /* one line per worker on stderr */
 } ScoreOpts;
 
 typedef struct ScoreCounts {

@@ -41,19 +41,28 @@ stamp "sprinter score $OUT --jobs $JOBS"
 
 # 4. exact d_TV(p, p_SPRINTER) and d_TV(q, p_SPRINTER) at temperature 1 (Theorem 3.1's setting) for
 # every verifier, lambda, tau and dataset the sprinter runs used, on the runs' own (held-out) prompts
-# (the overlap runs of paper_code_overlap.ini have none of their own):
-# one `sprinter dtv` file each in OUT/dtv/, matched to the runs by verifier and data sha256, lambda, tau
-stamp "sprinter dtv: one file per (verifier, lambda, tau, dataset), $PREFIXES prefixes each, $JOBS at a time"
+# (the overlap runs of paper_code_overlap.ini have none of their own): one `sprinter dtv` file each in
+# OUT/dtv/, matched to the runs by verifier and data sha256, lambda, tau. One dtv process per (verifier,
+# lambda, dataset) writes the files of all its taus (--tau T1,T2,... --out ...-t{tau}.h5): the prefixes,
+# p, q and the verifier's scores do not depend on tau and are computed once.
+stamp "sprinter dtv: one file per (verifier, lambda, tau, dataset), one process per (verifier, lambda, dataset), $PREFIXES prefixes each, $JOBS at a time"
 mkdir -p "$OUT/dtv"
 sqlite3 -separator ' ' "file:$OUT/runs.sqlite?mode=ro" \
-  "SELECT DISTINCT draft_dir, target_dir, verifier_path, substr(verifier_sha256, 1, 12), lambda, tau, dataset,
-          substr(dataset_sha256, 1, 8), prompt_offset FROM runs
-   WHERE method = 'sprinter' AND status = 'done' AND instr(config, 'eval_on_verifier_prompts 1') = 0 ORDER BY verifier_path, lambda, tau, dataset" |
-while read -r draft target ver sha lambda tau data dsha offset; do
-  out="$OUT/dtv/$sha-$dsha-l$lambda-t$tau.h5"
-  [ -e "$out" ] && continue
+  "SELECT draft_dir, target_dir, verifier_path, substr(verifier_sha256, 1, 12), lambda, dataset,
+          substr(dataset_sha256, 1, 8), prompt_offset, group_concat(DISTINCT tau) FROM runs
+   WHERE method = 'sprinter' AND status = 'done' AND instr(config, 'eval_on_verifier_prompts 1') = 0
+   GROUP BY draft_dir, target_dir, verifier_path, verifier_sha256, lambda, dataset, dataset_sha256, prompt_offset
+   ORDER BY verifier_path, lambda, dataset" |
+while read -r draft target ver sha lambda data dsha offset taus; do
+  todo=()
+  for tau in ${taus//,/ }; do
+    [ -e "$OUT/dtv/$sha-$dsha-l$lambda-t$tau.h5" ] || todo+=("$tau")
+  done
+  [ ${#todo[@]} -eq 0 ] && continue
+  list=$(IFS=,; echo "${todo[*]}")
   echo "$SPRINTER dtv --draft $draft --target $target --verifier $ver --data $data --offset $offset" \
-       "--n-prefixes $PREFIXES --lambda $lambda --tau $tau --temperature 1 --seed 1 --quiet --out $out"
+       "--n-prefixes $PREFIXES --lambda $lambda --tau $list --temperature 1 --seed 1 --quiet" \
+       "--out $OUT/dtv/$sha-$dsha-l$lambda-t{tau}.h5"
 done | xargs -P "$JOBS" -I CMD sh -c 'CMD > /dev/null'
 
 # 5. the analysis of both protocols together

@@ -486,6 +486,58 @@ static void test_run_lambda2(Fix *f) {
     cols_free(&c2);
 }
 
+/* Several tau in one pass (dtv_run_taus): each file bit-identical, column for column, to dtv_run at
+ * that tau alone, the decoder draws included (each tau draws from the rng as it stands after the
+ * prefix), and labelled with its own tau. */
+static void test_run_taus(Fix *f) {
+    DtvSpec s;
+    fill_spec(f, &s);
+    s.n_prefixes = 3;
+    s.samples = 120;
+    s.bootstrap = 20;
+    double taus[3] = {f->tau, 0.5 * f->tau, fmin(0.97, f->tau + 0.2)};
+    char paths[3][1100], alone[1100], fmt[64];
+    const char *outs[3];
+    for (int k = 0; k < 3; k++) snprintf(paths[k], sizeof paths[k], "%s/res/taus-%d.h5", f->work, k), outs[k] = paths[k];
+    snprintf(alone, sizeof alone, "%s/res/taus-alone.h5", f->work);
+    SpErr err = {{0}};
+    DtvSummary sums[3], m;
+    if (dtv_run_taus(&s, taus, outs, 3, sums, &err)) {
+        check(0, "dtv_run_taus: %s", err.msg);
+        return;
+    }
+    int differ = 0, compared = 0, labelled = 0;
+    double accept[3];
+    for (int k = 0; k < 3; k++) {
+        Cols a = {0}, b = {0};
+        s.tau = taus[k];
+        if (dtv_run(&s, alone, &m, &err) || read_cols(outs[k], &a, fmt, sizeof fmt, &err) ||
+            read_cols(alone, &b, fmt, sizeof fmt, &err)) {
+            check(0, "dtv_run at tau %g: %s", taus[k], err.msg);
+            cols_free(&a), cols_free(&b);
+            return;
+        }
+        for (int j = 0; j < a.n; j++, compared++) differ += memcmp(a.c[j], b.c[j], (size_t)a.rows * sizeof(double)) != 0;
+        accept[k] = sums[k].mean_accept_mass;
+        differ += memcmp(&sums[k], &m, sizeof m) != 0;
+        char meth[32], params[512], want[512];
+        read_attr2(outs[k], meth, sizeof meth, params, sizeof params);
+        snprintf(want, sizeof want, "lambda=1 tau=%g max_run=0", taus[k]);
+        labelled += !strcmp(params, want);
+        cols_free(&a), cols_free(&b);
+    }
+    check(differ == 0 && compared == 3 * 18, "3 tau in one pass: %d of %d columns (and summaries) differ from runs at each "
+          "tau alone", differ, compared);
+    check(labelled == 3, "each file's params name its own tau (%d of 3)", labelled);
+    check(accept[1] >= accept[0] && accept[0] >= accept[2] && accept[1] > accept[2],
+          "the taus are different runs: mean accept mass %.4f (tau %g) >= %.4f (tau %g) >= %.4f (tau %g)", accept[1],
+          taus[1], accept[0], taus[0], accept[2], taus[2]);
+    double dup[2] = {taus[0], taus[0]};
+    const char *two[2] = {outs[0], outs[1]};
+    check(dtv_run_taus(&s, dup, two, 2, sums, &err) != 0 && strstr(err.msg, "twice"), "a tau given twice is refused (%s)",
+          err.msg);
+}
+
 /* ------------------------------------------------------------------ 5: CLI */
 
 static int run_cmd(const char *cmd, char *errbuf, size_t cap, const char *errfile) {
@@ -526,6 +578,23 @@ static void test_cli(Fix *f, const char *sprinter) {
              sprinter, f->draft, f->target, f->ver_path, f->data, out, ef);
     rc = run_cmd(cmd, e, sizeof e, ef);
     check(rc == 0 && access(out, R_OK) == 0, "sprinter dtv writes %s (exit %d %s)", out, rc, e);
+    char pat[1100], t1[1100], t2[1100];
+    snprintf(pat, sizeof pat, "%s/res/cli-t{tau}.h5", f->work);
+    snprintf(t1, sizeof t1, "%s/res/cli-t0.3.h5", f->work);
+    snprintf(t2, sizeof t2, "%s/res/cli-t0.55.h5", f->work);
+    snprintf(cmd, sizeof cmd,
+             "'%s' dtv --draft '%s' --target '%s' --verifier '%s' --data '%s' --offset 20 --n-prefixes 1 --tau 0.3,0.55 "
+             "--quiet --out '%s' >/dev/null 2>'%s'",
+             sprinter, f->draft, f->target, f->ver_path, f->data, pat, ef);
+    rc = run_cmd(cmd, e, sizeof e, ef);
+    check(rc == 0 && access(t1, R_OK) == 0 && access(t2, R_OK) == 0, "sprinter dtv --tau 0.3,0.55 --out ...-t{tau}.h5 "
+          "writes one file per tau (exit %d %s)", rc, e);
+    snprintf(cmd, sizeof cmd,
+             "'%s' dtv --draft '%s' --target '%s' --verifier '%s' --data '%s' --n-prefixes 1 --tau 0.3,0.55 --out '%s' 2>'%s'",
+             sprinter, f->draft, f->target, f->ver_path, f->data, out, ef);
+    rc = run_cmd(cmd, e, sizeof e, ef);
+    check(rc == 2 && lines(e) == 1 && strstr(e, "{tau}"), "several --tau without {tau} in --out: exit 2, one line (%d: %s)",
+          rc, e);
     char outm[1100];
     snprintf(outm, sizeof outm, "%s/res/cli-typical.h5", f->work);
     snprintf(cmd, sizeof cmd,
@@ -774,6 +843,7 @@ int main(int argc, char **argv) {
     test_decisions_and_law(&f);
     test_run_lambda1(&f);
     test_run_lambda2(&f);
+    test_run_taus(&f);
     test_cli(&f, argv[3]);
     test_methods(&f);
     test_read_v1(&f);
