@@ -1011,16 +1011,19 @@ static int time_run(Ctx *c, const RunConfig *r, int rep, int n_prompts, SpErr *e
     return db_timing_add(c->db, r->hash, rep, n_prompts, &sum, c->host, err);
 }
 
-/* [timing]: every done run of this shard decoded again, timing_reps times; repetition k takes the runs
- * in their grid order rotated by k, so that a repetition times every run in one stretch of time. Only
- * the missing (run, rep) rows are made. Runs one at a time, whatever --jobs: the timings are alone. */
+/* [timing]: every done run of this shard that [timing] selects (spec_run_timed) decoded again,
+ * timing_reps times; repetition k takes the runs in their grid order rotated by k, so that a
+ * repetition times every run in one stretch of time. Only the missing (run, rep) rows are made. Runs one at a time, whatever --jobs: the timings are alone. */
 static int time_runs(Ctx *c, int *timed, SpErr *err) {
     const SweepSpec *s = c->s;
     *timed = 0;
     if (s->timing_reps == 0) return 0;
     if (!c->db && !(c->db = db_open(c->db_path, err))) return -1; /* closed for the --jobs workers */
     int *idx = NULL;
-    int n = done_runs(c, &idx, err), rc = n < 0 ? -1 : 0;
+    int n = done_runs(c, &idx, err), rc = n < 0 ? -1 : 0, timed_n = 0;
+    for (int k = 0; k < n; k++) /* [timing] PARAM = values: those runs only */
+        if (spec_run_timed(s, &c->runs[idx[k]])) idx[timed_n++] = idx[k];
+    n = rc ? n : timed_n;
     int missing = rc ? 0 : timings_missing(c, idx, n, err);
     if (missing < 0) rc = -1;
     if (rc == 0 && missing > 0 && load_inputs(c, err)) rc = -1;

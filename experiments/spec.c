@@ -129,7 +129,7 @@ static int each_item(Parse *P, const char *sec, const char *key, const char *val
 
 static int item_param(Parse *P, const char *sec, const char *key, const char *tok, void *ctx) {
     RunParam p = (RunParam)(intptr_t)ctx;
-    SpecList *L = &P->s->grid[p];
+    SpecList *L = strcmp(sec, "timing") ? &P->s->grid[p] : &P->s->timing_only[p];
     double d;
     int prc = parse_double(tok, &d);
     if (prc == -2) return fail(P, sec, key, "%s is outside the range of a double", tok), -1;
@@ -276,7 +276,7 @@ static int list(Parse *P, const char *sec, const char *key, const char *v) {
     if (!strcmp(sec, "sweep") && !strcmp(key, "methods")) return list_key(P, sec, key, v, item_method, NULL);
     if (!strcmp(sec, "data") && !strcmp(key, "datasets")) return list_key(P, sec, key, v, item_dataset, NULL);
     if (!strcmp(sec, "grid") && !strcmp(key, "seeds")) return list_key(P, sec, key, v, item_seed, NULL);
-    if (!strcmp(sec, "grid"))
+    if (!strcmp(sec, "grid") || !strcmp(sec, "timing")) /* [timing] tau = ...: which runs are timed */
         for (int p = 0; p < RP_COUNT; p++)
             if (!strcmp(key, run_param_info((RunParam)p)->name))
                 return list_key(P, sec, key, v, item_param, (void *)(intptr_t)p);
@@ -347,6 +347,15 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     if (s->has_verifier && !s->ver_data[0]) return sp_fail(err, "%s: [verifier] data: missing", f);
     if (s->ver_padded_batches && (s->ver_recipe != PROTOCOL_PAPER_CODE || s->ver_feature != VF_PREFIX))
         return sp_fail(err, "%s: [verifier] padded_batches: needs recipe = paper-code and feature = prefix", f);
+    for (int p = 0; p < RP_COUNT; p++)
+        for (int k = 0; k < s->timing_only[p].n; k++) {
+            const SpecList *g = &s->grid[p];
+            int in_grid = 0;
+            for (int j = 0; j < g->n; j++) in_grid |= g->v[j] == s->timing_only[p].v[k];
+            if (!in_grid)
+                return sp_fail(err, "%s: [timing] %s: %g is not a value of [grid] %s, so no run would be timed for it", f,
+                               run_param_info((RunParam)p)->name, s->timing_only[p].v[k], run_param_info((RunParam)p)->name);
+        }
     for (int i = 0; i < s->n_methods && s->ver_feature != VF_TOKEN; i++)
         if (s->methods[i] == DM_SPECDECPP)
             return sp_fail(err, "%s: [verifier] feature: prefix does not apply to specdecpp (its stopping head scores "
@@ -698,6 +707,18 @@ int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err) {
     *runs = E.runs;
     *n = E.n;
     return 0;
+}
+
+int spec_run_timed(const SweepSpec *s, const RunConfig *r) {
+    for (int p = 0; p < RP_COUNT; p++) {
+        const SpecList *L = &s->timing_only[p];
+        if (L->n == 0 || !(r->applies & B(p))) continue;
+        double v = run_param_value(&r->dc, (RunParam)p);
+        int listed = 0;
+        for (int k = 0; k < L->n; k++) listed |= L->v[k] == v;
+        if (!listed) return 0;
+    }
+    return 1;
 }
 
 int run_in_shard(const RunConfig *r, int shard_i, int shard_n) { return shard_n <= 1 || r->index % shard_n == shard_i; }

@@ -41,7 +41,9 @@
  *              (token: the draft's state at the drafted token, default; prefix: the state before it),
  *              recipe (sound, default; paper-code: the authors' Adam recipe, verifier_train.h)
  *   [timing]   reps (0, the default: none), prompts (default: all n_prompts): the speed figures, from
- *              every done run decoded again alone after the sweep (runs.sqlite table timings)
+ *              every done run decoded again alone after the sweep (runs.sqlite table timings); a grid
+ *              parameter's name with values from its [grid] list (tau = 0.5) times only the runs with
+ *              one of those values, and every run of a method the parameter does not apply to (ar, sd)
  *
  * Lists are comma- or space-separated. A grid parameter multiplies only the runs of methods it
  * applies to (tau does not multiply sd; gamma does not multiply sprinter); the others get the
@@ -115,6 +117,7 @@ typedef struct SweepSpec {
      * more than n_prompts: all n_prompts) again timing_reps times, alone, in rotated order (runs.sqlite table timings): the
      * speed figures. Not part of any run's configuration or hash. */
     int timing_reps, timing_prompts;
+    SpecList timing_only[RP_COUNT]; /* [timing] PARAM = values: the runs timed (none given: all) */
     /* [decode] batch (default 1): prompts of a run decoded together in lock step, their forward passes
      * batched (decoder_run_batch). How a run executes, not what it measures: the same tokens and events
      * whatever the batch, so it is in no run's configuration text or hash. A batched run's prompt rows
@@ -155,6 +158,10 @@ typedef struct RunConfig {
 /* Expands the grid of a resolved spec in a fixed order (method, dataset, seed, then the
  * parameters in RunParam order), drops duplicate hashes, numbers the runs 0..n-1. */
 int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err);
+
+/* Whether [timing] times run r: each parameter [timing] lists and r's method takes has one of the
+ * listed values (nothing listed: every run). */
+int spec_run_timed(const SweepSpec *s, const RunConfig *r);
 
 /* Deterministic sharding: run r belongs to shard i of n (0 <= i < n) iff r->index % n == i. */
 int run_in_shard(const RunConfig *r, int shard_i, int shard_n);

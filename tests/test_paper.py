@@ -274,6 +274,27 @@ def check_shared_verifiers(t, db, out):
             "files for %d verifiers; sweep folders with their own cache: %s" % (n_collect, n_ver, n_sha, own or "none"))
 
 
+def check_timed_subset(t, db):
+    """[timing] lambda / tau in the paper specs: the runs timed alone are those the speed rows read (every
+    run of a method without lambda and tau; sprinter and specdecpp at the protocol's own lambda and tau
+    0.5), each with every repetition; the others have no timings."""
+    rows = db.execute("SELECT r.method, r.label_rule, r.lambda, r.tau, r.spec_name IN ('paper-code', 'paper-sound'),"
+                      " (SELECT COUNT(*) FROM timings m WHERE m.run_hash = r.run_hash) FROM runs r").fetchall()
+    wrong = []
+    for method, rule, lam, tau, timed_spec, reps in rows:
+        if not timed_spec:
+            want = 0  # the overlap and transfer specs have no [timing]
+        elif lam is None and tau is None:
+            want = 6
+        else:
+            want = 6 if close(lam, 1.0 if rule == "paper-code" else 1.2) and close(tau, 0.5) else 0
+        if reps != want:
+            wrong.append((method, rule, lam, tau, reps, want))
+    timed = sum(1 for r in rows if r[5])
+    t.check(not wrong and 0 < timed < len(rows), "the runs timed alone are the speed rows' (%d of %d runs, 6 repetitions "
+            "each); wrong: %s" % (timed, len(rows), wrong[:4] or "none"))
+
+
 def main():
     global SPRINTER
     ap = argparse.ArgumentParser()
@@ -295,6 +316,7 @@ def main():
         check_protocols(t, db)
         check_rows(t, db, os.path.join(out, "report"))
         check_shared_verifiers(t, db, out)
+        check_timed_subset(t, db)
         n_runs = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
         db.close()
         before = open(os.path.join(out, "report", "FINDINGS.tsv")).read()

@@ -88,6 +88,29 @@ static void test_expand(T *t) {
     check(sp && sp->dc.lambda == 1.2 && sp->dc.tau == 0.3 && sp->dc.gamma == 5, "sprinter run keeps the default gamma");
     check(sp && strstr(sp->canon, "tau 0.29999") && !strstr(sp->canon, "gamma"), "canonical text lists only what applies");
 
+    /* [timing] tau = 0.5, lambda = 1.2: sprinter at (1.2, 0.5) and every ar and sd run are timed */
+    {
+        char tt[2048];
+        snprintf(tt, sizeof tt, "%s[timing]\nreps = 2\ntau = 0.5\nlambda = 1.2\n", kBase);
+        SweepSpec *st = calloc(1, sizeof *st);
+        RunConfig *rt = NULL;
+        int nt = 0, timed = 0, wrong = 0;
+        check(st && load(t, "timed", tt, st, &err) == 0 && spec_expand(st, &rt, &nt, &err) == 0, "load [timing] tau (%s)",
+              err.msg);
+        for (int i = 0; i < nt; i++) {
+            int want = rt[i].dc.method != DM_SPRINTER || (rt[i].dc.tau == 0.5 && rt[i].dc.lambda == 1.2);
+            timed += spec_run_timed(st, &rt[i]);
+            wrong += spec_run_timed(st, &rt[i]) != want;
+        }
+        check(nt == n && timed == 2 + 4 + 2 && wrong == 0, "[timing] tau 0.5, lambda 1.2 times %d of %d runs (ar, sd and "
+              "sprinter at (1.2, 0.5): 8), %d wrong; the runs are the same %d", timed, nt, wrong, nt);
+        int all = 1;
+        for (int i = 0; i < n; i++) all &= spec_run_timed(s, &r[i]);
+        check(all, "without [timing] parameters every run is timed");
+        free(rt);
+        free(st);
+    }
+
     /* the same spec again: the same hashes */
     check(load(t, "base2", kBase, s2, &err) == 0 && spec_expand(s2, &r2, &n2, &err) == 0 && n2 == n, "reload");
     int same = n2 == n;
@@ -241,6 +264,9 @@ static void test_bad(T *t) {
         {"n_prompts = 10\n", "n_prompts = 10\nfeature = middle\n", "[verifier] feature: \"middle\" is not token or prefix"},
         {"methods = ar, sd, sprinter", "methods = ar, specdecpp\n[verifier]\nfeature = prefix",
          "[verifier] feature: prefix does not apply to specdecpp"},
+        {"n_prompts = 10\n", "n_prompts = 10\n[timing]\nreps = 2\ntau = 0.4\n",
+         "[timing] tau: 0.4 is not a value of [grid] tau"},
+        {"n_prompts = 10\n", "n_prompts = 10\n[timing]\ntau = 7\n", "[timing] tau: "},
     };
     SweepSpec *s = calloc(1, sizeof *s);
     SpErr err;
