@@ -488,6 +488,9 @@ typedef struct RunDecoders {
 } RunDecoders;
 
 /* A prompt of a group: its row's identity, ids, RNG and decode. */
+/* Where a prompt of decode_prompts stands. */
+enum { PS_WAITING, PS_DECODED, PS_LOGGED };
+
 typedef struct PromptJob {
     const int32_t *ids;
     int32_t *owned;
@@ -512,10 +515,9 @@ static int prompt_begin(Ctx *c, const RunConfig *r, int i, char **answers, Promp
     return 0;
 }
 
-/* A decoded prompt into its row, the answers a later turn reads, the token log (when not NULL). */
-static int prompt_end(Ctx *c, const RunConfig *r, int i, char **answers, PromptRow *row, DecodeOutput *out,
-                      TokenLog *log, SpErr *err) {
-    (void)r;
+/* Prompt i decoded: its row, its text, and the answer a later turn of its conversation sees. */
+static int prompt_end(Ctx *c, const RunConfig *r, int i, char **answers, PromptRow *row, const DecodeOutput *out,
+                      SpErr *err) {
     fill_row(row, r, out);
     size_t len;
     if (tokenizer_decode(c->m.tokenizer, out->tokens, (size_t)out->n_tokens, 1, &row->output_text, &len, NULL) == 0)
@@ -524,51 +526,64 @@ static int prompt_end(Ctx *c, const RunConfig *r, int i, char **answers, PromptR
         row->output_text = NULL;
     /* the answer a later turn sees: what `sprinter score` rebuilds from prompts.output_text */
     if (!(answers[i] = prompt_answer(row->output_text))) return sp_fail(err, "out of memory");
-    if (log && tokenlog_append(log, row->prompt_index, out->events, out->n_events, err)) return -1;
-    if (log) c->prog.tokens += out->n_tokens;
     return 0;
 }
 
-/* The end of prompts [i0, i1) of a group: prompts [i0, i1) up to batch of them, but a later turn of a
- * conversation never in the same group as the turn before (it is encoded after that turn's answer). */
-static int group_end(const Prompts *P, int offset, int i0, int n, int batch) {
-    int i1 = i0 + 1;
-    while (i1 < n && i1 - i0 < batch) {
-        int turn = P->ds.ex[offset + i1].turn;
-        if (turn > 0 && i1 - turn >= i0) break;
-        i1++;
-    }
-    return i1;
+/* Prompt i may start once the turn before it in its conversation (prompt i - 1) has ended: it is
+ * encoded after that turn's answer. */
+static int prompt_ready(const Prompts *P, int offset, int i, const char *state) {
+    return state[i] == PS_WAITING && (P->ds.ex[offset + i].turn == 0 || i == 0 || state[i - 1] != PS_WAITING);
+}
+
+/* The next group: up to batch prompts that are ready, lowest index first, into group[]; their count. */
+static int next_group(const Prompts *P, int offset, int n, int batch, const char *state, int *group) {
+    int g = 0;
+    for (int i = 0; i < n && g < batch; i++)
+        if (prompt_ready(P, offset, i, state)) group[g++] = i;
+    return g;
 }
 
 /* Decodes the run's first n prompts into rows[0..n) and, when log is not NULL, their events into the
  * token log (a timing decode passes NULL: the run's log is already whole), with dc (r->dc, maybe with a
  * test fault): 0, RUN_FAILED (non-finite logits; err: "prompt P: draft model: logits ... contain NaN
  * ...") or -1. Prompts are decoded in groups of up to rd->n, one decoder each, in lock step
- * (decoder_run_batch): each prompt's tokens and events are those of its decode alone, and they are
- * stored in prompt order, so the results do not depend on the group size. With rd->n > 1 no prompt
- * row gets timings (a prompt's share of a batch's wall time is not its latency: t_* are 0); the
- * groups' wall time adds to *batched_s (the run's runs.tokens_per_s_batched). A
- * conversation's turns run in order, each after the run's answer to the one before. */
+ * (decoder_run_batch): each group takes the lowest-numbered prompts that can start (a conversation's
+ * later turn only after the turn before it has ended, with the run's answer to it), so a batch of
+ * multi-turn conversations decodes their first turns together, then their second turns. Each prompt's
+ * tokens and events are those of its decode alone, and they reach the token log in prompt order (a
+ * prompt decoded early waits for the ones before it), so the results do not depend on the group size.
+ * With rd->n > 1 no prompt row gets timings (a prompt's share of a batch's wall time is not its
+ * latency: t_* are 0); the groups' wall time adds to *batched_s (the run's runs.tokens_per_s_batched).
+ * With rd->n == 1 the prompts run one after the other in order. */
 static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, RunDecoders *rd, TokenLog *log,
                           PromptRow *rows, int n, double *batched_s, SpErr *err) {
     const SweepSpec *s = c->s;
     const Prompts *P = &c->prompts[r->dataset];
     char **answers = calloc((size_t)n, sizeof *answers); /* [n] this run's answers */
-    if (!answers) return sp_fail(err, "out of memory");
-    int rc = 0;
-    for (int i0 = 0; i0 < n && !rc;) {
-        int i1 = group_end(P, s->prompt_offset, i0, n, rd->n), g = i1 - i0;
+    char *state = calloc((size_t)n, 1);                  /* [n] PS_* */
+    DecodeOutput *outs = calloc((size_t)n, sizeof *outs); /* [n] decoded, not yet in the log */
+    if (!answers || !state || !outs) {
+        free(answers), free(state), free(outs);
+        return sp_fail(err, "out of memory");
+    }
+    int rc = 0, logged = 0; /* prompts [0, logged) are in the log */
+    while (logged < n && !rc) {
+        int group[SPEC_MAX_BATCH];
+        int g = next_group(P, s->prompt_offset, n, rd->n, state, group);
+        if (g == 0) {
+            rc = sp_fail(err, "run %.12s: no prompt can start (a turn whose conversation's earlier turn is missing)", r->hash);
+            break;
+        }
         PromptJob pj[SPEC_MAX_BATCH];
         memset(pj, 0, sizeof pj);
         int ready = 0;
-        for (; ready < g && !rc; ready++) rc = prompt_begin(c, r, i0 + ready, answers, &rows[i0 + ready], &pj[ready], err);
+        for (; ready < g && !rc; ready++) rc = prompt_begin(c, r, group[ready], answers, &rows[group[ready]], &pj[ready], err);
         for (int k = 0; k < g && !rc; k++)
             pj[k].job = (DecodeJob){.decoder = rd->dec[k], .cfg = dc, .prompt = pj[k].ids,
-                                    .n_prompt = rows[i0 + k].n_prompt_tokens, .rng = pj[k].rng};
+                                    .n_prompt = rows[group[k]].n_prompt_tokens, .rng = pj[k].rng};
         double t0 = sp_now_s();
         if (!rc && g == 1) {
-            pj[0].job.rc = decoder_run(rd->dec[0], dc, pj[0].ids, rows[i0].n_prompt_tokens, pj[0].rng, &pj[0].job.out,
+            pj[0].job.rc = decoder_run(rd->dec[0], dc, pj[0].ids, rows[group[0]].n_prompt_tokens, pj[0].rng, &pj[0].job.out,
                                        &pj[0].job.err);
         } else if (!rc) {
             DecodeJob jobs[SPEC_MAX_BATCH];
@@ -579,7 +594,8 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Ru
         *batched_s += sp_now_s() - t0;
         /* the group's prompts in order; the first that failed ends the run, as it would alone */
         for (int k = 0; k < g && !rc; k++) {
-            PromptRow *row = &rows[i0 + k];
+            int i = group[k];
+            PromptRow *row = &rows[i];
             DecodeJob *job = &pj[k].job;
             if (job->rc) {
                 *err = job->err;
@@ -592,13 +608,24 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Ru
                 }
                 break;
             }
-            rc = prompt_end(c, r, i0 + k, answers, row, &job->out, log, err);
+            rc = prompt_end(c, r, i, answers, row, &job->out, err);
             if (rd->n > 1) row->st.t_total = row->st.t_draft = row->st.t_target = row->st.t_verifier = row->st.t_audit = 0;
-            if (!rc && log) {
-                progress_print(&c->prog, 0, NULL);
-                if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
-                checkpoint(c);
+            outs[i] = job->out; /* the log takes it in prompt order, below */
+            memset(&job->out, 0, sizeof job->out);
+            state[i] = PS_DECODED;
+        }
+        for (; !rc && logged < n && state[logged] == PS_DECODED; logged++) {
+            if (log) {
+                rc = tokenlog_append(log, rows[logged].prompt_index, outs[logged].events, outs[logged].n_events, err);
+                c->prog.tokens += outs[logged].n_tokens;
+                if (!rc) {
+                    progress_print(&c->prog, 0, NULL);
+                    if (c->o->test_delay_ms > 0) sleep_ms(c->o->test_delay_ms);
+                    checkpoint(c);
+                }
             }
+            decode_output_free(&outs[logged]);
+            state[logged] = PS_LOGGED;
         }
         for (int k = 0; k < g; k++) {
             decode_output_free(&pj[k].job.out);
@@ -606,10 +633,9 @@ static int decode_prompts(Ctx *c, const RunConfig *r, const DecodeConfig *dc, Ru
             free(pj[k].owned);
         }
         if (!rc && g_stop_signal) rc = sp_fail(err, "interrupted by signal %d", (int)g_stop_signal);
-        i0 = i1;
     }
-    for (int i = 0; i < n; i++) free(answers[i]);
-    free(answers);
+    for (int i = 0; i < n; i++) free(answers[i]), decode_output_free(&outs[i]);
+    free(answers), free(state), free(outs);
     return rc;
 }
 

@@ -176,6 +176,32 @@ def main():
             print("%s: sweep %.1f s at batch 1, %.1f s at batch 8" % (tag, secs.get(1, 0), secs.get(8, 0)), flush=True)
         if "0" in dumps and "1" in dumps:
             t.check(dumps["0"] != dumps["1"], "%s: control: the T = 0 and T = 1 dumps differ" % name)
+    # multi-turn conversations (Spec-Bench's two turns; a second turn is encoded after the run's answer to
+    # the first): batch 8 decodes first turns together, then second turns, and logs in prompt order
+    if pairs and pairs[0][0] != "regime":  # the tiny pairs' test (the regime one is the longer)
+        name, draft, target = pairs[0]
+        tag = "%s-turns" % name
+        spec = os.path.join(a.work, tag + ".ini")
+        text = SPEC.format(name=tag, methods="ar, sd, sprinter", draft=draft, target=target, data=data, temp="1")
+        text = text.replace("datasets = %s\nn_prompts = 9\noffset = 20" % data,
+                            "datasets = %s\nformat = specbench\nn_prompts = 14\noffset = 0" %
+                            os.path.join(SOURCE, "data", "datasets", "specbench.jsonl"))
+        with open(spec, "w") as f:
+            f.write(text)
+        outs = {}
+        for batch in (1, 8):
+            out = os.path.join(a.work, "%s-b%d" % (tag, batch))
+            p, _ = sweep(a.sprinter, spec, out, batch, os.path.join(a.work, tag + "-verifiers"))
+            if t.check(p.returncode == 0, "%s batch %d: sweep exit 0 (%s)" % (tag, batch, p.stderr.strip()[-400:])):
+                rc, outs[batch], err = fx.dump(a.dump, out)
+                con = sqlite3.connect(os.path.join(out, "runs.sqlite"))
+                turns = con.execute("SELECT COUNT(*) FROM prompts WHERE turn > 0").fetchone()[0]
+                con.close()
+                t.check(rc == 0 and turns >= 3 * 6, "%s batch %d: dump consistent, %d later-turn prompt rows (%s)" %
+                        (tag, batch, turns, err.strip()[-200:]))
+        if 1 in outs and 8 in outs:
+            t.check(outs[1] == outs[8], "%s: batch 8 == batch 1 over two-turn conversations (%d dump lines)%s" % (
+                tag, outs[1].count("\n"), "" if outs[1] == outs[8] else ": " + fx.first_difference(outs[1], outs[8])))
     t.finish()
 
 
