@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "rules.h"
 #include "decoding.h"
+#include "kernels.h"
 #include "metrics.h"
 #include "setup.h"
 #include "tokenizer.h"
@@ -206,7 +207,9 @@ int cmd_decode(int argc, char **argv) {
     }
     int64_t biggest = tm ? model_weight_bytes(tm) : model_weight_bytes(dm);
     if (dm && model_weight_bytes(dm) > biggest) biggest = model_weight_bytes(dm);
-    openblas_set_num_threads(o.threads ? (int)o.threads : suggest_threads(biggest, (int)sysconf(_SC_NPROCESSORS_ONLN)));
+    int n_threads = o.threads ? (int)o.threads : suggest_threads(biggest, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    openblas_set_num_threads(n_threads);
+    kernels_bind_threads(n_threads); /* one process: each thread on its own CPU (kernels.h) */
     if (o.prompt) {
         if (tokenizer_encode_text(tok, o.prompt, strlen(o.prompt), &ids, &n, &err)) goto done;
     } else if (arg_ids("decode", "prompt-ids", o.prompt_ids, 1 << 20, &ids, &n)) {

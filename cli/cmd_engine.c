@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "kernels.h"
 #include "chat_template.h"
 #include "commands.h"
 #include "decoding.h"
@@ -112,8 +113,9 @@ int cmd_generate(int argc, char **argv) {
     if (run_models_open(&rm, &rs, &err)) goto done;
     const Model *m = rm.target;
     Tokenizer *tok = rm.tokenizer;
-    openblas_set_num_threads(threads ? (int)threads
-                                     : suggest_threads(model_weight_bytes(m), (int)sysconf(_SC_NPROCESSORS_ONLN)));
+    int n_threads = threads ? (int)threads : suggest_threads(model_weight_bytes(m), (int)sysconf(_SC_NPROCESSORS_ONLN));
+    openblas_set_num_threads(n_threads);
+    kernels_bind_threads(n_threads); /* one process: each thread on its own CPU (kernels.h) */
     if (prompt) {
         if (tokenizer_encode_text(tok, prompt, strlen(prompt), &ids, &n_prompt, &err)) goto done;
     } else if (arg_ids(cmd, "prompt-ids", prompt_ids, MAX_IDS, &ids, &n_prompt)) {

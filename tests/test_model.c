@@ -9,6 +9,9 @@
  * The PyTorch oracle (tests/oracle/check_forward.py) checks the numbers themselves.
  * usage: test_model WORKDIR */
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,6 +431,37 @@ static void test_q8_vnni(void) {
     check(bad == 0, "Q8_0 x Q8_0 panels (AVX512_VNNI) == float64 of d_w d_x sum(q_w q_x) (%d cases, %d bad)", cases, bad);
 }
 
+/* kernels_bind_threads: refused for one thread and for more threads than allowed CPUs; with n allowed
+ * CPUs, each of n region threads ends on its own single CPU. Run last: it pins this process. */
+static void test_bind_threads(void) {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+        check(0, "sched_getaffinity");
+        return;
+    }
+    int n = CPU_COUNT(&allowed);
+    check(kernels_bind_threads(1) == 0 && kernels_bind_threads(n + 1) == 0,
+          "kernels_bind_threads: nothing for 1 thread or for %d threads on %d allowed CPUs", n + 1, n);
+    if (n < 2) {
+        printf("kernels_bind_threads: %d allowed CPU, the binding itself not tested here\n", n);
+        return;
+    }
+    int bound = kernels_bind_threads(2), cpu_of[2] = {-1, -1}, single = 0;
+#pragma omp parallel num_threads(2) reduction(+ : single)
+    {
+        cpu_set_t mine;
+        int t = omp_get_thread_num();
+        if (pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1) {
+            single++;
+            for (int c = 0; c < CPU_SETSIZE; c++)
+                if (CPU_ISSET(c, &mine)) cpu_of[t] = c;
+        }
+    }
+    check(bound == 1 && single == 2 && cpu_of[0] != cpu_of[1] && CPU_ISSET(cpu_of[0], &allowed) &&
+              CPU_ISSET(cpu_of[1], &allowed),
+          "kernels_bind_threads(2): the region's threads on CPUs %d and %d, one each", cpu_of[0], cpu_of[1]);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_model WORKDIR\n");
@@ -460,5 +494,6 @@ int main(int argc, char **argv) {
             cJSON_Delete(cfg);
             if (check(ok, "%s: init-random (%s)", label, err.msg)) test_model_dir(dir, label);
         }
+    test_bind_threads();
     return check_summary("model_consistency");
 }

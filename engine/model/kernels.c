@@ -1,5 +1,8 @@
 #include "kernels.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -1345,4 +1348,22 @@ void rope_apply(float *vec, int n_heads, int hd, int stride_head, const float *c
             v[i + half] = b * cosr[i] + a * sinr[i];
         }
     }
+}
+
+int kernels_bind_threads(int n) {
+    cpu_set_t allowed;
+    if (n < 2 || sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < n) return 0;
+    int cpus[CPU_SETSIZE], k = 0; /* the allowed CPUs in order */
+    for (int c = 0; c < CPU_SETSIZE && k < n; c++)
+        if (CPU_ISSET(c, &allowed)) cpus[k++] = c;
+    int bound = 0;
+#pragma omp parallel num_threads(n) reduction(+ : bound)
+    {
+        int t = omp_get_thread_num();
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[t], &one);
+        bound = omp_get_num_threads() == n && pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+    }
+    return bound == n;
 }
