@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "proc.h"
 #include "dataset.h"
 #include "schema.h"
 #include "setup.h"
@@ -331,31 +331,32 @@ typedef struct HeadNeed {
 static int heads_needed(Ctx *c, const int *idx, int n, HeadNeed *need, SpErr *err) {
     const SweepSpec *s = c->s;
     int m = 0, n_ver = c->n_vers, n_judge = c->n_judges;
-    for (int k = 0; k < 2 * n; k++) {
-        const RunConfig *r = &c->runs[idx[k / 2]];
-        int judge = k % 2;
-        if (!method_is(r->dc.method, judge ? MC_NEEDS_JUDGE : MC_NEEDS_VERIFIER)) continue;
-        double key = judge ? r->dc.judge_rho : r->dc.lambda;
-        if (judge ? find_judge(c, key) != NULL : find_verifier(c, key) != NULL) continue;
-        int seen = 0;
-        for (int j = 0; j < m; j++) seen |= need[j].judge == judge && need[j].key == key;
-        if (seen) continue;
-        if ((judge ? ++n_judge : ++n_ver) > SPEC_MAX_LIST)
-            return sp_fail(err, "%s: more than %d %s", s->path, SPEC_MAX_LIST, judge ? "judge_rho values" : "lambdas");
-        HeadNeed *h = &need[m++];
-        h->judge = judge;
-        h->key = key;
-        h->cs = (CollectSpec){s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
-                              s->ver_n_prompts, s->ver_max_new, judge ? SP_DEFAULT_LAMBDA : key, s->sampling,
-                              s->ver_seed, judge ? PROTOCOL_SOUND : s->label_rule, judge ? VS_TARGET : VS_DRAFT,
-                              judge ? key : 0, s->batch};
-        spec_train(s, &h->ts);
-        if (!judge) {
-            h->ts.recipe = s->ver_recipe;
-            h->ts.feature = s->ver_feature;
-            h->ts.padded_batches = s->ver_padded_batches;
+    for (int k = 0; k < n; k++)
+        for (int judge = 0; judge < 2; judge++) {
+            const RunConfig *r = &c->runs[idx[k]];
+            if (!method_is(r->dc.method, judge ? MC_NEEDS_JUDGE : MC_NEEDS_VERIFIER)) continue;
+            double key = judge ? r->dc.judge_rho : r->dc.lambda;
+            if (judge ? find_judge(c, key) != NULL : find_verifier(c, key) != NULL) continue;
+            int seen = 0;
+            for (int j = 0; j < m; j++) seen |= need[j].judge == judge && need[j].key == key;
+            if (seen) continue;
+            if ((judge ? ++n_judge : ++n_ver) > SPEC_MAX_LIST)
+                return sp_fail(err, "%s: more than %d %s", s->path, SPEC_MAX_LIST,
+                               judge ? "judge_rho values" : "lambdas");
+            HeadNeed *h = &need[m++];
+            h->judge = judge;
+            h->key = key;
+            h->cs = (CollectSpec){s->draft_dir, s->target_dir, s->ver_data, s->ver_format[0] ? s->ver_format : NULL,
+                                  s->ver_n_prompts, s->ver_max_new, judge ? SP_DEFAULT_LAMBDA : key, s->sampling,
+                                  s->ver_seed, judge ? PROTOCOL_SOUND : s->label_rule, judge ? VS_TARGET : VS_DRAFT,
+                                  judge ? key : 0, s->batch};
+            spec_train(s, &h->ts);
+            if (!judge) {
+                h->ts.recipe = s->ver_recipe;
+                h->ts.feature = s->ver_feature;
+                h->ts.padded_batches = s->ver_padded_batches;
+            }
         }
-    }
     return m;
 }
 
@@ -375,11 +376,9 @@ static int heads_fill_cache(Ctx *c, const HeadNeed *need, int m, SpErr *err) {
     pid_t parent = getpid(), pids[256];
     int n = 0;
     for (int w = 0; w < jobs && w < 256; w++) {
-        pid_t pid = fork();
+        pid_t pid = sp_fork_worker(parent); /* killed with the sweep */
         if (pid < 0) break;
         if (pid == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (getppid() != parent) _exit(1);
             int rc = 0;
             for (int i = w; i < m; i += jobs) {
                 char path[4096];
@@ -487,10 +486,10 @@ typedef struct RunDecoders {
     int n;
 } RunDecoders;
 
-/* A prompt of a group: its row's identity, ids, RNG and decode. */
 /* Where a prompt of decode_prompts stands. */
 enum { PS_WAITING, PS_DECODED, PS_LOGGED };
 
+/* A prompt of a group: its row's identity, ids, RNG and decode. */
 typedef struct PromptJob {
     const int32_t *ids;
     int32_t *owned;
@@ -784,14 +783,12 @@ static int run_workers(Ctx *c, int jobs, int *ran, int *n_failed, SpErr *err) {
     pid_t pids[256];
     int n = 0, forwarded = 0;
     for (int w = 0; w < jobs; w++) {
-        pid_t pid = fork();
+        pid_t pid = sp_fork_worker(parent); /* a killed sweep takes its workers with it */
         if (pid < 0) {
             sp_fail(err, "fork: %s", strerror(errno));
             break;
         }
         if (pid == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed sweep takes its workers with it */
-            if (getppid() != parent) _exit(1); /* it died before prctl took effect */
             SpErr e = {{0}};
             int k = 0, f = 0, rc = 1;
             c->prog.enabled = 0;
@@ -1039,7 +1036,8 @@ static int time_run(Ctx *c, const RunConfig *r, int rep, int n_prompts, SpErr *e
 
 /* [timing]: every done run of this shard that [timing] selects (spec_run_timed) decoded again,
  * timing_reps times; repetition k takes the runs in their grid order rotated by k, so that a
- * repetition times every run in one stretch of time. Only the missing (run, rep) rows are made. Runs one at a time, whatever --jobs: the timings are alone. */
+ * repetition times every run in one stretch of time. Only the missing (run, rep) rows are made. Runs
+ * one at a time, whatever --jobs: the timings are alone. */
 static int time_runs(Ctx *c, int *timed, SpErr *err) {
     const SweepSpec *s = c->s;
     *timed = 0;
@@ -1049,7 +1047,7 @@ static int time_runs(Ctx *c, int *timed, SpErr *err) {
     int n = done_runs(c, &idx, err), rc = n < 0 ? -1 : 0, timed_n = 0;
     for (int k = 0; k < n; k++) /* [timing] PARAM = values: those runs only */
         if (spec_run_timed(s, &c->runs[idx[k]])) idx[timed_n++] = idx[k];
-    n = rc ? n : timed_n;
+    n = timed_n;
     int missing = rc ? 0 : timings_missing(c, idx, n, err);
     if (missing < 0) rc = -1;
     if (rc == 0 && missing > 0 && load_inputs(c, err)) rc = -1;

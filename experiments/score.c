@@ -8,11 +8,11 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "dataset.h"
+#include "proc.h"
 #include "db.h"
 #include "schema.h"
 #include "setup.h"
@@ -454,7 +454,7 @@ typedef struct Share {
 
 static void share_free(const Ctx *c, Share *w) {
     for (int k = 0; k < c->n_todo; k++) {
-        if (w->todo) todo_free(w->todo[k], w->n_prompts[k]);
+        if (w->todo && w->n_prompts) todo_free(w->todo[k], w->n_prompts[k]);
         if (w->logs) tokrows_free(&w->logs[k]);
     }
     for (int i = 0; i < w->n_items; i++) free(w->items[i].ids);
@@ -471,6 +471,7 @@ static int owner_of(const ScoreRun *r, const TodoPrompt *p, int n_workers) {
 /* Reads every run's prompts and log and makes the items this worker owns (prompt ids included). */
 static int share_read(const Ctx *c, sqlite3 *h, int worker, int n_workers, Share *w, SpErr *err) {
     memset(w, 0, sizeof *w);
+    const ModelConfig *mc = model_config(c->m.target);
     int n = c->n_todo, cap = 0;
     w->todo = calloc((size_t)n, sizeof *w->todo);
     w->n_prompts = calloc((size_t)n, sizeof *w->n_prompts);
@@ -500,7 +501,6 @@ static int share_read(const Ctx *c, sqlite3 *h, int worker, int n_workers, Share
                 return -1;
             w->n_items++;
             it->k = k, it->p = p, it->out = w->logs[k].token + start;
-            const ModelConfig *mc = model_config(c->m.target);
             if (check_sequence(mc->max_pos, mc->vocab_size, it->ids, p->n_prompt_tokens, it->out, it->n_out, err))
                 return sp_err_prefix(err, "run %.12s prompt %d", r->hash, p->prompt_index);
         }
@@ -508,8 +508,7 @@ static int share_read(const Ctx *c, sqlite3 *h, int worker, int n_workers, Share
     return 0;
 }
 
-/* Items in prompt order (length, then ids), the same prompt's outputs by output (length, then
- * tokens): a prompt's outputs are adjacent, identical outputs next to each other. */
+/* Token sequences by length, then lexicographically. */
 static int cmp_ids(const int32_t *a, int na, const int32_t *b, int nb) {
     if (na != nb) return na < nb ? -1 : 1;
     for (int i = 0; i < na; i++)
@@ -521,6 +520,8 @@ static int same_prompt(const Item *a, const Item *b) {
     return cmp_ids(a->ids, a->p->n_prompt_tokens, b->ids, b->p->n_prompt_tokens) == 0;
 }
 
+/* Items in prompt order (cmp_ids of the prompts), the same prompt's outputs by output: a prompt's
+ * outputs are adjacent, identical outputs next to each other. */
 static int cmp_item(const void *x, const void *y) {
     const Item *a = x, *b = y;
     int c = cmp_ids(a->ids, a->p->n_prompt_tokens, b->ids, b->p->n_prompt_tokens);
@@ -604,15 +605,13 @@ static int run_workers(Ctx *c, int jobs, SpErr *err) {
     pid_t parent = getpid();
     int n = 0, failed = 0;
     for (int w = 0; w < jobs; w++) {
-        pid_t pid = fork();
+        pid_t pid = sp_fork_worker(parent); /* a killed score takes its workers with it */
         if (pid < 0) {
             sp_fail(err, "fork: %s", strerror(errno));
             failed = 1;
             break;
         }
         if (pid == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed score takes its workers with it */
-            if (getppid() != parent) _exit(1);
             SpErr e = {{0}};
             int64_t added = 0;
             int rc = 1;
