@@ -330,6 +330,13 @@ static void spec_default(SweepSpec *s) {
     s->ver_padded_batches = t.padded_batches;
 }
 
+/* Whether v is one of L's values. */
+static int list_has(const SpecList *L, double v) {
+    for (int k = 0; k < L->n; k++)
+        if (L->v[k] == v) return 1;
+    return 0;
+}
+
 static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
     int only_ar = 1, only_draft = 1;
     for (int i = 0; i < s->n_methods; i++) {
@@ -349,10 +356,7 @@ static int check_required(const SweepSpec *s, const char *f, SpErr *err) {
         return sp_fail(err, "%s: [verifier] padded_batches: needs recipe = paper-code and feature = prefix", f);
     for (int p = 0; p < RP_COUNT; p++)
         for (int k = 0; k < s->timing_only[p].n; k++) {
-            const SpecList *g = &s->grid[p];
-            int in_grid = 0;
-            for (int j = 0; j < g->n; j++) in_grid |= g->v[j] == s->timing_only[p].v[k];
-            if (!in_grid)
+            if (!list_has(&s->grid[p], s->timing_only[p].v[k]))
                 return sp_fail(err, "%s: [timing] %s: %g is not a value of [grid] %s, so no run would be timed for it", f,
                                run_param_info((RunParam)p)->name, s->timing_only[p].v[k], run_param_info((RunParam)p)->name);
         }
@@ -712,11 +716,7 @@ int spec_expand(const SweepSpec *s, RunConfig **runs, int *n, SpErr *err) {
 int spec_run_timed(const SweepSpec *s, const RunConfig *r) {
     for (int p = 0; p < RP_COUNT; p++) {
         const SpecList *L = &s->timing_only[p];
-        if (L->n == 0 || !(r->applies & B(p))) continue;
-        double v = run_param_value(&r->dc, (RunParam)p);
-        int listed = 0;
-        for (int k = 0; k < L->n; k++) listed |= L->v[k] == v;
-        if (!listed) return 0;
+        if (L->n > 0 && (r->applies & B(p)) && !list_has(L, run_param_value(&r->dc, (RunParam)p))) return 0;
     }
     return 1;
 }
