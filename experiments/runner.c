@@ -23,6 +23,7 @@
 #include "resultsdir.h"
 #include "hashutil.h"
 #include "model.h"
+#include "prefill_memo.h"
 #include "tokenizer.h"
 #include "tokenlog.h"
 #include "verifier.h"
@@ -155,6 +156,9 @@ typedef struct Ctx {
     int n_stamps;
     int inputs_loaded; /* load_inputs has run */
     size_t created_out; /* the levels of the results directory this sweep created (resultsdir.h; 0: none) */
+    /* the batched statistics runs' first forward calls, kept across this process's runs (run_decoders_open;
+     * made on first use, after a worker's fork) */
+    PrefillMemo *prefill_memo;
 } Ctx;
 
 /* SIGINT / SIGTERM: the handler only records the signal (the one piece of process-global state
@@ -670,14 +674,24 @@ static void run_decoders_close(RunDecoders *rd) {
     rd->n = 0;
 }
 
-/* batch decoders for run r (run_decoder each), or -1 with none left open. */
+/* The bytes of first forward calls a sweep process keeps (prefill_memo.h): the regime pair's 200 prompts
+ * take about 120 MB per model, gpt2-124m's 5 MB a prompt. */
+#define PREFILL_MEMO_BYTES ((size_t)1 << 30)
+
+/* batch decoders for run r (run_decoder each), or -1 with none left open. With batch > 1 (a batched
+ * statistics run: its prompt rows carry no latencies, decode_prompts) they share the process's prefill
+ * memo: a prompt's prefill that an earlier run made is loaded, not run again (the same bits). A run
+ * decoded one prompt at a time (its latencies recorded, or a [timing] repetition) runs every call. */
 static int run_decoders_open(Ctx *c, const RunConfig *r, const VerEntry *head, int batch, RunDecoders *rd, SpErr *err) {
     rd->n = 0;
+    if (batch > 1 && !c->prefill_memo && !(c->prefill_memo = prefill_memo_new(PREFILL_MEMO_BYTES)))
+        return sp_fail(err, "out of memory");
     for (int k = 0; k < batch; k++) {
         if (!(rd->dec[k] = run_decoder(c, r, head, err))) {
             run_decoders_close(rd);
             return -1;
         }
+        if (batch > 1) decoder_set_prefill_memo(rd->dec[k], c->prefill_memo);
         rd->n++;
     }
     return 0;
@@ -854,6 +868,7 @@ static void ctx_free(Ctx *c) {
     for (int i = 0; i < c->n_vers; i++) verifier_free(&c->vers[i].v);
     for (int i = 0; i < c->n_judges; i++) verifier_free(&c->judges[i].v);
     prompt_format_free(&c->fmt);
+    prefill_memo_free(c->prefill_memo); /* before the models its entries name */
     run_models_close(&c->m);
     db_close(c->db);
     if (c->lock_fd >= 0) close(c->lock_fd);

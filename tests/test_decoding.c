@@ -51,6 +51,7 @@
  * p, a law far from p) needs far fewer: at 5,000 draws it is rejected with p-values <= 2e-24. */
 enum { N_DRAWS = 15000, N_DRAWS_GROSS = 5000 };
 #include "decode_fixture.h"
+#include "prefill_memo.h"
 
 static double dtv(const float *a, const float *b) {
     double s = 0;
@@ -460,6 +461,78 @@ static void test_bookkeeping(Fixture *f) {
     gsl_rng_free(rng);
 }
 
+/* Two decodes are the same decode: every token, every event field (floats bit for bit) and every count
+ * (timings aside). */
+static int same_decode(const DecodeOutput *a, const DecodeOutput *b) {
+    if (a->n_tokens != b->n_tokens || a->n_events != b->n_events ||
+        memcmp(a->tokens, b->tokens, (size_t)a->n_tokens * sizeof *a->tokens))
+        return 0;
+    for (int i = 0; i < a->n_events; i++) {
+        const TokenEvent *x = &a->events[i], *y = &b->events[i];
+        float fx[5] = {x->q, x->p, x->score, x->q_raw, x->p_raw}, fy[5] = {y->q, y->p, y->score, y->q_raw, y->p_raw};
+        if (x->pos != y->pos || x->token != y->token || x->draft_token != y->draft_token || memcmp(fx, fy, sizeof fx) ||
+            x->decision != y->decision || x->label != y->label || x->target_called != y->target_called ||
+            x->kind != y->kind || x->capped != y->capped)
+            return 0;
+    }
+    const DecodeStats *u = &a->stats, *v = &b->stats;
+    return u->tokens == v->tokens && u->draft_forwards == v->draft_forwards && u->draft_tokens == v->draft_tokens &&
+           u->target_forwards == v->target_forwards && u->target_tokens == v->target_tokens &&
+           u->audit_forwards == v->audit_forwards && u->audit_tokens == v->audit_tokens &&
+           u->verifier_evals == v->verifier_evals && u->drafted == v->drafted && u->accepted == v->accepted &&
+           u->rounds == v->rounds && u->rejected == v->rejected && u->flops_draft == v->flops_draft &&
+           u->flops_target == v->flops_target && u->flops_verifier == v->flops_verifier;
+}
+
+/* The prefill memo (prefill_memo.h): for every method family, at temperature 1 with audits, a decode
+ * whose lanes' first calls are loaded from the memo is the decode without it, on the decoder that filled
+ * the memo and on another decoder of a different context (its caches laid out at another stride); the
+ * second decodes load calls (hits), and a memo whose budget holds nothing keeps nothing. */
+static void test_prefill_memo(Fixture *f, const Verifier *ver) {
+    SpErr err = {{0}};
+    const DecodeMethod ms[] = {DM_AR, DM_DRAFT, DM_SD, DM_SPRINTER, DM_BILD, DM_PMIN, DM_SPECDECPP, DM_ORACLE_IID};
+    Decoder *other = decoder_new(f->draft, f->target, ver, 48, &err);
+    PrefillMemo *memo = prefill_memo_new((size_t)64 << 20), *none = prefill_memo_new(0);
+    check(other && memo && none, "prefill memo: setup (%s)", err.msg);
+    if (!other || !memo || !none) return;
+    for (int m = 0; m < 8; m++) {
+        DecodeConfig cfg;
+        decode_config_default(&cfg);
+        cfg.method = ms[m];
+        cfg.max_new = 24;
+        cfg.audit = 1;
+        cfg.eta_fp = 0.3;
+        cfg.eta_tp = 0.9;
+        DecodeOutput plain, filled, loaded, elsewhere, unkept;
+        Decoder *decs[5] = {f->dec, f->dec, f->dec, other, f->dec};
+        PrefillMemo *memos[5] = {NULL, memo, memo, memo, none};
+        DecodeOutput *outs[5] = {&plain, &filled, &loaded, &elsewhere, &unkept};
+        int64_t hits_before = 0, hits_after, misses, none_hits, none_misses;
+        int rc = 0, done = 0; /* outs[0..done) hold decodes */
+        for (; done < 5 && rc == 0; done += rc == 0) {
+            if (done == 2) prefill_memo_counts(memo, &hits_before, &misses);
+            gsl_rng *rng = sampler_rng_new(31 + (uint64_t)m);
+            decoder_set_prefill_memo(decs[done], memos[done]);
+            rc = decoder_run(decs[done], &cfg, f->prefix, f->n_prefix, rng, outs[done], &err);
+            decoder_set_prefill_memo(decs[done], NULL);
+            gsl_rng_free(rng);
+        }
+        prefill_memo_counts(memo, &hits_after, &misses);
+        prefill_memo_counts(none, &none_hits, &none_misses);
+        check(rc == 0 && same_decode(&plain, &filled) && same_decode(&plain, &loaded) &&
+                  same_decode(&plain, &elsewhere) && same_decode(&plain, &unkept),
+              "%s: the same decode with and without the prefill memo, on two decoders (%s)", decode_method_name(ms[m]),
+              rc ? err.msg : "ok");
+        check(rc == 0 && hits_after - hits_before >= 2 && none_hits == 0 && none_misses > 0,
+              "%s: the second and third decodes loaded first calls (%lld hits), the empty budget none (%lld)",
+              decode_method_name(ms[m]), (long long)(hits_after - hits_before), (long long)none_hits);
+        for (int k = 0; k < done; k++) decode_output_free(outs[k]);
+    }
+    prefill_memo_free(memo);
+    prefill_memo_free(none);
+    decoder_free(other);
+}
+
 /* The verifier's two features as the decoder captures them (collect, SD with gamma 1): for every drafted
  * token k, hidden[k] is the draft's last-layer state at the drafted token and hidden_prefix[k] the state
  * at the position before it, recomputed here by a fresh forward of the committed sequence (+ the draft
@@ -864,6 +937,7 @@ int main(int argc, char **argv) {
         test_confidence(&f);
         test_lossy_limits(&f);
         test_bookkeeping(&f);
+        test_prefill_memo(&f, &ver);
         test_features(&f);
         test_nonfinite(&f);
         test_markov(&f);

@@ -17,6 +17,7 @@
 #define SP_DECODER_INT_H
 
 #include "decoding.h"
+#include "prefill_memo.h"
 
 typedef struct Lane {
     const Model *model;
@@ -50,6 +51,9 @@ struct Decoder {
      * requests to the batch (link, its index there), else NULL */
     struct BatchLink *link;
     int link_index;
+    /* decoder_set_prefill_memo: the lanes' first calls of a decode are looked up there first and kept
+     * there (prefill_memo.h; borrowed), else NULL */
+    PrefillMemo *prefill_memo;
 };
 
 /* What one decoder_run works on. */

@@ -102,6 +102,8 @@ fail:
     return NULL;
 }
 
+void decoder_set_prefill_memo(Decoder *decoder, PrefillMemo *memo) { decoder->prefill_memo = memo; }
+
 int decoder_set_judge(Decoder *decoder, const Verifier *judge, SpErr *err) {
     if (judge) {
         if (!decoder->target.model) return sp_fail(err, "a judge head needs a decoder with a target model");

@@ -155,6 +155,12 @@ void decoder_free(Decoder *decoder);
  * target's d_model (checked; the decoder must have a target). The decoder reads it through the
  * pointer, which must outlive the runs. */
 int decoder_set_judge(Decoder *decoder, const Verifier *judge, SpErr *err);
+/* Gives the decoder a memo of first forward calls (prefill_memo.h; NULL: none): each lane's first call
+ * of a decode is loaded from it when it holds the call, and kept in it otherwise. Tokens, events and
+ * counts are those of a decode without it; its timings are not latencies. The memo must outlive the
+ * runs; a memo serves one decoder_run or decoder_run_batch at a time. */
+struct PrefillMemo;
+void decoder_set_prefill_memo(Decoder *decoder, struct PrefillMemo *memo);
 
 /* decoder_run's return value when a model's logits were not finite (NaN or +-Inf: a NaN/Inf weight,
  * an overflow). It is a property of the models and the input, not of the machine: running the same

@@ -13,6 +13,20 @@ int lane_init(Lane *lane, const Model *model, int max_ctx, SpErr *err) {
     return lane->session ? 0 : -1;
 }
 
+/* The lane's rows tokens[0..n) at its next positions (this decode's share of a batch, or its own call):
+ * *logits [n_tail, V], *hidden_tail [n_tail, d] (the session's). */
+static int forward(RunState *state, Lane *lane, const int32_t *tokens, int n, int n_tail, const float **logits,
+                   const float **hidden_tail) {
+    const float *hidden_all; /* [n, d] */
+    struct BatchLink *link = state->decoder->link;
+    if (link ? batch_link_forward(link, state->decoder->link_index, lane->model, lane->session, tokens, n, n_tail,
+                                  logits, &hidden_all, state->err)
+             : session_forward_tail(lane->session, tokens, n, n_tail, logits, &hidden_all, state->err))
+        return -1;
+    *hidden_tail = hidden_all + (size_t)(n - n_tail) * model_config(lane->model)->d_model;
+    return 0;
+}
+
 int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float **logits, const float **hidden,
                  int64_t *calls, int64_t *toks, double *secs, double *flops) {
     int cached = session_len(lane->session);
@@ -22,14 +36,16 @@ int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float 
     }
     int n_new = upto - cached;
     double t0 = sp_now_s();
-    const float *hidden_all;
+    const float *hidden_tail; /* [n_tail, d] */
     const int32_t *tokens = state->decoder->seq + cached;
-    struct BatchLink *link = state->decoder->link;
-    if (link ? batch_link_forward(link, state->decoder->link_index, lane->model, lane->session, tokens, n_new, n_tail,
-                                  logits, &hidden_all, state->err)
-             : session_forward_tail(lane->session, tokens, n_new, n_tail, logits, &hidden_all, state->err))
-        return -1;
-    if (hidden) *hidden = hidden_all + (size_t)(n_new - n_tail) * model_config(lane->model)->d_model;
+    /* a first call (the session empty) the memo holds is loaded, not run; one it lacks is kept below */
+    PrefillMemo *memo = cached == 0 ? state->decoder->prefill_memo : NULL;
+    int loaded = memo ? prefill_memo_load(memo, lane->model, lane->session, tokens, n_new, n_tail, logits,
+                                          &hidden_tail, state->err)
+                      : 0;
+    if (loaded < 0) return -1;
+    if (!loaded && forward(state, lane, tokens, n_new, n_tail, logits, &hidden_tail)) return -1;
+    if (hidden) *hidden = hidden_tail;
     *secs += sp_now_s() - t0;
     *calls += 1;
     *toks += n_new;
@@ -48,6 +64,7 @@ int lane_advance(RunState *state, Lane *lane, int upto, int n_tail, const float 
                            (int)(i % (size_t)V));
         }
     }
+    if (memo && !loaded) prefill_memo_keep(memo, lane->model, lane->session, tokens, n_new, n_tail, *logits, hidden_tail);
     return 0;
 }
 

@@ -745,6 +745,39 @@ int session_max_ctx(const Session *s) { return s->max_ctx; }
 int session_max_batch(const Session *s) { return s->max_batch; }
 int session_len(const Session *s) { return s->len; }
 
+size_t session_kv_floats(const Session *s, int n) {
+    const ModelConfig *c = &s->m->cfg;
+    return 2 * (size_t)c->n_layers * (size_t)n * (size_t)c->n_kv_heads * (size_t)c->head_dim;
+}
+
+/* Layer l's cached keys (kv 0) or values (kv 1): [max_ctx, kvd], position 0 first. */
+static float *kv_layer(const Session *s, int kv, int l) {
+    const ModelConfig *c = &s->m->cfg;
+    size_t kvd = (size_t)c->n_kv_heads * c->head_dim;
+    return (kv ? s->vc : s->kc) + (size_t)l * s->max_ctx * kvd;
+}
+
+void session_kv_save(const Session *s, int n, float *out) {
+    const ModelConfig *c = &s->m->cfg;
+    size_t rows = (size_t)n * c->n_kv_heads * c->head_dim; /* floats per layer; n <= len (model.h) */
+    for (int kv = 0; kv < 2; kv++)
+        for (int l = 0; l < c->n_layers; l++)
+            memcpy(out + ((size_t)kv * c->n_layers + l) * rows, kv_layer(s, kv, l), rows * sizeof *out);
+}
+
+int session_kv_load(Session *s, const float *in, int n, SpErr *err) {
+    if (s->len != 0 || n < 0 || n > s->max_ctx)
+        return sp_fail(err, "cannot load %d cached positions into a session of context %d holding %d", n, s->max_ctx,
+                       s->len);
+    const ModelConfig *c = &s->m->cfg;
+    size_t rows = (size_t)n * c->n_kv_heads * c->head_dim;
+    for (int kv = 0; kv < 2; kv++)
+        for (int l = 0; l < c->n_layers; l++)
+            memcpy(kv_layer(s, kv, l), in + ((size_t)kv * c->n_layers + l) * rows, rows * sizeof *in);
+    s->len = n;
+    return 0;
+}
+
 int session_truncate(Session *s, int pos, SpErr *err) {
     if (pos < 0 || pos > s->len) return sp_fail(err, "cannot truncate the cache to %d positions (it holds %d)", pos, s->len);
     s->len = pos; /* entries past len are never read and are overwritten by the next forward */

@@ -150,6 +150,16 @@ int forward_batch(ForwardBatch *b, SessionRows *req, int n, SpErr *err);
 
 /* Number of positions in the cache. */
 int session_len(const Session *s);
+/* ---- a session's cached keys/values, copied out and back in (decoding.h: the prefill memo) ----
+ * session_kv_floats: the floats of a copy of positions [0, n): 2 * n_layers * n * n_kv_heads * head_dim.
+ * session_kv_save: positions [0, n) (n <= session_len) into out [2 (keys, values)][n_layers][n][kvd].
+ * session_kv_load: an empty session (session_len 0, context >= n) takes positions [0, n) from such a
+ * copy of a session of the same Model, as if it had computed them; session_len becomes n. A key or value
+ * depends only on the tokens at and before its position (model.c, "forward"), so a copy serves any
+ * session of that Model whose first n tokens are the same. */
+size_t session_kv_floats(const Session *s, int n);
+void session_kv_save(const Session *s, int n, float *out);
+int session_kv_load(Session *s, const float *in, int n, SpErr *err);
 /* Drops cached positions >= pos (speculative rollback). 0 <= pos <= session_len. */
 int session_truncate(Session *s, int pos, SpErr *err);
 
