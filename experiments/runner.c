@@ -1030,7 +1030,11 @@ static int time_run(Ctx *c, const RunConfig *r, int rep, int n_prompts, SpErr *e
     if (run_decoders_open(c, r, v, 1, &rd, err)) return -1;
     PromptRow *rows = calloc((size_t)n_prompts, sizeof *rows);
     double batched_s = 0;
-    int rc = rows ? decode_prompts(c, r, &r->dc, &rd, NULL, rows, n_prompts, &batched_s, err) : sp_fail(err, "out of memory");
+    /* no audit: its time is not in t_total (decoding.h) and its labels are the statistics run's; the
+     * decisions, and so the tokens, do not depend on it (checked below) */
+    DecodeConfig dc = r->dc;
+    dc.audit = 0;
+    int rc = rows ? decode_prompts(c, r, &dc, &rd, NULL, rows, n_prompts, &batched_s, err) : sp_fail(err, "out of memory");
     DecodeStats sum = {0};
     for (int i = 0; rows && i < n_prompts; i++) {
         sum.tokens += rows[i].st.tokens;
