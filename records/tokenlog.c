@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "fnv.h"
 #include "methods.h"
 #include "sqlutil.h"
 
@@ -29,14 +30,6 @@ static int known_version(double v) { return v == 1 || v == 2 || v == 3 || v == T
 /* ---- the content digest (version 4) ----
  * FNV-1a 64 over each kept column's bytes (prompt_index, then the event columns, native little-endian
  * values as written), then FNV-1a 64 over those per-column digests (8 bytes each, in file order). */
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * FNV_PRIME;
-    return h;
-}
 
 static size_t col_size(H5ColType t) {
     return t == H5C_F64 || t == H5C_I64 ? 8 : t == H5C_I8 ? 1 : 4;
@@ -44,11 +37,11 @@ static size_t col_size(H5ColType t) {
 
 /* The digest of per-column states h[TOKENLOG_COL_PROMPT_INDEX .. TOKENLOG_N_COLS), as 16 hex digits. */
 static void digest_hex(const uint64_t *h, char out[17]) {
-    uint64_t d = FNV_OFFSET;
+    uint64_t d = SP_FNV1A64_OFFSET;
     for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++) {
         unsigned char b[8];
         for (int k = 0; k < 8; k++) b[k] = (unsigned char)(h[c] >> (8 * k));
-        d = fnv1a(d, b, 8);
+        d = sp_fnv1a64(d, b, 8);
     }
     snprintf(out, 17, "%016llx", (unsigned long long)d);
 }
@@ -64,7 +57,7 @@ int tokenlog_create(TokenLog *l, const char *path, const TokenLogMeta *m, SpErr 
     memset(l, 0, sizeof *l);
     if (h5t_create(&l->t, path, kCols, TOKENLOG_N_COLS, 4096, err)) return -1;
     l->open = 1;
-    for (int c = 0; c < TOKENLOG_N_COLS; c++) l->col_hash[c] = FNV_OFFSET;
+    for (int c = 0; c < TOKENLOG_N_COLS; c++) l->col_hash[c] = SP_FNV1A64_OFFSET;
     l->run_id = tokenlog_run_id(m->run_hash);
     if (h5t_attr_str(&l->t, "format", TOKENLOG_FORMAT, err) || h5t_attr_i64(&l->t, "version", TOKENLOG_VERSION, err) ||
         h5t_attr_str(&l->t, "run_hash", m->run_hash, err) || h5t_attr_str(&l->t, "method", m->method, err) ||
@@ -109,7 +102,7 @@ int tokenlog_append(TokenLog *l, int32_t prompt_index, const TokenEvent *ev, int
 #undef TOKENLOG_FILL
         rc = h5t_append(&l->t, n, (const void *const *)cols, err);
         for (int c = TOKENLOG_COL_PROMPT_INDEX; rc == 0 && c < TOKENLOG_N_COLS; c++)
-            l->col_hash[c] = fnv1a(l->col_hash[c], cols[c], N * col_size(kCols[c].type));
+            l->col_hash[c] = sp_fnv1a64(l->col_hash[c], cols[c], N * col_size(kCols[c].type));
     }
     for (int c = 0; c < TOKENLOG_N_COLS; c++) free(cols[c]);
     return rc;
@@ -283,7 +276,7 @@ static int check_digest(const char *path, const TokenRows *t, SpErr *err) {
     uint64_t h[TOKENLOG_N_COLS];
     TokenRows *m = (TokenRows *)t;
     for (int c = TOKENLOG_COL_PROMPT_INDEX; c < TOKENLOG_N_COLS; c++)
-        h[c] = fnv1a(FNV_OFFSET, *column_dst(m, c), (size_t)t->n * col_size(kCols[c].type));
+        h[c] = sp_fnv1a64(SP_FNV1A64_OFFSET, *column_dst(m, c), (size_t)t->n * col_size(kCols[c].type));
     char hex[17];
     digest_hex(h, hex);
     if (strcmp(hex, t->content_hash))

@@ -2,7 +2,7 @@
 """The layering the tree promises, checked from the code itself:
 - includes: engine/ includes nothing from records/, experiments/, analysis/ or data/; records/ and
   analysis/ include no experiments/ or data/ header and no engine header but the header-only ones
-  (methods.h, events.h, rules.h, params_table.h, clock.h) and the two helpers compiled into records/ (error.h, fsutil.h);
+  (methods.h, events.h, rules.h, params_table.h, clock.h, fnv.h) and the two helpers compiled into records/ (error.h, fsutil.h);
 - no file-level cycle in the analysis or records library: from each static library's symbol table
   (nm), object A depends on object B when A uses a function or variable B defines; the dependency
   graph must have no strongly connected component of more than one file.
@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 
-ENGINE_SHARED = {"error.h", "fsutil.h", "methods.h", "events.h", "rules.h", "params_table.h", "clock.h"}
+ENGINE_SHARED = {"error.h", "fsutil.h", "methods.h", "events.h", "rules.h", "params_table.h", "clock.h", "fnv.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

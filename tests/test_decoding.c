@@ -426,19 +426,30 @@ static void test_confidence(Fixture *f) {
           pmin_short);
 }
 
+/* One method of each family (test_bookkeeping, test_prefill_memo), decoded by audited_config. */
+static const DecodeMethod kFamilyMethods[] = {DM_AR,  DM_DRAFT, DM_SD,        DM_SPRINTER,
+                                              DM_BILD, DM_PMIN, DM_SPECDECPP, DM_ORACLE_IID};
+#define N_FAMILY_METHODS ((int)(sizeof kFamilyMethods / sizeof *kFamilyMethods))
+
+/* method's defaults, max_new tokens, audited (every decision labelled), oracle rates 0.3 / 0.9. */
+static DecodeConfig audited_config(DecodeMethod method, int max_new) {
+    DecodeConfig cfg;
+    decode_config_default(&cfg);
+    cfg.method = method;
+    cfg.max_new = max_new;
+    cfg.audit = 1;
+    cfg.eta_fp = 0.3;
+    cfg.eta_tp = 0.9;
+    return cfg;
+}
+
 /* Counters and events are consistent with the emitted tokens. */
 static void test_bookkeeping(Fixture *f) {
     SpErr err = {{0}};
     gsl_rng *rng = sampler_rng_new(9);
-    const DecodeMethod ms[] = {DM_AR, DM_DRAFT, DM_SD, DM_SPRINTER, DM_BILD, DM_PMIN, DM_SPECDECPP, DM_ORACLE_IID};
-    for (int m = 0; m < 8; m++) {
-        DecodeConfig cfg;
-        decode_config_default(&cfg);
-        cfg.method = ms[m];
-        cfg.max_new = 40;
-        cfg.audit = 1;
-        cfg.eta_fp = 0.3;
-        cfg.eta_tp = 0.9;
+    const DecodeMethod *ms = kFamilyMethods;
+    for (int m = 0; m < N_FAMILY_METHODS; m++) {
+        DecodeConfig cfg = audited_config(ms[m], 40);
         DecodeOutput o;
         int rc = decoder_run(f->dec, &cfg, f->prefix, f->n_prefix, rng, &o, &err);
         int ok = rc == 0 && o.n_tokens == 40 && o.n_events == 40 && o.stats.tokens == 40;
@@ -490,19 +501,12 @@ static int same_decode(const DecodeOutput *a, const DecodeOutput *b) {
  * second decodes load calls (hits), and a memo whose budget holds nothing keeps nothing. */
 static void test_prefill_memo(Fixture *f, const Verifier *ver) {
     SpErr err = {{0}};
-    const DecodeMethod ms[] = {DM_AR, DM_DRAFT, DM_SD, DM_SPRINTER, DM_BILD, DM_PMIN, DM_SPECDECPP, DM_ORACLE_IID};
+    const DecodeMethod *ms = kFamilyMethods;
     Decoder *other = decoder_new(f->draft, f->target, ver, 48, &err);
     PrefillMemo *memo = prefill_memo_new((size_t)64 << 20), *none = prefill_memo_new(0);
     check(other && memo && none, "prefill memo: setup (%s)", err.msg);
-    if (!other || !memo || !none) return;
-    for (int m = 0; m < 8; m++) {
-        DecodeConfig cfg;
-        decode_config_default(&cfg);
-        cfg.method = ms[m];
-        cfg.max_new = 24;
-        cfg.audit = 1;
-        cfg.eta_fp = 0.3;
-        cfg.eta_tp = 0.9;
+    for (int m = 0; other && memo && none && m < N_FAMILY_METHODS; m++) {
+        DecodeConfig cfg = audited_config(ms[m], 24);
         DecodeOutput plain, filled, loaded, elsewhere, unkept;
         Decoder *decs[5] = {f->dec, f->dec, f->dec, other, f->dec};
         PrefillMemo *memos[5] = {NULL, memo, memo, memo, none};

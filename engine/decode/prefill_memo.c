@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv.h"
+
 typedef struct MemoEntry {
     const Model *model;
     uint64_t hash; /* of (n, n_tail, tokens): compared before the tokens */
@@ -37,15 +39,10 @@ void prefill_memo_free(PrefillMemo *memo) {
     free(memo);
 }
 
-/* FNV-1a over n, n_tail and the tokens' bytes. */
+/* FNV-1a 64 over n, n_tail and the tokens' bytes. */
 static uint64_t call_hash(const int32_t *tokens, int n, int n_tail) {
-    uint64_t h = 1469598103934665603ull;
     int32_t head[2] = {n, n_tail};
-    const unsigned char *parts[2] = {(const unsigned char *)head, (const unsigned char *)tokens};
-    size_t lens[2] = {sizeof head, (size_t)n * sizeof *tokens};
-    for (int k = 0; k < 2; k++)
-        for (size_t i = 0; i < lens[k]; i++) h = (h ^ parts[k][i]) * 1099511628211ull;
-    return h;
+    return sp_fnv1a64(sp_fnv1a64(SP_FNV1A64_OFFSET, head, sizeof head), tokens, (size_t)n * sizeof *tokens);
 }
 
 static MemoEntry *find(const PrefillMemo *memo, const Model *model, const int32_t *tokens, int n, int n_tail,

@@ -874,7 +874,7 @@ static void attention(Session *s, int layer, const float *q, int ldq, int n, int
     float scale = 1.0f;
     if (s->m->ai->scale == SCALE_INV_SQRT_HD) scale = 1.0f / sqrtf((float)hd);
     if (c->scale_attn_by_layer) scale /= (float)(layer + 1);
-    const float *K = s->kc + (size_t)layer * s->max_ctx * kvd, *V = s->vc + (size_t)layer * s->max_ctx * kvd;
+    const float *K = kv_layer(s, 0, layer), *V = kv_layer(s, 1, layer);
     if (s->cand) {
         attention_candidates(s, q, ldq, n, p0, window, scale, K, V, att);
         return;
@@ -922,7 +922,7 @@ static void kv_dest(const Seg *g, int l, float **K, float **V) {
     size_t kvd = (size_t)s->m->cfg.n_kv_heads * s->m->cfg.head_dim;
     if (s->cand) *K = s->cand_k, *V = s->cand_v;
     else if (s->probe_keys >= 0) *K = s->probe_k, *V = s->probe_v; /* never attended to: scratch */
-    else *K = s->kc + ((size_t)l * s->max_ctx + g->p0) * kvd, *V = s->vc + ((size_t)l * s->max_ctx + g->p0) * kvd;
+    else *K = kv_layer(s, 0, l) + (size_t)g->p0 * kvd, *V = kv_layer(s, 1, l) + (size_t)g->p0 * kvd;
 }
 
 /* One Seg's attention block of layer l: its keys/values (rows of k, v of stride ldk) into its cache with

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv.h"
+
 /* ---------------------------------------------------------------- growable buffers */
 
 int tok_buf_reserve(Buf *b, size_t extra) {
@@ -103,8 +105,7 @@ const char *tok_show(char out[96], const char *s, size_t n) {
 /* ---------------------------------------------------------------- vocab: id <-> string */
 
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    uint64_t h = sp_fnv1a64(SP_FNV1A64_OFFSET, s, n);
     return h ^ (h >> 29);
 }
 
