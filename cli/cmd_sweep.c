@@ -34,6 +34,8 @@ static const char kSweepHelp[] =
     "  --batch B          decode B prompts of a run together, their forward passes batched (overrides\n"
     "                     [decode] batch; default 1); tokens, events and run hashes do not depend on B,\n"
     "                     and a batched run records throughput (runs.tokens_per_s_batched), not latency\n"
+    "  --no-prefill-memo  batched runs run every prompt's prefill themselves instead of loading the one an\n"
+    "                     earlier run of this process made (the same bits either way; for timing the memo)\n"
     "  --verifier-cache DIR   verifier cache (default [verifier] cache_dir, else DIR/verifiers)\n"
     "  --retry-failed     reset the runs marked failed and run them again (after fixing what failed\n"
     "                     outside the configuration, e.g. a sprinter or BLAS bug)\n"
@@ -51,7 +53,7 @@ static const char kSweepHelp[] =
 typedef struct SweepArgs {
     const char *spec, *out, *ver_cache, *nan_method;
     long shard_i, shard_n, jobs, threads, delay_ms, crash_at, batch;
-    int dry_run, quiet, retry_failed;
+    int dry_run, quiet, retry_failed, no_prefill_memo;
 } SweepArgs;
 
 static int parse_shard(const char *s, long *i, long *n) {
@@ -73,7 +75,7 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
         {"quiet", no_argument, 0, 'q'},            {"test-delay-ms", required_argument, 0, 'D'},
         {"test-crash-at", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
         {"retry-failed", no_argument, 0, 'R'},     {"test-nan-logits", required_argument, 0, 'N'},
-        {"batch", required_argument, 0, 'B'},
+        {"batch", required_argument, 0, 'B'},      {"no-prefill-memo", no_argument, 0, 'M'},
         {0, 0, 0, 0}};
     optind = 1;
     for (int ch; (ch = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -94,6 +96,7 @@ static int parse_sweep(int argc, char **argv, SweepArgs *a) {
         case 'D': if (arg_long(cmd, "test-delay-ms", optarg, 0, 600000, &a->delay_ms)) return 2; break;
         case 'C': if (arg_long(cmd, "test-crash-at", optarg, 0, 1L << 30, &a->crash_at)) return 2; break;
         case 'R': a->retry_failed = 1; break;
+        case 'M': a->no_prefill_memo = 1; break;
         case 'N': {
             DecodeMethod m;
             if (decode_method_parse(optarg, &m)) {
@@ -164,6 +167,7 @@ int cmd_sweep(int argc, char **argv) {
                     .test_delay_ms = (int)a.delay_ms,
                     .test_crash_at = (int)a.crash_at,
                     .retry_failed = a.retry_failed,
+                    .prefill_memo_off = a.no_prefill_memo,
                     .test_nan_method = a.nan_method};
     if (a.dry_run) {
         rc = runner_dry_run(s, &o, &err) ? 2 : 0;

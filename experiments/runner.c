@@ -680,18 +680,20 @@ static void run_decoders_close(RunDecoders *rd) {
 
 /* batch decoders for run r (run_decoder each), or -1 with none left open. With batch > 1 (a batched
  * statistics run: its prompt rows carry no latencies, decode_prompts) they share the process's prefill
- * memo: a prompt's prefill that an earlier run made is loaded, not run again (the same bits). A run
- * decoded one prompt at a time (its latencies recorded, or a [timing] repetition) runs every call. */
+ * memo (unless RunnerOpts.prefill_memo_off): a prompt's prefill that an earlier run made is loaded, not
+ * run again (the same bits). A run decoded one prompt at a time (its latencies recorded, or a [timing]
+ * repetition) runs every call. */
 static int run_decoders_open(Ctx *c, const RunConfig *r, const VerEntry *head, int batch, RunDecoders *rd, SpErr *err) {
     rd->n = 0;
-    if (batch > 1 && !c->prefill_memo && !(c->prefill_memo = prefill_memo_new(PREFILL_MEMO_BYTES)))
+    int memo = batch > 1 && !c->o->prefill_memo_off;
+    if (memo && !c->prefill_memo && !(c->prefill_memo = prefill_memo_new(PREFILL_MEMO_BYTES)))
         return sp_fail(err, "out of memory");
     for (int k = 0; k < batch; k++) {
         if (!(rd->dec[k] = run_decoder(c, r, head, err))) {
             run_decoders_close(rd);
             return -1;
         }
-        if (batch > 1) decoder_set_prefill_memo(rd->dec[k], c->prefill_memo);
+        if (memo) decoder_set_prefill_memo(rd->dec[k], c->prefill_memo);
         rd->n++;
     }
     return 0;

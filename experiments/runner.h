@@ -39,6 +39,7 @@ typedef struct RunnerOpts {
     int test_delay_ms;          /* tests: sleep this long after each prompt */
     int test_crash_at;          /* tests: SIGKILL itself at the K-th checkpoint (0 = never) */
     int retry_failed;           /* reset and rerun the runs marked failed (default: leave them failed) */
+    int prefill_memo_off;       /* batched runs run every first forward call (no prefill memo; the same bits) */
     const char *test_nan_method; /* tests: runs of this method fail as if their logits were NaN (NULL = none) */
 } RunnerOpts;
 

@@ -11,8 +11,9 @@ runs and prompts row (run hashes and canonical configuration text included) and 
 dataset, floats as bit patterns; only wall-clock columns (t_*, timestamps) and how the run was
 executed (runs.exec_batch, tokens_per_s_batched) are left out. The batched runs must say they were
 batched (exec_batch 8, a positive tokens_per_s_batched, prompt timings 0: never a latency) and the
-unbatched ones not (exec_batch 1, NULL). A control shows the dump sees content: T = 0 and T = 1
-dumps differ. Deterministic (fixed seeds and prompts): no false failures.
+unbatched ones not (exec_batch 1, NULL). At T = 1, batch 8 with --no-prefill-memo (every prefill
+run, none loaded from an earlier run of the process) gives the same dump too. A control shows the
+dump sees content: T = 0 and T = 1 dumps differ. Deterministic (fixed seeds and prompts): no false failures.
 """
 import argparse
 import json
@@ -102,11 +103,12 @@ def init_pair(sprinter, work, arch):
     return os.path.join(work, arch, "draft"), os.path.join(work, arch, "target")
 
 
-def sweep(sprinter, spec, out, batch, cache):
+def sweep(sprinter, spec, out, batch, cache, extra=()):
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.time()
     p = subprocess.run([sprinter, "sweep", spec, "--out", out, "--batch", str(batch), "--quiet",
-                        "--verifier-cache", cache], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                        "--verifier-cache", cache] + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
     return p, time.time() - t0
 
 
@@ -173,6 +175,16 @@ def main():
                 t.check(same, "%s: batch 8 == batch 1, every row and token-log column (%d dump lines)%s" % (
                     tag, outs[1].count("\n"), "" if same else ": " + fx.first_difference(outs[1], outs[8])))
                 dumps[temp] = outs[1]
+            if temp == "1" and 8 in outs:  # the prefill memo only saves work: without it, the same dump
+                out = os.path.join(a.work, "%s-b8-nomemo" % tag)
+                p, _ = sweep(a.sprinter, spec, out, 8, cache, ["--no-prefill-memo"])
+                if t.check(p.returncode == 0, "%s batch 8 --no-prefill-memo: sweep exit 0 (%s)" % (
+                        tag, p.stderr.strip()[-400:])):
+                    rc, text, err = fx.dump(a.dump, out)
+                    same = rc == 0 and text == outs[8]
+                    t.check(same, "%s: batch 8 without the prefill memo == with it (%d dump lines)%s" % (
+                        tag, text.count("\n"), "" if same else ": " + (err.strip()[-300:] or
+                                                                        fx.first_difference(outs[8], text))))
             print("%s: sweep %.1f s at batch 1, %.1f s at batch 8" % (tag, secs.get(1, 0), secs.get(8, 0)), flush=True)
         if "0" in dumps and "1" in dumps:
             t.check(dumps["0"] != dumps["1"], "%s: control: the T = 0 and T = 1 dumps differ" % name)
