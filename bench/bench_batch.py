@@ -11,8 +11,9 @@ sweeps decode only):
   gpt2-124m  a random GPT-2 124M target (the gpt2 preset's shape with a context of 96, GPT2_CTX, seed
              1; vocabulary 50257 from the GPT-2 BPE fixture padded with tokens no merge makes) with a
              random 2-layer GPT-2 draft of the same vocabulary; ar and sd (gamma 4), T = 1, 16 new tokens
-Each repetition sweeps every setting once at batch 1 and once at batch B into fresh directories, in
-alternating order (paired against the same machine state); tokens/s = the sweep's tokens over the
+Each repetition sweeps every setting once at batch 1, once at batch B and once at batch B with
+--no-prefill-memo (every run runs its prompts' prefills, as batch 1 does) into fresh directories, in
+rotating order (paired against the same machine state); tokens/s = the sweep's tokens over the
 sweep command's wall time (process start, model loading and the database included). The ratio is
 taken within each repetition; median [min, max] over repetitions. The two sweeps' runs must have the
 same hashes and tokens (the sweep_batch test checks them column by column). Writes batch.json and
@@ -114,13 +115,14 @@ def ensure_gpt2_pair(sprinter, models):
     return draft, target
 
 
-def sweep(sprinter, spec, out, batch, cache):
+def sweep(sprinter, spec, out, batch, cache, memo=True):
     shutil.rmtree(out, ignore_errors=True)
     la = load1()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     p = subprocess.run([sprinter, "sweep", spec, "--out", out, "--batch", str(batch), "--quiet", "--threads", "1",
-                        "--verifier-cache", cache], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                        "--verifier-cache", cache] + ([] if memo else ["--no-prefill-memo"]),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     secs = time.time() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -182,23 +184,33 @@ def main():
         cache = os.path.join(work, name + "-verifiers")
         sweep(sprinter, spec, os.path.join(work, name + "-warm"), 1, cache)  # trains the verifier into the cache
         reps = []
+        # three sweeps per repetition, in rotating order: batch 1, batch B, batch B without the prefill memo
+        # ("B-nomemo": every prompt's prefill run by every run, as batch 1 does)
+        variants = {"1": (1, True), "B": (a.batch, True), "B-nomemo": (a.batch, False)}
         for r in range(a.reps):
-            order = (1, a.batch) if r % 2 == 0 else (a.batch, 1)
-            got = {b: sweep(sprinter, spec, os.path.join(work, "%s-b%d" % (name, b)), b, cache) for b in order}
-            same = got[1]["runs"] == got[a.batch]["runs"]
-            if not same:
-                raise SystemExit("bench_batch: %s: batch %d and batch 1 runs differ" % (name, a.batch))
-            reps.append({"batch1": {k: v for k, v in got[1].items() if k != "runs"},
-                         "batchB": {k: v for k, v in got[a.batch].items() if k != "runs"},
-                         "ratio": got[a.batch]["tokens_per_s"] / got[1]["tokens_per_s"],
-                         "cpu_ratio": got[a.batch]["tokens_per_cpu_s"] / got[1]["tokens_per_cpu_s"], "order": list(order)})
+            keys = list(variants)
+            order = keys[r % 3:] + keys[:r % 3]
+            got = {k: sweep(sprinter, spec, os.path.join(work, "%s-%s" % (name, k)), variants[k][0], cache,
+                            variants[k][1]) for k in order}
+            for k in ("B", "B-nomemo"):
+                if got[k]["runs"] != got["1"]["runs"]:
+                    raise SystemExit("bench_batch: %s: %s and batch 1 runs differ" % (name, k))
+            reps.append({"batch1": {k: v for k, v in got["1"].items() if k != "runs"},
+                         "batchB": {k: v for k, v in got["B"].items() if k != "runs"},
+                         "batchB_nomemo": {k: v for k, v in got["B-nomemo"].items() if k != "runs"},
+                         "ratio": got["B"]["tokens_per_s"] / got["1"]["tokens_per_s"],
+                         "ratio_nomemo": got["B-nomemo"]["tokens_per_s"] / got["1"]["tokens_per_s"],
+                         "cpu_ratio": got["B"]["tokens_per_cpu_s"] / got["1"]["tokens_per_cpu_s"], "order": order})
             print("%s rep %d: batch 1 %.1f tok/s (%.1f s, %.1f cpu s), batch %d %.1f tok/s (%.1f s, %.1f cpu s): %.2fx, "
-                  "per cpu s %.2fx  (load %.1f)" % (
-                      name, r, got[1]["tokens_per_s"], got[1]["seconds"], got[1]["cpu_seconds"], a.batch,
-                      got[a.batch]["tokens_per_s"], got[a.batch]["seconds"], got[a.batch]["cpu_seconds"],
-                      reps[-1]["ratio"], reps[-1]["cpu_ratio"], load1()), flush=True)
+                  "per cpu s %.2fx; without the prefill memo %.1f tok/s (%.1f s): %.2fx  (load %.1f)" % (
+                      name, r, got["1"]["tokens_per_s"], got["1"]["seconds"], got["1"]["cpu_seconds"], a.batch,
+                      got["B"]["tokens_per_s"], got["B"]["seconds"], got["B"]["cpu_seconds"],
+                      reps[-1]["ratio"], reps[-1]["cpu_ratio"], got["B-nomemo"]["tokens_per_s"],
+                      got["B-nomemo"]["seconds"], reps[-1]["ratio_nomemo"], load1()), flush=True)
         result["sweeps"][name] = {"methods": methods, "max_new": max_new, "reps": reps,
                                   "ratio": summary([x["ratio"] for x in reps]),
+                                  "ratio_nomemo": summary([x["ratio_nomemo"] for x in reps]),
+                                  "tokens_per_s_batchB_nomemo": summary([x["batchB_nomemo"]["tokens_per_s"] for x in reps]),
                                   "cpu_ratio": summary([x["cpu_ratio"] for x in reps]),
                                   "tokens_per_s_batch1": summary([x["batch1"]["tokens_per_s"] for x in reps]),
                                   "tokens_per_s_batchB": summary([x["batchB"]["tokens_per_s"] for x in reps]),
@@ -226,16 +238,17 @@ def main():
         if result["sweeps"]:
             f.write("## Whole sweeps, batch %d vs 1 (paired, %d repetitions)\n\n" % (a.batch, a.reps))
             f.write("| setting | methods | tokens | batch 1 tok/s (median [min, max]) | batch %d tok/s | ratio "
-                    "median [min, max] | ratio of tokens per CPU second | load 1m |\n|---|---|---|---|---|---|---|---|\n"
-                    % a.batch)
+                    "median [min, max] | ratio of tokens per CPU second | batch %d without the prefill memo: tok/s | "
+                    "its ratio | load 1m |\n|---|---|---|---|---|---|---|---|---|---|\n" % (a.batch, a.batch))
             for name, s in result["sweeps"].items():
                 b1, bb, r, c = s["tokens_per_s_batch1"], s["tokens_per_s_batchB"], s["ratio"], s["cpu_ratio"]
-                loads = [x["batch1"]["load1_before"] for x in s["reps"]] + [x["batchB"]["load1_before"] for x in s["reps"]]
+                bn, rn = s["tokens_per_s_batchB_nomemo"], s["ratio_nomemo"]
+                loads = [x[k]["load1_before"] for x in s["reps"] for k in ("batch1", "batchB", "batchB_nomemo")]
                 f.write("| %s | %s | %d | %.1f [%.1f, %.1f] | %.1f [%.1f, %.1f] | %.2fx [%.2f, %.2f] | %.2fx [%.2f, %.2f] "
-                        "| %.1f-%.1f |\n" % (
+                        "| %.1f [%.1f, %.1f] | %.2fx [%.2f, %.2f] | %.1f-%.1f |\n" % (
                             name, s["methods"], s["tokens"], b1["median"], b1["min"], b1["max"], bb["median"], bb["min"],
-                            bb["max"], r["median"], r["min"], r["max"], c["median"], c["min"], c["max"], min(loads),
-                            max(loads)))
+                            bb["max"], r["median"], r["min"], r["max"], c["median"], c["min"], c["max"], bn["median"],
+                            bn["min"], bn["max"], rn["median"], rn["min"], rn["max"], min(loads), max(loads)))
             f.write("\nPer method, the decode's own throughput, audits included on both sides (batch 1: tokens / the "
                     "prompts' t_total + t_audit; batch %d: runs.tokens_per_s_batched, the batches' wall time), ratio median "
                     "[min, max]:\n\n| setting | mean prompt tokens | method | ratio |\n|---|---|---|---|\n" % a.batch)
