@@ -18,10 +18,8 @@ typedef struct MemoEntry {
 } MemoEntry;
 
 /* The entries' arrays live in chunks of at least MEMO_CHUNK bytes, aligned to and advised as 2 MB huge
- * pages (as the model's weight arena): a kept gpt2-124m prefill is ~5 MB, which in 4 kB pages took
- * ~1,300 page faults on first write, and at ~10 us a fault on this VM the memo then cost a sweep whose
- * runs never share a prefill 6% of its wall time (a sweep of ar alone at batch 8: 3.35 s against 3.15 s
- * without the memo). */
+ * pages (as the model's weight arena): a kept gpt2-124m prefill is ~5 MB, which in 4 kB pages takes
+ * ~1,300 page faults on first write (~10 us each on this VM). */
 #define MEMO_CHUNK ((size_t)64 << 20)
 #define MEMO_HUGE_PAGE ((size_t)1 << 21)
 #define MEMO_ALIGN ((size_t)64)
@@ -31,9 +29,18 @@ typedef struct MemoChunk {
     size_t size, used;
 } MemoChunk;
 
+/* A call made once and not kept: (model, hash of n, n_tail and the tokens). A hash collision only keeps
+ * a call at its first making; what is kept and loaded is always compared token by token. */
+typedef struct SeenCall {
+    const Model *model;
+    uint64_t hash;
+} SeenCall;
+
 struct PrefillMemo {
     MemoEntry *entries;
     int n, cap;
+    SeenCall *seen; /* calls made once */
+    int n_seen, cap_seen;
     MemoChunk *chunks; /* owned; the last one is filled */
     int n_chunks;
     size_t bytes, max_bytes;
@@ -51,6 +58,7 @@ void prefill_memo_free(PrefillMemo *memo) {
     for (int i = 0; i < memo->n_chunks; i++) free(memo->chunks[i].base);
     free(memo->chunks);
     free(memo->entries);
+    free(memo->seen);
     free(memo);
 }
 
@@ -105,10 +113,24 @@ int prefill_memo_load(PrefillMemo *memo, const Model *model, Session *s, const i
     return 1;
 }
 
+/* 1 if (model, hash) was noted before; else notes it (when memory allows) and returns 0. */
+static int seen_before(PrefillMemo *memo, const Model *model, uint64_t hash) {
+    for (int i = 0; i < memo->n_seen; i++)
+        if (memo->seen[i].hash == hash && memo->seen[i].model == model) return 1;
+    if (memo->n_seen == memo->cap_seen) {
+        int cap = memo->cap_seen ? 2 * memo->cap_seen : 256;
+        SeenCall *grown = realloc(memo->seen, (size_t)cap * sizeof *grown);
+        if (!grown) return 0;
+        memo->seen = grown, memo->cap_seen = cap;
+    }
+    memo->seen[memo->n_seen++] = (SeenCall){model, hash};
+    return 0;
+}
+
 void prefill_memo_keep(PrefillMemo *memo, const Model *model, const Session *s, const int32_t *tokens, int n,
                        int n_tail, const float *logits, const float *hidden) {
     uint64_t hash = call_hash(tokens, n, n_tail);
-    if (session_len(s) < n || find(memo, model, tokens, n, n_tail, hash)) return;
+    if (session_len(s) < n || find(memo, model, tokens, n, n_tail, hash) || !seen_before(memo, model, hash)) return;
     const ModelConfig *c = model_config(model);
     size_t n_kv = session_kv_floats(s, n), n_logits = (size_t)n_tail * c->vocab_size, n_hidden = (size_t)n_tail * c->d_model;
     size_t bytes = (size_t)n * sizeof(int32_t) + (n_kv + n_logits + n_hidden) * sizeof(float) + sizeof(MemoEntry);

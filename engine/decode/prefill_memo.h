@@ -10,8 +10,11 @@
  * the same counted calls, tokens and FLOPs, no time. So it serves only decodes whose timings nobody
  * reads as latency (experiments/runner.c: a batched statistics run).
  *
- * Entries are kept until the memo is freed; one that would take the memo past its byte budget is not
- * kept (the call runs each time). Not thread-safe: one decode (or one decoder_run_batch) at a time. */
+ * A call is kept the second time it is made, not the first: a sweep whose runs never repeat a first call
+ * (ar beside sd on gpt2-124m: the target's first calls differ) would otherwise write every prefill's
+ * cache into fresh memory for nothing, and that cost it 10% of its wall time (bench/README.md); a call
+ * made k times runs twice and loads k - 2 times. Entries are kept until the memo is freed; one that
+ * would take the memo past its byte budget is not kept (the call runs each time). Not thread-safe: one decode (or one decoder_run_batch) at a time. */
 #ifndef SP_PREFILL_MEMO_H
 #define SP_PREFILL_MEMO_H
 
@@ -33,9 +36,10 @@ void prefill_memo_free(PrefillMemo *memo);
 int prefill_memo_load(PrefillMemo *memo, const Model *model, Session *s, const int32_t *tokens, int n, int n_tail,
                       const float **logits, const float **hidden, SpErr *err);
 
-/* Keeps the call session_forward_tail(s, tokens, n, n_tail) just made on an empty session: its cache
- * [0, n), logits [n_tail, V], hidden [n_tail, d] (the tail's). Does nothing when the memo holds it,
- * when its bytes would pass the budget, or when out of memory (the memo is a shortcut, not a result). */
+/* Keeps the call session_forward_tail(s, tokens, n, n_tail) just made on an empty session, if it was
+ * made before (else only notes that it was made): its cache [0, n), logits [n_tail, V], hidden
+ * [n_tail, d] (the tail's). Does nothing when the memo holds it, when its bytes would pass the budget,
+ * or when out of memory (the memo is a shortcut, not a result). */
 void prefill_memo_keep(PrefillMemo *memo, const Model *model, const Session *s, const int32_t *tokens, int n,
                        int n_tail, const float *logits, const float *hidden);
 
