@@ -166,9 +166,10 @@ expect "a model file changed during the sweep stops it, naming the file (got: $l
 # a --jobs worker killed by a signal is named as such (it could not say so itself: issue 18)
 "$S" sweep "$GOOD" --out "$W/killed" --verifier-cache "$W/vcache" --quiet --jobs 2 --test-delay-ms 300 >/dev/null 2>"$W/killed.err" &
 parent=$!
-worker=""
-for _ in $(seq 300); do
-  worker=$(/usr/bin/python3 -c "
+# A fork found may end before the signal lands (a short-lived helper fork, or a worker between runs):
+# look again until a kill lands on a live one while the sweep still runs.
+find_worker() {
+  /usr/bin/python3 -c "
 import os
 # a worker is a fork of the sweep: a child with the parent's own command line (not a git or popen child)
 me = open('/proc/$parent/cmdline', 'rb').read()
@@ -179,13 +180,21 @@ for p in os.listdir('/proc'):
             same = open('/proc/%s/cmdline' % p, 'rb').read() == me
         except OSError:
             continue
-        if f[1] == '$parent' and same: print(p); break" 2>/dev/null)
-  [[ -n $worker ]] && break; sleep 0.1
+        if f[1] == '$parent' and same: print(p); break" 2>/dev/null
+}
+worker=""; killed=""
+for _ in $(seq 300); do
+  kill -0 "$parent" 2>/dev/null || break
+  worker=$(find_worker)
+  if [[ -n $worker ]]; then
+    sleep 0.3
+    kill -KILL "$worker" 2>/dev/null && { killed=$worker; break; }
+  fi
+  sleep 0.1
 done
-sleep 0.5; [[ -n $worker ]] && kill -KILL "$worker"
 wait "$parent"; rc=$?
 last=$(tail -1 "$W/killed.err")
-expect "a killed worker is named (got: $last)" '[[ -n $worker && $rc -ne 0 && $last == *"killed by signal 9"* ]]'
+expect "a killed worker is named (got: $last)" '[[ -n $killed && $rc -ne 0 && $last == *"killed by signal 9"* ]]'
 "$S" sweep "$GOOD" --out "$W/locked" --verifier-cache "$W/vcache" --quiet >/dev/null 2>&1; rc=$?
 expect "after the first is killed the directory is free again" '[[ $rc -eq 0 ]]'
 err=$("$S" merge "$W/a-file" 2>&1); rc=$?
