@@ -166,8 +166,9 @@ expect "a model file changed during the sweep stops it, naming the file (got: $l
 # a --jobs worker killed by a signal is named as such (it could not say so itself: issue 18)
 "$S" sweep "$GOOD" --out "$W/killed" --verifier-cache "$W/vcache" --quiet --jobs 2 --test-delay-ms 300 >/dev/null 2>"$W/killed.err" &
 parent=$!
-# A fork found may end before the signal lands (a short-lived helper fork, or a worker between runs):
-# look again until a kill lands on a live one while the sweep still runs.
+# Only once a run has begun: before that the sweep's forks may be its head preparation's (it waits for
+# them, then forks the workers; a killed one is not an error, the sweep trains that head itself). A fork
+# found may still end before the signal lands: look again until a kill lands on a live one.
 find_worker() {
   /usr/bin/python3 -c "
 import os
@@ -185,6 +186,8 @@ for p in os.listdir('/proc'):
 worker=""; killed=""
 for _ in $(seq 300); do
   kill -0 "$parent" 2>/dev/null || break
+  running=$(sqlite3 "file:$W/killed/runs.sqlite?mode=ro" "select count(*) from runs where status = 'running'" 2>/dev/null)
+  [[ ${running:-0} -gt 0 ]] 2>/dev/null || { sleep 0.1; continue; }
   worker=$(find_worker)
   if [[ -n $worker ]]; then
     sleep 0.3
