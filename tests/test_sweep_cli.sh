@@ -150,12 +150,14 @@ expect "a merge into a busy directory is refused, the sweep goes on (got: $err)"
 kill -KILL "$first" 2>/dev/null; wait "$first" 2>/dev/null
 # a model file rewritten during a sweep: the run in progress is discarded and the sweep stops, naming
 # the file; nothing is recorded under a hash it was not computed with (issue 18, inputs)
+# the runs of a sweep in progress (OUT dir) matching a WHERE clause, read-only; 0 while there is no database
+runs_where() { local n; n=$(sqlite3 "file:$1/runs.sqlite?mode=ro" "select count(*) from runs where $2" 2>/dev/null); echo "${n:-0}"; }
 "$S" sweep "$GOOD" --out "$W/changed" --verifier-cache "$W/vcache" --quiet --test-delay-ms 300 >/dev/null 2>"$W/changed.err" &
 sweeper=$!
 # touch only once a run has begun: the sweep stamps the model files after it creates runs.sqlite (while
 # loading the models), so a touch between the two is stamped as the content and not seen as a change
 for _ in $(seq 200); do
-  [[ $(sqlite3 "file:$W/changed/runs.sqlite?mode=ro" "select count(*) from runs" 2>/dev/null) -gt 0 ]] 2>/dev/null && break
+  [[ $(runs_where "$W/changed" 1) -gt 0 ]] && break
   sleep 0.1
 done
 sleep 0.3; touch "$W/target/model.safetensors"
@@ -186,8 +188,7 @@ for p in os.listdir('/proc'):
 worker=""; killed=""
 for _ in $(seq 300); do
   kill -0 "$parent" 2>/dev/null || break
-  running=$(sqlite3 "file:$W/killed/runs.sqlite?mode=ro" "select count(*) from runs where status = 'running'" 2>/dev/null)
-  [[ ${running:-0} -gt 0 ]] 2>/dev/null || { sleep 0.1; continue; }
+  [[ $(runs_where "$W/killed" "status = 'running'") -gt 0 ]] || { sleep 0.1; continue; }
   worker=$(find_worker)
   if [[ -n $worker ]]; then
     sleep 0.3
