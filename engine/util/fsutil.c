@@ -227,9 +227,16 @@ int sp_output_create_tmp(const char *path, char *tmp, size_t cap, SpErr *err) {
             return sp_fail(err, "%s: exists and is %s; remove it or give another output path", tmp, kind_of(st.st_mode));
         if (unlink(tmp) != 0) return sp_fail(err, "%s: cannot remove the stale file: %s", tmp, strerror(errno));
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+    /* Pending before it exists: a signal between the open and the noting would leave PATH.tmp behind
+     * (seen in CI: SIGTERM sent the moment the file appeared). Unlinking a name not created yet is
+     * harmless. */
     pending_add(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        pending_remove(tmp);
+        return sp_fail(err, "%s: cannot create: %s", tmp, strerror(e));
+    }
     return fd;
 }
 
