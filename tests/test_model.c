@@ -382,7 +382,7 @@ static void test_q8_vnni(void) {
     }
     const int shapes[][2] = {{1, 32}, {7, 64}, {64, 96}, {65, 256}, {200, 768}}; /* {out, in} */
     uint64_t seed = 5;
-    int bad = 0, bad_q = 0, cases = 0;
+    int bad = 0, bad_q = 0, bad_rows = 0, cases = 0;
     for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
         for (int n = 1; n <= 2 * KERNEL_PANEL_ROWS + 1; n++) {
             int out = shapes[sh][0], in = shapes[sh][1], nb = in / Q8_0_BLOCK, ldx = in + 3, ldy = out + 5;
@@ -424,11 +424,21 @@ static void test_q8_vnni(void) {
                     }
                     bad += !(fabs(got - ref) <= 1e-5 * (1.0 + mag));
                 }
+            /* rows are independent bit for bit (a batched decode must give a lone decode's logits): each
+             * row alone, through the one-row kernel, against its row of the n-row passes */
+            float *y1 = malloc((size_t)ldy * sizeof *y1);
+            for (int r = 0; r < n; r++) {
+                matmul_panels_q8_vnni(packed, in, out, qx + (size_t)r * in, dx + (size_t)r * nb, 1, y1, ldy, p0, n_panels);
+                size_t o0 = (size_t)p0 * KERNEL_PANEL;
+                bad_rows += memcmp(y1 + o0, y + (size_t)r * ldy + o0, (size_t)(out - (int)o0) * sizeof *y1) != 0;
+            }
+            free(y1);
             cases++;
             free(Wf), free(x), free(dx), free(W), free(qx), free(packed), free(y);
         }
     check(bad_q == 0, "Q8_0 activation quantization: every value within half a step (+ the scale's rounding) (%d bad)", bad_q);
     check(bad == 0, "Q8_0 x Q8_0 panels (AVX512_VNNI) == float64 of d_w d_x sum(q_w q_x) (%d cases, %d bad)", cases, bad);
+    check(bad_rows == 0, "Q8_0 x Q8_0 panels: every row of an n-row call == that row alone, bit for bit (%d bad)", bad_rows);
 }
 
 /* kernels_bind_threads: refused for one thread and for more threads than allowed CPUs; with n allowed

@@ -596,6 +596,12 @@ typedef void (*BdFn)(const uint16_t *W, int in, const uint16_t *xb, int ldxb, fl
 static const BdFn kBdMany[7] = {NULL, bd_r1_o8, bd_r2_o4, bd_r3_o4, bd_r4_o4, bd_r5_o4, bd_r6_o4};
 static const BdFn kBdOne[7] = {NULL, bd_r1_o1, bd_r2_o1, bd_r3_o1, bd_r4_o1, bd_r5_o1, bd_r6_o1};
 
+/* Prefetch for the bf16 pair panels, as for the Q8_0 VNNI panels below (measured on a Zen 4 EPYC,
+ * bench/README.md): none for a one-row pass (the hardware prefetchers alone: gpt2-124m decode +10%,
+ * the regime target +30%, against 4 pairs ahead into L1), and 32 pairs (8 KB) ahead into L2 for more
+ * rows (seven-token verification 15% faster). */
+#define BD_PF_PAIRS 32
+#define BD_PF_MIN_ROWS 2
 /* Panels: per input pair, 4 pair vectors (64 outputs) times the row's pair broadcast. */
 #define SP_PANEL_BD(R)                                                                                      \
     __attribute__((target(SP_BF16DOT_TGT))) static void pbd_r##R(const uint16_t *panel, int pairs, const uint16_t *xb, \
@@ -607,8 +613,9 @@ static const BdFn kBdOne[7] = {NULL, bd_r1_o1, bd_r2_o1, bd_r3_o1, bd_r4_o1, bd_
             const uint16_t *w = panel + (size_t)k * 2 * KERNEL_PANEL;                                       \
             __m512i wv[4];                                                                                  \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) wv[v] = _mm512_load_si512(w + 32 * v);     \
-            for (int b = 0; b < 4; b++) /* 4 pairs (1 kB) ahead */                                          \
-                _mm_prefetch((const char *)(w + 8 * KERNEL_PANEL) + 64 * b, _MM_HINT_T0);                  \
+            if (R >= BD_PF_MIN_ROWS)                                                                        \
+                for (int b = 0; b < 4; b++)                                                                 \
+                    _mm_prefetch((const char *)(w + BD_PF_PAIRS * 2 * KERNEL_PANEL) + 64 * b, _MM_HINT_T1); \
             _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
                 uint32_t pr;                                                                                \
                 memcpy(&pr, xb + (size_t)r * ldxb + 2 * k, 4);                                              \
@@ -725,6 +732,18 @@ void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
 }
 
 #ifdef SP_HAVE_X86_KERNELS
+/* Prefetch for the Q8_0 VNNI panels (measured on a Zen 4 EPYC, gpt2-124m shape, bench/README.md): a
+ * pass over several rows prefetches its panel 12 blocks (26 KB) ahead into L2 only; a one-row pass
+ * does best with the hardware prefetchers alone. Into L1, 4 blocks ahead (the earlier choice), each row
+ * past the first cost 1.1 ms instead of 0.4 (a guess at why: the prefetched lines evicted what the
+ * rows reuse from L1, their activation quants up to 9 x 3,072 bytes). */
+#define Q8_PF_BLOCKS 12
+#define Q8_PF_MIN_ROWS 2
+#define Q8_PREFETCH(blk)                                                                                    \
+    do {                                                                                                    \
+        for (int b = 0; b < Q8_PANEL_BLOCK; b += 64)                                                        \
+            _mm_prefetch((const char *)(blk) + Q8_PF_BLOCKS * Q8_PANEL_BLOCK + b, _MM_HINT_T1);             \
+    } while (0)
 /* One panel, R activation rows: y[r, 0 .. nout). Per block: -128 sum(q_w) of its 64 outputs (4
  * vectors, by vpdpbusd with ones), then per row the 8 broadcast activation groups against the 32
  * weight vectors (memory operands, L1), converted and scaled by d_w d_x into the f32 sums. */
@@ -739,7 +758,7 @@ void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
         for (int k = 0; k < nb; k++) {                                                                      \
             const unsigned char *blk = panel + (size_t)k * Q8_PANEL_BLOCK;                                  \
             const __m512i *qs = (const __m512i *)(blk + Q8_PANEL_SCALES); /* [g][v] */                      \
-            for (int b = 0; b < Q8_PANEL_BLOCK; b += 64) _mm_prefetch((const char *)blk + 4 * Q8_PANEL_BLOCK + b, _MM_HINT_T0); \
+            if (R >= Q8_PF_MIN_ROWS) Q8_PREFETCH(blk);                                                     \
             __m512 dw[4];                                                                                   \
             __m512i base[4];                                                                                \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                           \
