@@ -390,22 +390,29 @@ static void test_q8_vnni(void) {
             size_t nw = (size_t)out * in;
             float *Wf = malloc(nw * sizeof *Wf), *x = malloc((size_t)n * ldx * sizeof *x), *dx = malloc((size_t)n * nb * sizeof *dx);
             BlockQ8_0 *W = malloc(dtype_row_bytes(DT_Q8_0, nw));
-            uint8_t *qx = malloc((size_t)n * in);
+            int8_t *qx = malloc((size_t)n * in);
+            int32_t *xs = malloc((size_t)n * nb * sizeof *xs);
             void *packed = aligned_alloc(64, (panel_bytes(DT_Q8_0, in, out) + 63) / 64 * 64);
             float *y = malloc((size_t)n * ldy * sizeof *y);
             for (size_t i = 0; i < nw; i++) Wf[i] = rnd_unit(&seed);
             narrow(Wf, nw, DT_Q8_0, W);
             for (size_t i = 0; i < (size_t)n * ldx; i++) x[i] = rnd_unit(&seed) * (i % 7 == 0 ? 3.0f : 1.0f);
-            quantize_rows_q8_act(x, n, ldx, in, qx, dx);
+            quantize_rows_q8_act(x, n, ldx, in, qx, dx, xs);
             for (int r = 0; r < n; r++)
                 for (int i = 0; i < in; i++) {
-                    double v = (double)dx[(size_t)r * nb + i / Q8_0_BLOCK] * ((int)qx[(size_t)r * in + i] - 128);
+                    double v = (double)dx[(size_t)r * nb + i / Q8_0_BLOCK] * qx[(size_t)r * in + i];
                     /* half a step, plus 127 times the scale's rounding to half (<= 2^-11 relative), as llama.cpp's */
                     bad_q += !(fabs(v - x[(size_t)r * ldx + i]) <= (0.5 + 127.0 / 2048) * dx[(size_t)r * nb + i / Q8_0_BLOCK] + 1e-7);
                 }
             for (size_t i = 0; i < (size_t)n * ldy; i++) y[i] = 12345.0f;
             panel_pack_q8_vnni(W, in, out, packed);
-            matmul_panels_q8_vnni(packed, in, out, qx, dx, n, y, ldy, p0, n_panels);
+            for (int r = 0; r < n; r++) /* each block's start: -128 sum of its quants */
+                for (int k = 0; k < nb; k++) {
+                    long sum = 0;
+                    for (int j = 0; j < Q8_0_BLOCK; j++) sum += qx[(size_t)r * in + (size_t)k * Q8_0_BLOCK + j];
+                    bad_q += xs[(size_t)r * nb + k] != -128 * sum;
+                }
+            matmul_panels_q8_vnni(packed, in, out, qx, dx, xs, n, y, ldy, p0, n_panels);
             for (int r = 0; r < n; r++)
                 for (int o = 0; o < ldy; o++) {
                     float got = y[(size_t)r * ldy + o];
@@ -418,7 +425,7 @@ static void test_q8_vnni(void) {
                         const BlockQ8_0 *b = &W[(size_t)o * nb + k];
                         float dw = half_by_definition(b->d); /* the block's scale */
                         long s = 0;
-                        for (int j = 0; j < Q8_0_BLOCK; j++) s += (long)b->qs[j] * ((int)qx[(size_t)r * in + k * Q8_0_BLOCK + j] - 128);
+                        for (int j = 0; j < Q8_0_BLOCK; j++) s += (long)b->qs[j] * qx[(size_t)r * in + k * Q8_0_BLOCK + j];
                         ref += (double)dw * dx[(size_t)r * nb + k] * (double)s;
                         mag += fabs((double)dw * dx[(size_t)r * nb + k] * (double)s);
                     }
@@ -428,15 +435,16 @@ static void test_q8_vnni(void) {
              * row alone, through the one-row kernel, against its row of the n-row passes */
             float *y1 = malloc((size_t)ldy * sizeof *y1);
             for (int r = 0; r < n; r++) {
-                matmul_panels_q8_vnni(packed, in, out, qx + (size_t)r * in, dx + (size_t)r * nb, 1, y1, ldy, p0, n_panels);
+                matmul_panels_q8_vnni(packed, in, out, qx + (size_t)r * in, dx + (size_t)r * nb, xs + (size_t)r * nb, 1, y1,
+                                      ldy, p0, n_panels);
                 size_t o0 = (size_t)p0 * KERNEL_PANEL;
                 bad_rows += memcmp(y1 + o0, y + (size_t)r * ldy + o0, (size_t)(out - (int)o0) * sizeof *y1) != 0;
             }
             free(y1);
             cases++;
-            free(Wf), free(x), free(dx), free(W), free(qx), free(packed), free(y);
+            free(Wf), free(x), free(dx), free(W), free(qx), free(xs), free(packed), free(y);
         }
-    check(bad_q == 0, "Q8_0 activation quantization: every value within half a step (+ the scale's rounding) (%d bad)", bad_q);
+    check(bad_q == 0, "Q8_0 activation quantization: every value within half a step (+ the scale's rounding), block starts -128 sum(q) (%d bad)", bad_q);
     check(bad == 0, "Q8_0 x Q8_0 panels (AVX512_VNNI) == float64 of d_w d_x sum(q_w q_x) (%d cases, %d bad)", cases, bad);
     check(bad_rows == 0, "Q8_0 x Q8_0 panels: every row of an n-row call == that row alone, bit for bit (%d bad)", bad_rows);
 }

@@ -677,33 +677,30 @@ void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint1
  * Each activation row is quantized per 32-value block as llama.cpp quantizes it before its Q8_0 dot
  * products: d = max|x| / 127 rounded to half (the scale the product then uses), q = x / d rounded to
  * nearest even (its SIMD quantizer's rounding). vpdpbusd multiplies unsigned by signed bytes: the
- * activations are stored as q + 128 (unsigned, broadcast 4 at a time), the weight quants stay signed
- * (read from L1 as the instruction's memory operand), and each block's sum starts from -128 sum(q_w)
- * (computed once per block for all rows). Panels: Q8_0 panel blocks (SP_PANEL_Q8's size) whose quants
- * are in groups of 4 inputs: group g of a block holds, for output j, inputs 4g .. 4g + 3 side by side
- * (one 32-bit lane), so 16 outputs x 4 inputs are one vector. */
+ * weight quants are stored as q_w + 128 (unsigned; the panel holds them so), the activation quants
+ * stay signed (broadcast 4 at a time), and each block's int32 sum starts from -128 sum(q_x) (the
+ * quantizer's third output), so it ends at sum(q_w q_x) exactly. Panels: Q8_0 panel blocks
+ * (SP_PANEL_Q8's size) whose quants are in groups of 4 inputs: group g of a block holds, for output j,
+ * inputs 4g .. 4g + 3 side by side (one 32-bit lane), so 16 outputs x 4 inputs are one vector. */
 #ifdef SP_HAVE_X86_KERNELS
 /* One block of 32 activations (AVX-512): the same values as the scalar loop below (vcvtps2dq rounds to
  * nearest even, as nearbyintf does in the default rounding mode). Returns max |x|. */
-__attribute__((target("avx512f,avx512bw"))) static float quantize_block_q8_act(const float *xb, uint8_t *q) {
+__attribute__((target("avx512f,avx512bw"))) static float quantize_block_q8_act(const float *xb, int8_t *q) {
     __m512 lo = _mm512_loadu_ps(xb), hi = _mm512_loadu_ps(xb + 16);
     float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
     __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    __m512i off = _mm512_set1_epi32(128);
-    __m512i ql = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id)), off);
-    __m512i qh = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id)), off);
-    _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(ql));
-    _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(qh));
+    _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id))));
+    _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id))));
     return amax;
 }
 #endif
 
-void quantize_rows_q8_act(const float *x, int n, int ldx, int in, uint8_t *qx, float *dx) {
+void quantize_rows_q8_act(const float *x, int n, int ldx, int in, int8_t *qx, float *dx, int32_t *xs) {
     int nb = in / Q8_0_BLOCK;
     for (int r = 0; r < n; r++)
         for (int k = 0; k < nb; k++) {
             const float *xb = x + (size_t)r * ldx + (size_t)k * Q8_0_BLOCK;
-            uint8_t *q = qx + ((size_t)r * nb + (size_t)k) * Q8_0_BLOCK;
+            int8_t *q = qx + ((size_t)r * nb + (size_t)k) * Q8_0_BLOCK;
             float amax = 0.0f;
 #ifdef SP_HAVE_X86_KERNELS
             if (kernel_q8_vnni_supported()) {
@@ -713,9 +710,12 @@ void quantize_rows_q8_act(const float *x, int n, int ldx, int in, uint8_t *qx, f
             {
                 for (int j = 0; j < Q8_0_BLOCK; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
                 float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-                for (int j = 0; j < Q8_0_BLOCK; j++) q[j] = (uint8_t)((int)nearbyintf(xb[j] * id) + 128);
+                for (int j = 0; j < Q8_0_BLOCK; j++) q[j] = (int8_t)(int)nearbyintf(xb[j] * id);
             }
+            int32_t sum = 0;
+            for (int j = 0; j < Q8_0_BLOCK; j++) sum += q[j];
             dx[(size_t)r * nb + k] = half_to_float(float_to_half(amax / 127.0f));
+            xs[(size_t)r * nb + k] = -128 * sum;
         }
 }
 
@@ -727,7 +727,8 @@ void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
         int8_t *qs = (int8_t *)panels + b * Q8_PANEL_BLOCK + Q8_PANEL_SCALES;
         memcpy(tmp, qs, sizeof tmp);
         for (int i = 0; i < Q8_0_BLOCK; i++)
-            for (int j = 0; j < KERNEL_PANEL; j++) qs[((i / 4) * KERNEL_PANEL + j) * 4 + i % 4] = tmp[i * KERNEL_PANEL + j];
+            for (int j = 0; j < KERNEL_PANEL; j++) /* q_w + 128 as an unsigned byte */
+                qs[((i / 4) * KERNEL_PANEL + j) * 4 + i % 4] = (int8_t)((uint8_t)tmp[i * KERNEL_PANEL + j] ^ 0x80u);
     }
 }
 
@@ -744,52 +745,73 @@ void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
         for (int b = 0; b < Q8_PANEL_BLOCK; b += 64)                                                        \
             _mm_prefetch((const char *)(blk) + Q8_PF_BLOCKS * Q8_PANEL_BLOCK + b, _MM_HINT_T1);             \
     } while (0)
-/* One panel, R activation rows: y[r, 0 .. nout). Per block: -128 sum(q_w) of its 64 outputs (4
- * vectors, by vpdpbusd with ones), then per row the 8 broadcast activation groups against the 32
- * weight vectors (memory operands, L1), converted and scaled by d_w d_x into the f32 sums. */
-#define SP_PANEL_Q8V(R)                                                                                     \
+/* acc + the 16 lanes' dot products of u8 (4 unsigned bytes a lane) with the 4 signed bytes at s8x4,
+ * broadcast by the instruction itself ({1to16}): GCC would broadcast into a register first, one more
+ * 512-bit instruction per 4 vpdpbusd (bench/README.md: on Zen 4 those instructions are the limit). */
+__attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m512i dpbusd_bcst(__m512i acc, __m512i u8,
+                                                                                             const int32_t *s8x4) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*s8x4));
+    return acc;
+}
+/* One panel, R activation rows: y[r, 0 .. nout). Per block, rows in tiles of T (4 T int32 sums and 4
+ * weight vectors fit the 32 registers): each group's 4 weight vectors are loaded into registers once
+ * per tile and multiplied with the tile's rows (their 4 inputs broadcast by the instruction), into sums
+ * that start from the row's -128 sum(q_x); then converted and scaled by d_w d_x into the f32 sums acc.
+ * The kernel before kept the weights signed, read each as vpdpbusd's memory operand once per row,
+ * broadcast the activations into registers and computed -128 sum(q_w) per block: 32 more vpdpbusd and
+ * 8 more broadcasts per block and row; gpt2-124m one-token decode is 26% faster this way on a Zen 4
+ * EPYC (bench/README.md), with the same sums bit for bit. */
+#define SP_PANEL_Q8V(R, T)                                                                                  \
     __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void pq8v_r##R(                          \
-        const unsigned char *panel, int in, const uint8_t *qx, const float *dx, float *y, int ldy, int nout) { \
+        const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs, float *y, \
+        int ldy, int nout) {                                                                                \
         int nb = in / Q8_0_BLOCK;                                                                           \
         __m512 acc[R][4];                                                                                   \
         _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
-        const __m512i ones = _mm512_set1_epi8(1);                                                           \
         for (int k = 0; k < nb; k++) {                                                                      \
             const unsigned char *blk = panel + (size_t)k * Q8_PANEL_BLOCK;                                  \
-            const __m512i *qs = (const __m512i *)(blk + Q8_PANEL_SCALES); /* [g][v] */                      \
+            const __m512i *qs = (const __m512i *)(blk + Q8_PANEL_SCALES); /* [g][v], q_w + 128 */           \
             if (R >= Q8_PF_MIN_ROWS) Q8_PREFETCH(blk);                                                     \
-            __m512 dw[4];                                                                                   \
-            __m512i base[4];                                                                                \
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                           \
-                dw[v] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));                \
-                __m512i ws = _mm512_setzero_si512();                                                        \
-                _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) ws = _mm512_dpbusd_epi32(ws, ones, qs[4 * g + v]); \
-                base[v] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(ws, 7));              \
-            }                                                                                               \
-            _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
-                const int32_t *xq = (const int32_t *)(qx + ((size_t)r * nb + (size_t)k) * Q8_0_BLOCK);      \
-                __m512i xb[8];                                                                              \
-                _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) xb[g] = _mm512_set1_epi32(xq[g]);      \
-                __m512 dxr = _mm512_set1_ps(dx[(size_t)r * nb + k]);                                        \
+            _Pragma("GCC unroll 4") for (int t0 = 0; t0 < R; t0 += T) {                                    \
+                __m512i s[T][4];                                                                            \
+                _Pragma("GCC unroll 16") for (int t = 0; t < T; t++) {                                     \
+                    if (t0 + t >= R) break;                                                                 \
+                    __m512i start = _mm512_set1_epi32(xs[(size_t)(t0 + t) * nb + k]);                      \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = start;                   \
+                }                                                                                           \
+                _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {                                       \
+                    __m512i w[4];                                                                           \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) w[v] = _mm512_load_si512(qs + 4 * g + v); \
+                    __asm__ volatile("" : "+v"(w[0]), "+v"(w[1]), "+v"(w[2]), "+v"(w[3])); /* no memory operands */ \
+                    _Pragma("GCC unroll 16") for (int t = 0; t < T; t++) {                                 \
+                        if (t0 + t >= R) break;                                                             \
+                        const int32_t *xq = (const int32_t *)(qx + ((size_t)(t0 + t) * nb + (size_t)k) * Q8_0_BLOCK); \
+                        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = dpbusd_bcst(s[t][v], w[v], xq + g); \
+                    }                                                                                       \
+                }                                                                                           \
                 _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                       \
-                    __m512i s = base[v];                                                                    \
-                    _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) s = _mm512_dpbusd_epi32(s, xb[g], qs[4 * g + v]); \
-                    acc[r][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[v], dxr), acc[r][v]); \
+                    __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));        \
+                    _Pragma("GCC unroll 16") for (int t = 0; t < T; t++) {                                 \
+                        if (t0 + t >= R) break;                                                             \
+                        __m512 dxr = _mm512_set1_ps(dx[(size_t)(t0 + t) * nb + k]);                         \
+                        acc[t0 + t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t][v]), _mm512_mul_ps(dw, dxr), acc[t0 + t][v]); \
+                    }                                                                                       \
                 }                                                                                           \
             }                                                                                               \
         }                                                                                                   \
         panel_store(y, ldy, nout, R, acc);                                                                  \
     }
-SP_PANEL_Q8V(1) SP_PANEL_Q8V(2) SP_PANEL_Q8V(3) SP_PANEL_Q8V(4) SP_PANEL_Q8V(5) SP_PANEL_Q8V(6) SP_PANEL_Q8V(7)
-SP_PANEL_Q8V(8) SP_PANEL_Q8V(9)
-typedef void (*Pq8vFn)(const unsigned char *panel, int in, const uint8_t *qx, const float *dx, float *y, int ldy, int nout);
+SP_PANEL_Q8V(1, 1) SP_PANEL_Q8V(2, 2) SP_PANEL_Q8V(3, 3) SP_PANEL_Q8V(4, 4) SP_PANEL_Q8V(5, 5) SP_PANEL_Q8V(6, 6)
+SP_PANEL_Q8V(7, 4) SP_PANEL_Q8V(8, 4) SP_PANEL_Q8V(9, 5)
+typedef void (*Pq8vFn)(const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs,
+                       float *y, int ldy, int nout);
 static const Pq8vFn kPq8v[KERNEL_PANEL_ROWS + 1] = {NULL,      pq8v_r1, pq8v_r2, pq8v_r3, pq8v_r4,
                                                     pq8v_r5,   pq8v_r6, pq8v_r7, pq8v_r8, pq8v_r9};
 #endif
 
-void matmul_panels_q8_vnni(const void *panels, int in, int out, const uint8_t *qx, const float *dx, int n, float *y,
-                           int ldy, int p0, int p1) {
+void matmul_panels_q8_vnni(const void *panels, int in, int out, const int8_t *qx, const float *dx, const int32_t *xs,
+                           int n, float *y, int ldy, int p0, int p1) {
     int nb = in / Q8_0_BLOCK;
     size_t panel_size = (size_t)nb * Q8_PANEL_BLOCK;
     int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS; /* balanced, as matmul_panels */
@@ -799,10 +821,10 @@ void matmul_panels_q8_vnni(const void *panels, int in, int out, const uint8_t *q
         for (int g = 0, r0 = 0; g < passes; g++) {
             int rows = (n - r0 + (passes - g) - 1) / (passes - g);
 #ifdef SP_HAVE_X86_KERNELS
-            kPq8v[rows](panel, in, qx + (size_t)r0 * in, dx + (size_t)r0 * nb, y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL,
-                        ldy, nout);
+            kPq8v[rows](panel, in, qx + (size_t)r0 * in, dx + (size_t)r0 * nb, xs + (size_t)r0 * nb,
+                        y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout);
 #else
-            (void)panel, (void)nout, (void)dx, (void)qx, (void)y, (void)ldy;
+            (void)panel, (void)nout, (void)dx, (void)qx, (void)xs, (void)y, (void)ldy;
 #endif
             r0 += rows;
         }
@@ -1057,24 +1079,25 @@ static void linear_bf16_dot(const LinearW *L, const float *x, int n, int ldx, fl
 static void linear_q8_vnni(const LinearW *L, const float *x, int n, int ldx, float *y, int ldy, float *tile,
                            size_t tile_elems) {
     int nb = L->in / Q8_0_BLOCK, n_panels = (L->out + KERNEL_PANEL - 1) / KERNEL_PANEL;
-    size_t row_bytes = (size_t)L->in + (size_t)nb * sizeof(float);
+    size_t row_bytes = (size_t)L->in + (size_t)nb * (sizeof(float) + sizeof(int32_t));
     int chunk = (int)(tile_elems * sizeof(float) / row_bytes);
     int T = (size_t)L->in * (size_t)L->out >= LIN_PAR_MIN ? openblas_get_num_threads() : 1;
     for (int r0 = 0; r0 < n; r0 += chunk) {
         int rows = n - r0 < chunk ? n - r0 : chunk;
-        float *dx = tile;                                   /* [rows, nb] */
-        uint8_t *qx = (uint8_t *)(tile + (size_t)rows * nb); /* [rows, in] */
-        quantize_rows_q8_act(x + (size_t)r0 * ldx, rows, ldx, L->in, qx, dx);
+        float *dx = tile;                                           /* [rows, nb] */
+        int32_t *xs = (int32_t *)(tile + (size_t)rows * nb);         /* [rows, nb] */
+        int8_t *qx = (int8_t *)(tile + 2 * (size_t)rows * nb);       /* [rows, in] */
+        quantize_rows_q8_act(x + (size_t)r0 * ldx, rows, ldx, L->in, qx, dx, xs);
         float *yr = y + (size_t)r0 * ldy;
         if (T <= 1 || n_panels < 2) {
-            matmul_panels_q8_vnni(L->w, L->in, L->out, qx, dx, rows, yr, ldy, 0, n_panels);
+            matmul_panels_q8_vnni(L->w, L->in, L->out, qx, dx, xs, rows, yr, ldy, 0, n_panels);
             continue;
         }
 #pragma omp parallel num_threads(T)
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();
             int p0 = (int)((long)n_panels * t / nt), p1 = (int)((long)n_panels * (t + 1) / nt);
-            if (p0 < p1) matmul_panels_q8_vnni(L->w, L->in, L->out, qx, dx, rows, yr, ldy, p0, p1);
+            if (p0 < p1) matmul_panels_q8_vnni(L->w, L->in, L->out, qx, dx, xs, rows, yr, ldy, p0, p1);
         }
     }
 }

@@ -125,16 +125,16 @@ void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint1
                             int ldy, int p0, int p1);
 
 /* ---- Q8_0 weights times Q8_0-quantized activations (AVX512_VNNI), llama.cpp's numerics ----
- * quantize_rows_q8_act: x [n, in] (in a multiple of Q8_0_BLOCK) -> qx [n, in] (q + 128, unsigned) and
- * dx [n, in / 32] (each block's half-rounded scale): per block d = max|x| / 127, q = x 127 / max
- * rounded to nearest even. Panels: panel_bytes(DT_Q8_0, ..)
- * bytes, packed by panel_pack_q8_vnni from out-major Q8_0 rows; y[r, o] = sum over blocks of
- * d_w d_x sum(q_w q_x), any n >= 1. */
+ * quantize_rows_q8_act: x [n, in] (in a multiple of Q8_0_BLOCK) -> qx [n, in] (signed quants), dx
+ * [n, in / 32] (each block's half-rounded scale) and xs [n, in / 32] (each block's -128 sum(q), where its
+ * int32 sum starts): per block d = max|x| / 127, q = x 127 / max rounded to nearest even. Panels:
+ * panel_bytes(DT_Q8_0, ..) bytes, packed by panel_pack_q8_vnni from out-major Q8_0 rows; y[r, o] = sum
+ * over blocks of d_w d_x sum(q_w q_x), any n >= 1. */
 int kernel_q8_vnni_supported(void); /* AVX-512F/BW and AVX512_VNNI */
-void quantize_rows_q8_act(const float *x, int n, int ldx, int in, uint8_t *qx, float *dx);
+void quantize_rows_q8_act(const float *x, int n, int ldx, int in, int8_t *qx, float *dx, int32_t *xs);
 void panel_pack_q8_vnni(const void *W, int in, int out, void *panels);
-void matmul_panels_q8_vnni(const void *panels, int in, int out, const uint8_t *qx, const float *dx, int n, float *y,
-                           int ldy, int p0, int p1);
+void matmul_panels_q8_vnni(const void *panels, int in, int out, const int8_t *qx, const float *dx, const int32_t *xs,
+                           int n, float *y, int ldy, int p0, int p1);
 
 /* dst[cols, rows] = src[rows, cols]^T for elem-byte elements (the loader stores Conv1D weights
  * out-major). */
