@@ -685,12 +685,14 @@ void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint1
 #ifdef SP_HAVE_X86_KERNELS
 /* One block of 32 activations (AVX-512): the same values as the scalar loop below (vcvtps2dq rounds to
  * nearest even, as nearbyintf does in the default rounding mode). Returns max |x|. */
-__attribute__((target("avx512f,avx512bw"))) static float quantize_block_q8_act(const float *xb, int8_t *q) {
+__attribute__((target("avx512f,avx512bw"))) static float quantize_block_q8_act(const float *xb, int8_t *q, int32_t *sum) {
     __m512 lo = _mm512_loadu_ps(xb), hi = _mm512_loadu_ps(xb + 16);
     float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
     __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id))));
-    _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id))));
+    __m512i ql = _mm512_cvtps_epi32(_mm512_mul_ps(lo, id)), qh = _mm512_cvtps_epi32(_mm512_mul_ps(hi, id));
+    _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(ql));
+    _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(qh));
+    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(ql, qh));
     return amax;
 }
 #endif
@@ -702,18 +704,17 @@ void quantize_rows_q8_act(const float *x, int n, int ldx, int in, int8_t *qx, fl
             const float *xb = x + (size_t)r * ldx + (size_t)k * Q8_0_BLOCK;
             int8_t *q = qx + ((size_t)r * nb + (size_t)k) * Q8_0_BLOCK;
             float amax = 0.0f;
+            int32_t sum = 0;
 #ifdef SP_HAVE_X86_KERNELS
             if (kernel_q8_vnni_supported()) {
-                amax = quantize_block_q8_act(xb, q);
+                amax = quantize_block_q8_act(xb, q, &sum);
             } else
 #endif
             {
                 for (int j = 0; j < Q8_0_BLOCK; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
                 float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-                for (int j = 0; j < Q8_0_BLOCK; j++) q[j] = (int8_t)(int)nearbyintf(xb[j] * id);
+                for (int j = 0; j < Q8_0_BLOCK; j++) q[j] = (int8_t)(int)nearbyintf(xb[j] * id), sum += q[j];
             }
-            int32_t sum = 0;
-            for (int j = 0; j < Q8_0_BLOCK; j++) sum += q[j];
             dx[(size_t)r * nb + k] = half_to_float(float_to_half(amax / 127.0f));
             xs[(size_t)r * nb + k] = -128 * sum;
         }
