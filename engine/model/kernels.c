@@ -684,7 +684,8 @@ void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint1
  * inputs 4g .. 4g + 3 side by side (one 32-bit lane), so 16 outputs x 4 inputs are one vector. */
 #ifdef SP_HAVE_X86_KERNELS
 /* One block of 32 activations (AVX-512): the same values as the scalar loop below (vcvtps2dq rounds to
- * nearest even, as nearbyintf does in the default rounding mode). Returns max |x|. */
+ * nearest even, as nearbyintf does in the default rounding mode); *sum: the sum of its quants. Returns
+ * max |x|. */
 __attribute__((target("avx512f,avx512bw"))) static float quantize_block_q8_act(const float *xb, int8_t *q, int32_t *sum) {
     __m512 lo = _mm512_loadu_ps(xb), hi = _mm512_loadu_ps(xb + 16);
     float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
