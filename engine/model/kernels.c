@@ -735,13 +735,14 @@ void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
 }
 
 #ifdef SP_HAVE_X86_KERNELS
-/* Prefetch for the Q8_0 VNNI panels (measured on a Zen 4 EPYC, gpt2-124m shape, bench/README.md): a
- * pass over several rows prefetches its panel 12 blocks (26 KB) ahead into L2 only; a one-row pass
- * does best with the hardware prefetchers alone. Into L1, 4 blocks ahead (the earlier choice), each row
- * past the first cost 1.1 ms instead of 0.4 (a guess at why: the prefetched lines evicted what the
- * rows reuse from L1, their activation quants up to 9 x 3,072 bytes). */
+/* Prefetch for the Q8_0 VNNI panels (measured on a Zen 4 EPYC, bench/README.md): a pass over 5 or more
+ * rows (compute-bound) prefetches its panel 12 blocks (26 KB) ahead into L2 only; fewer rows stream at
+ * the memory's pace with the hardware prefetchers alone (on a 1.1 B Llama, two rows took 55 ms with
+ * the prefetch and 37 without, one row 40). Into L1, 4 blocks ahead (the earlier choice), each row past
+ * the first cost gpt2-124m 1.1 ms instead of 0.4 (a guess at why: the prefetched lines evicted what
+ * the rows reuse from L1, their activation quants up to 9 x 3,072 bytes). */
 #define Q8_PF_BLOCKS 12
-#define Q8_PF_MIN_ROWS 2
+#define Q8_PF_MIN_ROWS 5
 #define Q8_PREFETCH(blk)                                                                                    \
     do {                                                                                                    \
         for (int b = 0; b < Q8_PANEL_BLOCK; b += 64)                                                        \
