@@ -596,13 +596,11 @@ typedef void (*BdFn)(const uint16_t *W, int in, const uint16_t *xb, int ldxb, fl
 static const BdFn kBdMany[7] = {NULL, bd_r1_o8, bd_r2_o4, bd_r3_o4, bd_r4_o4, bd_r5_o4, bd_r6_o4};
 static const BdFn kBdOne[7] = {NULL, bd_r1_o1, bd_r2_o1, bd_r3_o1, bd_r4_o1, bd_r5_o1, bd_r6_o1};
 
-/* Prefetch for the bf16 pair panels, as for the Q8_0 VNNI panels below (measured on a Zen 4 EPYC,
- * bench/README.md): none for a one-row pass (the hardware prefetchers alone: gpt2-124m decode +10%,
- * the regime target +30%, against 4 pairs ahead into L1), and 32 pairs (8 KB) ahead into L2 for more
- * rows (seven-token verification 15% faster). */
-#define BD_PF_PAIRS 32
-#define BD_PF_MIN_ROWS 2
-/* Panels: per input pair, 4 pair vectors (64 outputs) times the row's pair broadcast. */
+/* Panels: per input pair, 4 pair vectors (64 outputs) times the row's pair broadcast. No software
+ * prefetch: the hardware prefetchers alone stream the pairs fastest at every row count measured on a
+ * Zen 4 EPYC (bench/README.md; 4 pairs ahead into L1, the earlier choice, cost one-row decode 10% on
+ * gpt2-124m and 30% on the regime target; 32 pairs ahead into L2 made a 1.1 B Llama's two-row pass
+ * 100 ms instead of 71). */
 #define SP_PANEL_BD(R)                                                                                      \
     __attribute__((target(SP_BF16DOT_TGT))) static void pbd_r##R(const uint16_t *panel, int pairs, const uint16_t *xb, \
                                                                 int ldxb, float *y, int ldy, int nout) {       \
@@ -613,9 +611,6 @@ static const BdFn kBdOne[7] = {NULL, bd_r1_o1, bd_r2_o1, bd_r3_o1, bd_r4_o1, bd_
             const uint16_t *w = panel + (size_t)k * 2 * KERNEL_PANEL;                                       \
             __m512i wv[4];                                                                                  \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) wv[v] = _mm512_load_si512(w + 32 * v);     \
-            if (R >= BD_PF_MIN_ROWS)                                                                        \
-                for (int b = 0; b < 4; b++)                                                                 \
-                    _mm_prefetch((const char *)(w + BD_PF_PAIRS * 2 * KERNEL_PANEL) + 64 * b, _MM_HINT_T1); \
             _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                                         \
                 uint32_t pr;                                                                                \
                 memcpy(&pr, xb + (size_t)r * ldxb + 2 * k, 4);                                              \
