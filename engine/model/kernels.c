@@ -752,17 +752,18 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m51
     return acc;
 }
 /* One panel, R activation rows: y[r, 0 .. nout). Per block, rows in tiles of T (4 T int32 sums and 4
- * weight vectors fit the 32 registers): each group's 4 weight vectors are loaded into registers once
+ * weight vectors fit the 32 registers for T <= 6; more rows split into two even tiles): each group's 4 weight vectors are loaded into registers once
  * per tile and multiplied with the tile's rows (their 4 inputs broadcast by the instruction), into sums
  * that start from the row's -128 sum(q_x); then converted and scaled by d_w d_x into the f32 sums acc.
  * The kernel before kept the weights signed, read each as vpdpbusd's memory operand once per row,
  * broadcast the activations into registers and computed -128 sum(q_w) per block: 32 more vpdpbusd and
  * 8 more broadcasts per block and row; gpt2-124m one-token decode is 26% faster this way on a Zen 4
  * EPYC (bench/README.md), with the same sums bit for bit. */
-#define SP_PANEL_Q8V(R, T)                                                                                  \
+#define SP_PANEL_Q8V(R)                                                                                     \
     __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void pq8v_r##R(                          \
         const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs, float *y, \
         int ldy, int nout) {                                                                                \
+        enum { T = R <= 6 ? R : (R + 1) / 2 };                                                              \
         int nb = in / Q8_0_BLOCK;                                                                           \
         __m512 acc[R][4];                                                                                   \
         _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
@@ -800,8 +801,8 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m51
         }                                                                                                   \
         panel_store(y, ldy, nout, R, acc);                                                                  \
     }
-SP_PANEL_Q8V(1, 1) SP_PANEL_Q8V(2, 2) SP_PANEL_Q8V(3, 3) SP_PANEL_Q8V(4, 4) SP_PANEL_Q8V(5, 5) SP_PANEL_Q8V(6, 6)
-SP_PANEL_Q8V(7, 4) SP_PANEL_Q8V(8, 4) SP_PANEL_Q8V(9, 5)
+SP_PANEL_Q8V(1) SP_PANEL_Q8V(2) SP_PANEL_Q8V(3) SP_PANEL_Q8V(4) SP_PANEL_Q8V(5) SP_PANEL_Q8V(6) SP_PANEL_Q8V(7)
+SP_PANEL_Q8V(8) SP_PANEL_Q8V(9)
 typedef void (*Pq8vFn)(const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs,
                        float *y, int ldy, int nout);
 static const Pq8vFn kPq8v[KERNEL_PANEL_ROWS + 1] = {NULL,      pq8v_r1, pq8v_r2, pq8v_r3, pq8v_r4,
