@@ -730,19 +730,6 @@ void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
 }
 
 #ifdef SP_HAVE_X86_KERNELS
-/* Prefetch for the Q8_0 VNNI panels (measured on a Zen 4 EPYC, bench/README.md): a pass over 5 or more
- * rows (compute-bound) prefetches its panel 12 blocks (26 KB) ahead into L2 only; fewer rows stream at
- * the memory's pace with the hardware prefetchers alone (on a 1.1 B Llama, two rows took 55 ms with
- * the prefetch and 37 without, one row 40). Into L1, 4 blocks ahead (the earlier choice), each row past
- * the first cost gpt2-124m 1.1 ms instead of 0.4 (a guess at why: the prefetched lines evicted what
- * the rows reuse from L1, their activation quants up to 9 x 3,072 bytes). */
-#define Q8_PF_BLOCKS 12
-#define Q8_PF_MIN_ROWS 5
-#define Q8_PREFETCH(blk)                                                                                    \
-    do {                                                                                                    \
-        for (int b = 0; b < Q8_PANEL_BLOCK; b += 64)                                                        \
-            _mm_prefetch((const char *)(blk) + Q8_PF_BLOCKS * Q8_PANEL_BLOCK + b, _MM_HINT_T1);             \
-    } while (0)
 /* acc + the 16 lanes' dot products of u8 (4 unsigned bytes a lane) with the 4 signed bytes at s8x4,
  * broadcast by the instruction itself ({1to16}): GCC would broadcast into a register first, one more
  * 512-bit instruction per 4 vpdpbusd (bench/README.md: on Zen 4 those instructions are the limit). */
@@ -751,83 +738,89 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m51
     __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*s8x4));
     return acc;
 }
-/* One panel, R activation rows: y[r, 0 .. nout). Per block, rows in tiles of T (4 T int32 sums and 4
- * weight vectors fit the 32 registers for T <= 6; more rows split into two even tiles): each group's 4 weight vectors are loaded into registers once
- * per tile and multiplied with the tile's rows (their 4 inputs broadcast by the instruction), into sums
- * that start from the row's -128 sum(q_x); then converted and scaled by d_w d_x into the f32 sums acc.
- * The kernel before kept the weights signed, read each as vpdpbusd's memory operand once per row,
- * broadcast the activations into registers and computed -128 sum(q_w) per block: 32 more vpdpbusd and
- * 8 more broadcasts per block and row; gpt2-124m one-token decode is 26% faster this way on a Zen 4
- * EPYC (bench/README.md), with the same sums bit for bit. */
+/* How a Q8_0 VNNI product goes over its rows (measured on a Zen 4 EPYC, bench/README.md):
+ * - up to Q8V_ONE_PASS_ROWS rows, one pass over each panel; fewer than Q8_PF_MIN_ROWS are memory-bound
+ *   and stream fastest with the hardware prefetchers alone (on a 1.1 B Llama, two rows took 55 ms with
+ *   a software prefetch and 37 without, one row 40);
+ * - from Q8_PF_MIN_ROWS rows on, the passes over a panel prefetch the next panel into L2 between them,
+ *   each pass its share, so that the memory streams while the rows compute;
+ * - more than Q8V_ONE_PASS_ROWS rows go in balanced passes of at most Q8V_PASS_ROWS, whose f32 sums stay
+ *   in registers (in one pass of 6 or 7 rows they spill: a store per sum and block), each reading the
+ *   panel from L2. */
+#define Q8_PF_MIN_ROWS 5
+#define Q8V_ONE_PASS_ROWS 5
+#define Q8V_PASS_ROWS 3
+/* One panel, R <= Q8V_ONE_PASS_ROWS activation rows: y[r, 0 .. nout). Per block: R x 4 int32 sums that start from the
+ * row's -128 sum(q_x); each group's 4 weight vectors loaded into registers once and multiplied with the
+ * R rows (their 4 inputs broadcast by the instruction); then converted and scaled by d_w d_x into the f32
+ * sums acc. Each block also prefetches pf_lines cache lines from pf + k pf_lines 64 on into L2, spread
+ * over its 8 groups. */
 #define SP_PANEL_Q8V(R)                                                                                     \
     __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void pq8v_r##R(                          \
         const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs, float *y, \
-        int ldy, int nout) {                                                                                \
-        enum { T = R <= 6 ? R : (R + 1) / 2 };                                                              \
+        int ldy, int nout, const unsigned char *pf, int pf_lines) {                                         \
         int nb = in / Q8_0_BLOCK;                                                                           \
         __m512 acc[R][4];                                                                                   \
-        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                                               \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
         for (int k = 0; k < nb; k++) {                                                                      \
             const unsigned char *blk = panel + (size_t)k * Q8_PANEL_BLOCK;                                  \
             const __m512i *qs = (const __m512i *)(blk + Q8_PANEL_SCALES); /* [g][v], q_w + 128 */           \
-            if (R >= Q8_PF_MIN_ROWS) Q8_PREFETCH(blk);                                                     \
-            _Pragma("GCC unroll 4") for (int t0 = 0; t0 < R; t0 += T) {                                    \
-                __m512i s[T][4];                                                                            \
-                _Pragma("GCC unroll 16") for (int t = 0; t < T; t++) {                                     \
-                    if (t0 + t >= R) break;                                                                 \
-                    __m512i start = _mm512_set1_epi32(xs[(size_t)(t0 + t) * nb + k]);                      \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = start;                   \
+            __m512i s[R][4];                                                                                \
+            _Pragma("GCC unroll 4") for (int t = 0; t < R; t++) {                                          \
+                __m512i start = _mm512_set1_epi32(xs[(size_t)t * nb + k]);                                 \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = start;                       \
+            }                                                                                               \
+            _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {                                           \
+                __m512i w[4];                                                                               \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) w[v] = _mm512_load_si512(qs + 4 * g + v); \
+                __asm__ volatile("" : "+v"(w[0]), "+v"(w[1]), "+v"(w[2]), "+v"(w[3])); /* no memory operands */ \
+                for (int l = g * pf_lines / 8; l < (g + 1) * pf_lines / 8; l++) /* spread over the groups */ \
+                    _mm_prefetch((const char *)pf + ((size_t)k * pf_lines + l) * 64, _MM_HINT_T1);          \
+                _Pragma("GCC unroll 4") for (int t = 0; t < R; t++) {                                      \
+                    const int32_t *xq = (const int32_t *)(qx + ((size_t)t * nb + (size_t)k) * Q8_0_BLOCK);  \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = dpbusd_bcst(s[t][v], w[v], xq + g); \
                 }                                                                                           \
-                _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {                                       \
-                    __m512i w[4];                                                                           \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) w[v] = _mm512_load_si512(qs + 4 * g + v); \
-                    __asm__ volatile("" : "+v"(w[0]), "+v"(w[1]), "+v"(w[2]), "+v"(w[3])); /* no memory operands */ \
-                    _Pragma("GCC unroll 16") for (int t = 0; t < T; t++) {                                 \
-                        if (t0 + t >= R) break;                                                             \
-                        const int32_t *xq = (const int32_t *)(qx + ((size_t)(t0 + t) * nb + (size_t)k) * Q8_0_BLOCK); \
-                        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = dpbusd_bcst(s[t][v], w[v], xq + g); \
-                    }                                                                                       \
-                }                                                                                           \
-                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                       \
-                    __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));        \
-                    _Pragma("GCC unroll 16") for (int t = 0; t < T; t++) {                                 \
-                        if (t0 + t >= R) break;                                                             \
-                        __m512 dxr = _mm512_set1_ps(dx[(size_t)(t0 + t) * nb + k]);                         \
-                        acc[t0 + t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t][v]), _mm512_mul_ps(dw, dxr), acc[t0 + t][v]); \
-                    }                                                                                       \
+            }                                                                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                           \
+                __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));            \
+                _Pragma("GCC unroll 4") for (int t = 0; t < R; t++) {                                      \
+                    __m512 dxr = _mm512_set1_ps(dx[(size_t)t * nb + k]);                                    \
+                    acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t][v]), _mm512_mul_ps(dw, dxr), acc[t][v]); \
                 }                                                                                           \
             }                                                                                               \
         }                                                                                                   \
         panel_store(y, ldy, nout, R, acc);                                                                  \
     }
-SP_PANEL_Q8V(1) SP_PANEL_Q8V(2) SP_PANEL_Q8V(3) SP_PANEL_Q8V(4) SP_PANEL_Q8V(5) SP_PANEL_Q8V(6) SP_PANEL_Q8V(7)
-SP_PANEL_Q8V(8) SP_PANEL_Q8V(9)
+SP_PANEL_Q8V(1) SP_PANEL_Q8V(2) SP_PANEL_Q8V(3) SP_PANEL_Q8V(4) SP_PANEL_Q8V(5)
 typedef void (*Pq8vFn)(const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs,
-                       float *y, int ldy, int nout);
-static const Pq8vFn kPq8v[KERNEL_PANEL_ROWS + 1] = {NULL,      pq8v_r1, pq8v_r2, pq8v_r3, pq8v_r4,
-                                                    pq8v_r5,   pq8v_r6, pq8v_r7, pq8v_r8, pq8v_r9};
+                       float *y, int ldy, int nout, const unsigned char *pf, int pf_lines);
+static const Pq8vFn kPq8v[Q8V_ONE_PASS_ROWS + 1] = {NULL, pq8v_r1, pq8v_r2, pq8v_r3, pq8v_r4, pq8v_r5};
 #endif
 
 void matmul_panels_q8_vnni(const void *panels, int in, int out, const int8_t *qx, const float *dx, const int32_t *xs,
                            int n, float *y, int ldy, int p0, int p1) {
     int nb = in / Q8_0_BLOCK;
     size_t panel_size = (size_t)nb * Q8_PANEL_BLOCK;
-    int passes = (n + KERNEL_PANEL_ROWS - 1) / KERNEL_PANEL_ROWS; /* balanced, as matmul_panels */
+#ifdef SP_HAVE_X86_KERNELS
+    int pf = n >= Q8_PF_MIN_ROWS;
+    int passes = n <= Q8V_ONE_PASS_ROWS ? 1 : (n + Q8V_PASS_ROWS - 1) / Q8V_PASS_ROWS; /* balanced */
+    int pf_lines = pf ? (Q8_PANEL_BLOCK / 64 + passes - 1) / passes : 0; /* a pass's share of the next panel, per block */
     for (int p = p0; p < p1; p++) {
         int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
         const unsigned char *panel = (const unsigned char *)panels + (size_t)p * panel_size;
         for (int g = 0, r0 = 0; g < passes; g++) {
             int rows = (n - r0 + (passes - g) - 1) / (passes - g);
-#ifdef SP_HAVE_X86_KERNELS
+            const unsigned char *next = panel + panel_size + (size_t)g * nb * pf_lines * 64; /* prefetch never faults */
             kPq8v[rows](panel, in, qx + (size_t)r0 * in, dx + (size_t)r0 * nb, xs + (size_t)r0 * nb,
-                        y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout);
-#else
-            (void)panel, (void)nout, (void)dx, (void)qx, (void)xs, (void)y, (void)ldy;
-#endif
+                        y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout, next, p + 1 < p1 ? pf_lines : 0);
             r0 += rows;
         }
     }
+#else
+    (void)panels, (void)in, (void)out, (void)qx, (void)dx, (void)xs, (void)n, (void)y, (void)ldy, (void)p0, (void)p1,
+        (void)nb, (void)panel_size;
+#endif
 }
 
 #ifdef SP_HAVE_X86_KERNELS
