@@ -61,10 +61,11 @@ const struct StEntry *model_find_tensor(const struct StArchive *st, const char *
  * stay f32. Read once per model_load. */
 #define BF16_ENV "SPRINTER_BF16"
 int model_bf16_dot_default(void);
-/* Q8_0 matrices packed into panels: on a CPU with AVX512_VNNI the activations are quantized to Q8_0
- * per row and multiplied by int8 dot products (kernels.h; llama.cpp's numerics), unless the
- * environment sets SPRINTER_Q8=widen: then (and for matrices under PANEL_MIN_BYTES, which the few-row
- * kernel runs) the quants are widened exactly and the activations stay f32. */
+/* Q8_0 matrices: on a CPU with AVX512_VNNI every one of them, whatever its size, is packed into panels
+ * and its activations are quantized to Q8_0 per row and multiplied by int8 dot products (kernels.h;
+ * llama.cpp's numerics), unless the environment sets SPRINTER_Q8=widen: then (and on other CPUs) the
+ * quants are widened exactly and the activations stay f32 (panels from PANEL_MIN_BYTES on, the
+ * few-row kernel under). */
 #define Q8_ENV "SPRINTER_Q8"
 int model_q8_vnni_default(void);
 /* The config and the opened weights of a model path, as model_load reads them (export-gguf too): a GGUF
