@@ -679,19 +679,27 @@ void matmul_panels_bf16_dot(const uint16_t *panels, int in, int out, const uint1
  * inputs 4g .. 4g + 3 side by side (one 32-bit lane), so 16 outputs x 4 inputs are one vector. */
 #ifdef SP_HAVE_X86_KERNELS
 /* One block of 32 activations (AVX-512): the same values as the scalar loop below (vcvtps2dq rounds to
- * nearest even, as nearbyintf does in the default rounding mode); *sum: the sum of its quants. Returns
- * max |x|. */
+ * nearest even, as nearbyintf does in the default rounding mode; a NaN or infinite product, which only a
+ * non-finite activation gives, converts to INT_MIN, whose low byte 0 is what is stored); *sum: the sum of
+ * the stored quants (|sum| <= 32 x 128). Returns max |x|. */
 __attribute__((target("avx512f,avx512bw"))) static float quantize_block_q8_act(const float *xb, int8_t *q, int32_t *sum) {
     __m512 lo = _mm512_loadu_ps(xb), hi = _mm512_loadu_ps(xb + 16);
     float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
     __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    __m512i ql = _mm512_cvtps_epi32(_mm512_mul_ps(lo, id)), qh = _mm512_cvtps_epi32(_mm512_mul_ps(hi, id));
-    _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(ql));
-    _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(qh));
-    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(ql, qh));
+    __m128i bl = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, id)));
+    __m128i bh = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, id)));
+    _mm_storeu_si128((__m128i *)q, bl);
+    _mm_storeu_si128((__m128i *)(q + 16), bh);
+    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(bl), _mm512_cvtepi8_epi32(bh)));
     return amax;
 }
 #endif
+
+/* x 127 / max|x| of one activation, rounded to nearest even, as an int8: within [-127, 127] for finite
+ * activations; a NaN or infinite product gives 0, as the AVX-512 path stores (no out-of-range cast). */
+static int8_t q8_act_round(float v) {
+    return v >= -128.0f && v <= 127.0f ? (int8_t)(int)nearbyintf(v) : 0;
+}
 
 void quantize_rows_q8_act(const float *x, int n, int ldx, int in, int8_t *qx, float *dx, int32_t *xs) {
     int nb = in / Q8_0_BLOCK;
@@ -709,7 +717,7 @@ void quantize_rows_q8_act(const float *x, int n, int ldx, int in, int8_t *qx, fl
             {
                 for (int j = 0; j < Q8_0_BLOCK; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
                 float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-                for (int j = 0; j < Q8_0_BLOCK; j++) q[j] = (int8_t)(int)nearbyintf(xb[j] * id), sum += q[j];
+                for (int j = 0; j < Q8_0_BLOCK; j++) q[j] = q8_act_round(xb[j] * id), sum += q[j];
             }
             dx[(size_t)r * nb + k] = half_to_float(float_to_half(amax / 127.0f));
             xs[(size_t)r * nb + k] = -128 * sum;
