@@ -762,7 +762,8 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m51
  * start from the row's -128 sum(q_x); each group's 4 weight vectors loaded into registers once and
  * multiplied with the R rows (their 4 inputs broadcast by the instruction); then converted and scaled by
  * d_w d_x into the f32 sums acc. Each block also prefetches pf_lines cache lines from pf + k pf_lines 64
- * on into L2, spread over its 8 groups (all at the block's start, seven rows took 1.09x the time). */
+ * on into L2, spread over its 8 groups (group g takes lines g, g + 8, ...; all at the block's start,
+ * seven rows took 1.09x the time). */
 #define SP_PANEL_Q8V(R)                                                                                     \
     __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void pq8v_r##R(                          \
         const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs, float *y, \
@@ -783,7 +784,7 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m51
                 __m512i w[4];                                                                               \
                 _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) w[v] = _mm512_load_si512(qs + 4 * g + v); \
                 __asm__ volatile("" : "+v"(w[0]), "+v"(w[1]), "+v"(w[2]), "+v"(w[3])); /* no memory operands */ \
-                for (int l = g * pf_lines / 8; l < (g + 1) * pf_lines / 8; l++) /* spread over the groups */ \
+                for (int l = g; l < pf_lines; l += 8) /* spread over the groups */                         \
                     _mm_prefetch((const char *)pf + ((size_t)k * pf_lines + l) * 64, _MM_HINT_T1);          \
                 _Pragma("GCC unroll 4") for (int t = 0; t < R; t++) {                                      \
                     const int32_t *xq = (const int32_t *)(qx + ((size_t)t * nb + (size_t)k) * Q8_0_BLOCK);  \

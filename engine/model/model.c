@@ -415,8 +415,11 @@ static int kernel_matrices(Model *m, LinearW **out) {
  * faster at every size (bench/README.md: the regime draft's Q8_0 decode 1.75x, the regime target's
  * 1.30x, closer to llama.cpp's logits). A tied LM head is packed too; the embedding lookup then keeps
  * reading its rows from the file map (a few rows per token). */
+/* A Q8_0 matrix the int8 dot-product kernels take (the model's choice, on a CPU with AVX512_VNNI). */
+static int takes_q8_vnni(const Model *m, const LinearW *L) { return m->q8_vnni && L->dtype == DT_Q8_0; }
+
 static int packs_to_panels(const Model *m, const LinearW *L) {
-    if (m->q8_vnni && L->dtype == DT_Q8_0) return kernel_panel_supported();
+    if (takes_q8_vnni(m, L)) return kernel_panel_supported();
     return kernel_panel_supported() && matrix_bytes(L) >= PANEL_MIN_BYTES;
 }
 
@@ -433,7 +436,8 @@ static size_t arena_bytes(const Model *m, const LinearW *L) {
 
 /* The kernel's matrices move from the file map into one owned arena in their stored dtype, 64-byte
  * aligned, backed by transparent huge pages where the kernel allows: matrices of >= PANEL_MIN_BYTES
- * (f32, f16, bf16, Q8_0) packed into panels for the broadcast kernel (kernels.h) where the CPU has
+ * (f32, f16, bf16, Q8_0; Q8_0 of any size when the model takes int8 dot products: packs_to_panels)
+ * packed into panels for the broadcast kernel (kernels.h) where the CPU has
  * AVX-512 (bf16 as pair panels for the bf16 dot products, Q8_0 in 4-input groups for the int8 ones,
  * where the model takes those paths: takes_bf16_dot, Model.q8_vnni),
  * every other one out-major (GPT-2's
@@ -463,7 +467,7 @@ static int relayout_weights(Model *m, SpErr *err) {
         size_t bytes = matrix_bytes(L), step = arena_bytes(m, L);
         void *dst = at;
         int panels = packs_to_panels(m, L), bf16_dot = takes_bf16_dot(m, L);
-        int q8_vnni = panels && m->q8_vnni && L->dtype == DT_Q8_0;
+        int q8_vnni = panels && takes_q8_vnni(m, L);
         if (q8_vnni)
             panel_pack_q8_vnni(L->w, L->in, L->out, dst);
         else if (panels && bf16_dot)
