@@ -380,7 +380,8 @@ static void test_q8_vnni(void) {
         printf("Q8_0 x Q8_0 panels: no AVX512_VNNI on this CPU, skipped\n");
         return;
     }
-    const int shapes[][2] = {{1, 32}, {7, 64}, {64, 96}, {65, 256}, {200, 768}}; /* {out, in} */
+    /* {out, in}: last panels of 1, 7, 26, 40, 8 and 56 outputs (a VNNI panel goes in halves of 32) */
+    const int shapes[][2] = {{1, 32}, {7, 64}, {26, 32}, {40, 64}, {64, 96}, {65, 256}, {120, 96}, {200, 768}};
     uint64_t seed = 5;
     int bad = 0, bad_q = 0, bad_rows = 0, cases = 0;
     for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)

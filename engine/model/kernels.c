@@ -724,17 +724,31 @@ void quantize_rows_q8_act(const float *x, int n, int ldx, int in, int8_t *qx, fl
         }
 }
 
-void panel_pack_q8_vnni(const void *W, int in, int out, void *panels) {
-    panel_pack_q8(W, in, out, panels); /* scales, then quants [i][j] */
+/* A VNNI panel (panel_pack_q8_vnni): the panel's 64 outputs as two halves of 32, each a run of nb blocks
+ * of Q8H_BLOCK bytes: the 32 outputs' half scales, then 8 groups of 4 inputs x 32 outputs as two vectors
+ * ([g][v][16 outputs][4 inputs], q_w + 128 as unsigned bytes). A panel is as long as a Q8_PANEL_BLOCK
+ * one, and a product reads it front to back. */
+#define Q8H_OUT (KERNEL_PANEL / 2)
+#define Q8H_SCALES (Q8H_OUT * 2)
+#define Q8H_BLOCK (Q8H_SCALES + Q8_0_BLOCK * Q8H_OUT)
+
+void panel_pack_q8_vnni(const void *W_v, int in, int out, void *panels) {
+    const BlockQ8_0 *W = W_v;
     int nb = in / Q8_0_BLOCK, n_panels = (out + KERNEL_PANEL - 1) / KERNEL_PANEL;
-    int8_t tmp[Q8_0_BLOCK * KERNEL_PANEL];
-    for (size_t b = 0; b < (size_t)n_panels * nb; b++) { /* [i][j] -> [i / 4][j][i % 4] */
-        int8_t *qs = (int8_t *)panels + b * Q8_PANEL_BLOCK + Q8_PANEL_SCALES;
-        memcpy(tmp, qs, sizeof tmp);
-        for (int i = 0; i < Q8_0_BLOCK; i++)
-            for (int j = 0; j < KERNEL_PANEL; j++) /* q_w + 128 as an unsigned byte */
-                qs[((i / 4) * KERNEL_PANEL + j) * 4 + i % 4] = (int8_t)((uint8_t)tmp[i * KERNEL_PANEL + j] ^ 0x80u);
-    }
+    for (int p = 0; p < n_panels; p++)
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < nb; k++) {
+                unsigned char *blk = (unsigned char *)panels + (((size_t)p * 2 + (size_t)h) * nb + (size_t)k) * Q8H_BLOCK;
+                uint16_t *d = (uint16_t *)blk;
+                uint8_t *qs = blk + Q8H_SCALES;
+                for (int j = 0; j < Q8H_OUT; j++) { /* outputs past `out`: scale 0, quants 0 */
+                    int o = p * KERNEL_PANEL + h * Q8H_OUT + j;
+                    const BlockQ8_0 *b = o < out ? &W[(size_t)o * nb + k] : NULL;
+                    d[j] = b ? b->d : 0;
+                    for (int i = 0; i < Q8_0_BLOCK; i++)
+                        qs[((i / 4) * Q8H_OUT + j) * 4 + i % 4] = (uint8_t)((uint8_t)(b ? b->qs[i] : 0) ^ 0x80u);
+                }
+            }
 }
 
 #ifdef SP_HAVE_X86_KERNELS
@@ -746,89 +760,92 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m51
     __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*s8x4));
     return acc;
 }
-/* How a Q8_0 VNNI product goes over its rows (measured on a Zen 4 EPYC, bench/README.md):
- * - up to Q8V_ONE_PASS_ROWS rows, one pass over each panel; fewer than Q8_PF_MIN_ROWS are memory-bound
- *   and stream fastest with the hardware prefetchers alone (on a 1.1 B Llama, two rows took 55 ms with
- *   a software prefetch and 37 without, one row 40);
- * - from Q8_PF_MIN_ROWS rows on, the passes over a panel prefetch the next panel into L2 between them,
- *   each pass its share, so that the memory streams while the rows compute;
- * - more than Q8V_ONE_PASS_ROWS rows go in balanced passes of at most Q8V_PASS_ROWS, whose f32 sums stay
- *   in registers (in one pass of 6 or 7 rows they spill: a store per sum and block), each reading the
- *   panel from L2. */
+/* How a Q8_0 VNNI product goes over its rows (measured on a Zen 4 EPYC, bench/README.md): half panel by
+ * half panel, so that the weights stream from memory once, front to back;
+ * - up to Q8V_PASS_ROWS rows in one pass over each half (2R int32 and 2R f32 sums and two weight vectors
+ *   fit the 32 registers; with a whole panel's four vectors, 4 or more rows spilled), more in balanced
+ *   passes, the later ones reading the half from L1 / L2;
+ * - fewer than Q8_PF_MIN_ROWS rows are memory-bound and stream fastest with the hardware prefetchers
+ *   alone (on a 1.1 B Llama, two rows took 55 ms with a software prefetch and 37 without, one row 40);
+ * - from Q8_PF_MIN_ROWS rows on, the passes over a half prefetch the next half into L2, each pass its
+ *   share, so that the memory streams while the rows compute. */
+#define Q8V_PASS_ROWS 7
 #define Q8_PF_MIN_ROWS 5
-#define Q8V_ONE_PASS_ROWS 5
-#define Q8V_PASS_ROWS 3
-/* One panel, R <= Q8V_ONE_PASS_ROWS activation rows: y[r, 0 .. nout). Per block: R x 4 int32 sums that
- * start from the row's -128 sum(q_x); each group's 4 weight vectors loaded into registers once and
- * multiplied with the R rows (their 4 inputs broadcast by the instruction); then converted and scaled by
- * d_w d_x into the f32 sums acc. Each block also prefetches pf_lines cache lines from pf + k pf_lines 64
- * on into L2, spread over its 8 groups (group g takes lines g, g + 8, ...; all at the block's start,
- * seven rows took 1.09x the time). */
-#define SP_PANEL_Q8V(R)                                                                                     \
+/* One half panel, R rows: y[r, 0 .. nout), nout <= 32. Per block: R x 2 int32 sums that start from the
+ * row's -128 sum(q_x); each group's 2 weight vectors loaded into registers once and multiplied with the R
+ * rows (their 4 inputs broadcast by the instruction); then converted and scaled by d_w d_x into the f32
+ * sums acc. Each block also prefetches pf_lines cache lines from pf + k pf_lines 64 on into L2, spread
+ * over its 8 groups (group g takes lines g, g + 8, ...). */
+#define SP_Q8V(R)                                                                                           \
     __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void pq8v_r##R(                          \
-        const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs, float *y, \
+        const unsigned char *half, int in, const int8_t *qx, const float *dx, const int32_t *xs, float *y,  \
         int ldy, int nout, const unsigned char *pf, int pf_lines) {                                         \
         int nb = in / Q8_0_BLOCK;                                                                           \
-        __m512 acc[R][4];                                                                                   \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                \
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();          \
+        __m512 acc[R][2];                                                                                   \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();   \
         for (int k = 0; k < nb; k++) {                                                                      \
-            const unsigned char *blk = panel + (size_t)k * Q8_PANEL_BLOCK;                                  \
-            const __m512i *qs = (const __m512i *)(blk + Q8_PANEL_SCALES); /* [g][v], q_w + 128 */           \
-            __m512i s[R][4];                                                                                \
-            _Pragma("GCC unroll 4") for (int t = 0; t < R; t++) {                                          \
-                __m512i start = _mm512_set1_epi32(xs[(size_t)t * nb + k]);                                 \
-                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = start;                       \
-            }                                                                                               \
+            const unsigned char *blk = half + (size_t)k * Q8H_BLOCK;                                        \
+            const __m512i *qs = (const __m512i *)(blk + Q8H_SCALES); /* [g][v] */                           \
+            __m512i s[R][2];                                                                                \
+            _Pragma("GCC unroll 8") for (int t = 0; t < R; t++) s[t][0] = s[t][1] =                        \
+                _mm512_set1_epi32(xs[(size_t)t * nb + k]);                                                  \
             _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {                                           \
-                __m512i w[4];                                                                               \
-                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) w[v] = _mm512_load_si512(qs + 4 * g + v); \
-                __asm__ volatile("" : "+v"(w[0]), "+v"(w[1]), "+v"(w[2]), "+v"(w[3])); /* no memory operands */ \
-                for (int l = g; l < pf_lines; l += 8) /* spread over the groups */                         \
+                __m512i w0 = _mm512_load_si512(qs + 2 * g), w1 = _mm512_load_si512(qs + 2 * g + 1);         \
+                __asm__ volatile("" : "+v"(w0), "+v"(w1)); /* no memory operands */                          \
+                for (int l = g; l < pf_lines; l += 8)                                                       \
                     _mm_prefetch((const char *)pf + ((size_t)k * pf_lines + l) * 64, _MM_HINT_T1);          \
-                _Pragma("GCC unroll 4") for (int t = 0; t < R; t++) {                                      \
+                _Pragma("GCC unroll 8") for (int t = 0; t < R; t++) {                                      \
                     const int32_t *xq = (const int32_t *)(qx + ((size_t)t * nb + (size_t)k) * Q8_0_BLOCK);  \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) s[t][v] = dpbusd_bcst(s[t][v], w[v], xq + g); \
+                    s[t][0] = dpbusd_bcst(s[t][0], w0, xq + g);                                             \
+                    s[t][1] = dpbusd_bcst(s[t][1], w1, xq + g);                                             \
                 }                                                                                           \
             }                                                                                               \
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                           \
+            _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++) {                                           \
                 __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 32 * v)));            \
-                _Pragma("GCC unroll 4") for (int t = 0; t < R; t++) {                                      \
-                    __m512 dxr = _mm512_set1_ps(dx[(size_t)t * nb + k]);                                    \
-                    acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t][v]), _mm512_mul_ps(dw, dxr), acc[t][v]); \
-                }                                                                                           \
+                _Pragma("GCC unroll 8") for (int t = 0; t < R; t++)                                        \
+                    acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t][v]),                                \
+                                                _mm512_mul_ps(dw, _mm512_set1_ps(dx[(size_t)t * nb + k])), acc[t][v]); \
             }                                                                                               \
         }                                                                                                   \
-        panel_store(y, ldy, nout, R, acc);                                                                  \
+        __mmask16 m0 = lanes_below(0, (size_t)nout), m1 = nout > 16 ? lanes_below(16, (size_t)nout) : 0;  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) { /* unrolled: acc stays in registers */       \
+            _mm512_mask_storeu_ps(y + (size_t)r * ldy, m0, acc[r][0]);                                      \
+            _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16, m1, acc[r][1]);                                 \
+        }                                                                                                   \
     }
-SP_PANEL_Q8V(1) SP_PANEL_Q8V(2) SP_PANEL_Q8V(3) SP_PANEL_Q8V(4) SP_PANEL_Q8V(5)
-typedef void (*Pq8vFn)(const unsigned char *panel, int in, const int8_t *qx, const float *dx, const int32_t *xs,
+SP_Q8V(1) SP_Q8V(2) SP_Q8V(3) SP_Q8V(4) SP_Q8V(5) SP_Q8V(6) SP_Q8V(7)
+typedef void (*Pq8vFn)(const unsigned char *half, int in, const int8_t *qx, const float *dx, const int32_t *xs,
                        float *y, int ldy, int nout, const unsigned char *pf, int pf_lines);
-static const Pq8vFn kPq8v[Q8V_ONE_PASS_ROWS + 1] = {NULL, pq8v_r1, pq8v_r2, pq8v_r3, pq8v_r4, pq8v_r5};
+static const Pq8vFn kPq8v[Q8V_PASS_ROWS + 1] = {NULL, pq8v_r1, pq8v_r2, pq8v_r3, pq8v_r4, pq8v_r5, pq8v_r6, pq8v_r7};
 #endif
 
 void matmul_panels_q8_vnni(const void *panels, int in, int out, const int8_t *qx, const float *dx, const int32_t *xs,
                            int n, float *y, int ldy, int p0, int p1) {
     int nb = in / Q8_0_BLOCK;
-    size_t panel_size = (size_t)nb * Q8_PANEL_BLOCK;
+    size_t half_size = (size_t)nb * Q8H_BLOCK;
 #ifdef SP_HAVE_X86_KERNELS
-    int pf = n >= Q8_PF_MIN_ROWS;
-    int passes = n <= Q8V_ONE_PASS_ROWS ? 1 : (n + Q8V_PASS_ROWS - 1) / Q8V_PASS_ROWS; /* balanced */
-    int pf_lines = pf ? (Q8_PANEL_BLOCK / 64 + passes - 1) / passes : 0; /* a pass's share of the next panel, per block */
-    for (int p = p0; p < p1; p++) {
-        int nout = out - p * KERNEL_PANEL < KERNEL_PANEL ? out - p * KERNEL_PANEL : KERNEL_PANEL;
-        const unsigned char *panel = (const unsigned char *)panels + (size_t)p * panel_size;
-        for (int g = 0, r0 = 0; g < passes; g++) {
-            int rows = (n - r0 + (passes - g) - 1) / (passes - g);
-            const unsigned char *next = panel + panel_size + (size_t)g * nb * pf_lines * 64; /* prefetch never faults */
-            kPq8v[rows](panel, in, qx + (size_t)r0 * in, dx + (size_t)r0 * nb, xs + (size_t)r0 * nb,
-                        y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL, ldy, nout, next, p + 1 < p1 ? pf_lines : 0);
-            r0 += rows;
+    int passes = (n + Q8V_PASS_ROWS - 1) / Q8V_PASS_ROWS; /* balanced */
+    /* a pass's share of the next half, per block */
+    int pf_lines = n >= Q8_PF_MIN_ROWS ? (Q8H_BLOCK / 64 + passes - 1) / passes : 0;
+    const unsigned char *last = (const unsigned char *)panels + ((size_t)p1 * 2 - 1) * half_size;
+    for (int p = p0; p < p1; p++)
+        for (int h = 0; h < 2; h++) {
+            int nout = out - p * KERNEL_PANEL - h * Q8H_OUT; /* a short last panel's second half may be empty */
+            if (nout <= 0) break;
+            if (nout > Q8H_OUT) nout = Q8H_OUT;
+            const unsigned char *half = (const unsigned char *)panels + ((size_t)p * 2 + (size_t)h) * half_size;
+            for (int g = 0, r0 = 0; g < passes; g++) {
+                int rows = (n - r0 + (passes - g) - 1) / (passes - g);
+                const unsigned char *next = half + half_size + (size_t)g * nb * pf_lines * 64; /* never faults */
+                kPq8v[rows](half, in, qx + (size_t)r0 * in, dx + (size_t)r0 * nb, xs + (size_t)r0 * nb,
+                            y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL + h * Q8H_OUT, ldy, nout, next,
+                            half < last ? pf_lines : 0);
+                r0 += rows;
+            }
         }
-    }
 #else
     (void)panels, (void)in, (void)out, (void)qx, (void)dx, (void)xs, (void)n, (void)y, (void)ldy, (void)p0, (void)p1,
-        (void)nb, (void)panel_size;
+        (void)nb, (void)half_size;
 #endif
 }
 
