@@ -136,17 +136,45 @@ def accept_of(j):
     return a / d if a is not None and d else float("nan")
 
 
-def llama_bench(tools, gguf, n, threads):
-    r = must(sh([os.path.join(tools, "llama-bench"), "-m", gguf, "-p", 0, "-n", n, "-t", threads, "-r", 1, "-o", "json"]),
+# How llama.cpp holds its weights. The engine copies them into an arena advised as transparent huge pages
+# (model.c relayout_weights); llama.cpp by default maps the GGUF file in 4 kB pages. On the AMD EPYC VM
+# (2026-12-07, evening) that alone made llama-bench's bf16 decode of the gpt2-124m shape 57-67 tok/s
+# against 94-103 with its weights in huge pages (read into memory, --mmap 0, with glibc's malloc told
+# to advise its mappings as huge pages): the page walks of a 4 kB-paged stream, not the arithmetic.
+# So the anchor gets huge pages too ("huge-pages", the default); "mmap" is llama.cpp's default loading.
+HUGE_ENV = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+
+
+def llama_env(memory):
+    if memory != "huge-pages":
+        return None
+    env = dict(os.environ)
+    prev = env.get("GLIBC_TUNABLES")
+    env["GLIBC_TUNABLES"] = HUGE_ENV["GLIBC_TUNABLES"] + (":" + prev if prev else "")
+    return env
+
+
+def thp_mode():
+    """The kernel's transparent huge page mode (the bracketed word), or 'unknown'."""
+    try:
+        m = re.search(r"\[(\w+)\]", open("/sys/kernel/mm/transparent_hugepage/enabled").read())
+        return m.group(1) if m else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def llama_bench(tools, gguf, n, threads, memory):
+    r = must(sh([os.path.join(tools, "llama-bench"), "-m", gguf, "-p", 0, "-n", n, "-t", threads, "-r", 1, "-o", "json"]
+                + (["-mmp", 0] if memory == "huge-pages" else []), env=llama_env(memory)),
              "llama-bench")
     return float(json.loads(r.stdout)[0]["avg_ts"])
 
 
-def llama_spec(tools, target, draft, gamma, n):
+def llama_spec(tools, target, draft, gamma, n, memory):
     """tok/s and acceptance of llama-speculative-simple. Its logger thread can drop the last lines at
     exit (the statistics): the run is repeated until they come, at most 3 times."""
     for _ in range(3):
-        got = llama_spec_once(tools, target, draft, gamma, n)
+        got = llama_spec_once(tools, target, draft, gamma, n, memory)
         if got:
             return got
     sys.exit("llama-speculative-simple: no statistics in 3 runs")
@@ -163,10 +191,11 @@ def cpu_has_amx():
         return False
 
 
-def llama_spec_once(tools, target, draft, gamma, n):
+def llama_spec_once(tools, target, draft, gamma, n, memory):
     r = must(sh([os.path.join(tools, "llama-speculative-simple"), "-m", target, "-md", draft, "-p", PROMPT, "-n", n,
                  "--temp", 0, "-t", 1, "-td", 1, "--spec-type", "draft-simple", "--spec-draft-n-max", gamma,
-                 "--ignore-eos", "-c", 512] + (["--no-repack"] if cpu_has_amx() else [])), "llama-speculative-simple")
+                 "--ignore-eos", "-c", 512] + (["--no-repack"] if cpu_has_amx() else [])
+                + (["--no-mmap"] if memory == "huge-pages" else []), env=llama_env(memory)), "llama-speculative-simple")
     text = r.stdout + r.stderr
     speed = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", text)
     drafted, accepted = re.search(r"n_drafted = (\d+)", text), re.search(r"n_accept  = (\d+)", text)
@@ -190,6 +219,9 @@ def main():
                     help="where the random-init >= 1B Llama (llama1b/) and gpt2-124m shape (gpt2/) live, generated once "
                          "by init-random (bench/README.md)")
     ap.add_argument("--no-sd", action="store_true")
+    ap.add_argument("--llama-memory", choices=("huge-pages", "mmap"), default="huge-pages",
+                    help="llama.cpp's weights: read into memory in transparent huge pages, as the engine's "
+                         "(--mmap 0, GLIBC_TUNABLES=glibc.malloc.hugetlb=1; the default), or its default file map")
     a = ap.parse_args()
     r = sh(["bash", os.path.join(ROOT, "scripts", "llamacpp-native.sh")])
     tools = r.stdout.strip()
@@ -228,7 +260,7 @@ def main():
                 eng, cpp = [], []
                 for _ in range(a.reps):
                     eng.append(rate_of(engine_rates(a.sprinter, mdir, None, "ar", 0, a.n, th)["ar"]))
-                    cpp.append(llama_bench(tools, gguf, a.n, th))
+                    cpp.append(llama_bench(tools, gguf, a.n, th, a.llama_memory))
                 roof = bw[th] * 1e9 / nbytes
                 rows.append({"kind": "decode", "model": name, "dtype": dt, "threads": th, "bytes": nbytes,
                              "roofline_tok_s": roof, "engine_tok_s": med(eng), "llamacpp_tok_s": med(cpp),
@@ -253,7 +285,8 @@ def main():
             for _ in range(a.reps):
                 e = engine_rates(a.sprinter, tdir, ddir, "ar,sd", a.gamma, a.n, 1)
                 e_ar.append(rate_of(e["ar"])), e_sd.append(rate_of(e["sd"])), e_acc.append(accept_of(e["sd"]))
-                s, acc = llama_spec(tools, os.path.join(tdir, "model.gguf"), os.path.join(ddir, "model.gguf"), a.gamma, a.n)
+                s, acc = llama_spec(tools, os.path.join(tdir, "model.gguf"), os.path.join(ddir, "model.gguf"), a.gamma, a.n,
+                                    a.llama_memory)
                 c_sd.append(s), c_acc.append(acc)
             rows.append({"kind": "sd", "dtype": dt, "gamma": a.gamma, "engine_ar_tok_s": med(e_ar),
                          "engine_sd_tok_s": med(e_sd), "engine_accept": statistics.median(e_acc),
@@ -263,13 +296,17 @@ def main():
                 dt, statistics.median(e_sd), statistics.median(e_acc), statistics.median(c_sd), statistics.median(c_acc),
                 loadavg()), flush=True)
     res = {"generated": t0.isoformat(timespec="seconds"), "load_before": load0, "load_after": loadavg(), "n": a.n,
-           "reps": a.reps, "prompt": PROMPT, "stream_gbs": bw, "llamacpp_tools": tools, "rows": rows}
+           "reps": a.reps, "prompt": PROMPT, "stream_gbs": bw, "llamacpp_tools": tools,
+           "llamacpp_memory": a.llama_memory, "thp": thp_mode(), "rows": rows}
     with open(os.path.join(a.out_dir, "native.json"), "w") as f:
         json.dump(res, f, indent=1)
     with open(os.path.join(a.out_dir, "native.md"), "w") as f:
         f.write("# The engine beside llama.cpp built natively, same GGUF files\n\nGenerated %s by bench/bench_native.py; "
-                "%d paired reps, median [min, max]; load average %s before, %s after; STREAM triad %s GB/s by threads.\n\n"
-                % (res["generated"], a.reps, load0, res["load_after"], ", ".join("%d: %.1f" % (k, v) for k, v in bw.items())))
+                "%d paired reps, median [min, max]; load average %s before, %s after; STREAM triad %s GB/s by threads. "
+                "llama.cpp's weights: %s; transparent huge pages: %s.\n\n"
+                % (res["generated"], a.reps, load0, res["load_after"], ", ".join("%d: %.1f" % (k, v) for k, v in bw.items()),
+                   "read into memory in huge pages (--mmap 0, GLIBC_TUNABLES=glibc.malloc.hugetlb=1), as the engine's"
+                   if a.llama_memory == "huge-pages" else "its default file map (4 kB pages)", res["thp"]))
         f.write("| model | dtype | threads | MB/token | roofline tok/s | engine tok/s | llama.cpp tok/s | engine / llama.cpp |\n"
                 "|---|---|---:|---:|---:|---|---|---:|\n")
         for r in rows:
