@@ -66,7 +66,10 @@ hid_t h5_open_read(const char *path, SpErr *err);
  * The parent gets the blob (malloc'd, the caller frees it) or the child's error; a child killed by
  * a signal, or one that exited without an answer, is the one-line error
  * "PATH: HDF5 crashed reading it (signal N): the file is damaged"; a child that has not answered within
- * SPRINTER_H5_READ_TIMEOUT seconds (default 600) is killed, and the error says so. */
+ * SPRINTER_H5_READ_TIMEOUT seconds (default 600) is killed, and the error says so. The child's stderr
+ * is /dev/null (a contained crash's report would otherwise reach the caller's); SPRINTER_H5_CHILD_STDERR=1
+ * keeps it, to see what a child died of. In sanitized builds the child's address space may grow by at
+ * most 448 MB (records/h5util.c, cap_sanitized_child_growth). */
 typedef int (*H5CheckedFn)(void *arg, void **blob, size_t *len, SpErr *err);
 int h5_checked(const char *path, H5CheckedFn fn, void *arg, void **blob, size_t *len, SpErr *err);
 

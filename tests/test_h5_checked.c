@@ -113,7 +113,36 @@ static void check_crash(const char *what, H5CheckedFn fn, const char *want, int 
     check(marker_bytes(marker_r) == 0, "%s: no hook the parent installed ran in the child", what);
 }
 
-int main(void) {
+/* A child that allocates what a damaged header claims: 600 MB. In a sanitized build the checked child's
+ * address space may not grow that much (under libFuzzer the allocation would be recorded as the
+ * parent's out-of-memory finding), so it gets NULL; elsewhere it gets the memory. */
+static int child_big_alloc(void *arg, void **blob, size_t *len, SpErr *err) {
+    (void)arg, (void)err;
+    void *big = malloc((size_t)600 << 20);
+    *blob = malloc(1), *len = 1;
+    if (!*blob) return -1;
+    *(char *)*blob = big ? 'y' : 'n';
+    free(big);
+    return 0;
+}
+
+/* Damaged files whose root group's local heap claims 800 MB (fuzz pass of 2026-12-07): the checked pass
+ * must fail on libhdf5's failed lookup instead of passing and leaving the lookup (and its allocation) to
+ * the in-process reader. */
+static void check_damaged_heaps(int n, char **paths) {
+    static const H5Probe kCols[] = {{"token", H5C_I32}, {"q", H5C_F32}};
+    static const char *const kAttrs[] = {"format"};
+    for (int i = 0; i < n; i++) {
+        SpErr e = {{0}};
+        int rc = h5_checked_probe(paths[i], kAttrs, 1, kCols, 2, &e);
+        const char *base = strrchr(paths[i], '/') ? strrchr(paths[i], '/') + 1 : paths[i];
+        check(rc == -1 && strstr(e.msg, ": HDF5 cannot look up dataset token: the file is damaged") != NULL &&
+                  strchr(e.msg, '\n') == NULL,
+              "%s: the checked pass fails in one line naming the lookup: \"%s\"", base, e.msg);
+    }
+}
+
+int main(int argc, char **argv) {
     int fds[2];
     if (pipe(fds) != 0) return 2;
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
@@ -149,6 +178,17 @@ int main(void) {
     memset(&e, 0, sizeof e);
     rc = h5_checked("x.h5", child_error, NULL, &blob, &len, &e);
     check(rc == -1 && strcmp(e.msg, "x.h5: dataset \"q\": wrong type") == 0, "a child that fails: its error comes back: \"%s\"", e.msg);
+
+    memset(&e, 0, sizeof e);
+    rc = h5_checked("x.h5", child_big_alloc, NULL, &blob, &len, &e);
+#ifdef SANITIZED
+    check(rc == 0 && len == 1 && *(char *)blob == 'n', "a sanitized child cannot grow by 600 MB (malloc gives NULL)");
+#else
+    check(rc == 0 && len == 1 && *(char *)blob == 'y', "an unsanitized child can allocate 600 MB");
+#endif
+    free(blob);
+    check_damaged_heaps(argc - 1, argv + 1);
+    check(argc > 1, "damaged local heap files given (%d)", argc - 1);
 
     /* the negative control: the same hooks do fire in this process (so an empty marker above means
      * something) */
