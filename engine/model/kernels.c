@@ -765,12 +765,13 @@ __attribute__((target("avx512f,avx512vnni"), always_inline)) static inline __m51
  * - up to Q8V_PASS_ROWS rows in one pass over each half (2R int32 and 2R f32 sums and two weight vectors
  *   fit the 32 registers; with a whole panel's four vectors, 4 or more rows spilled), more in balanced
  *   passes, the later ones reading the half from L1 / L2;
- * - fewer than Q8_PF_MIN_ROWS rows are memory-bound and stream fastest with the hardware prefetchers
- *   alone (on a 1.1 B Llama, two rows took 55 ms with a software prefetch and 37 without, one row 40);
+ * - fewer than Q8_PF_MIN_ROWS rows stream fastest with the hardware prefetchers alone (on a 1.1 B Llama,
+ *   two rows took 55 ms with a software prefetch and 37 without, one row 40; five rows of gpt2-124m and
+ *   of the 1.1 B Llama 0.92x and 0.95x the time without it, though 1.07x on the in-cache regime target);
  * - from Q8_PF_MIN_ROWS rows on, the passes over a half prefetch the next half into L2, each pass its
  *   share, so that the memory streams while the rows compute. */
 #define Q8V_PASS_ROWS 7
-#define Q8_PF_MIN_ROWS 5
+#define Q8_PF_MIN_ROWS 6
 /* One half panel, R rows: y[r, 0 .. nout), nout <= 32. Per block: R x 2 int32 sums that start from the
  * row's -128 sum(q_x); each group's 2 weight vectors loaded into registers once and multiplied with the R
  * rows (their 4 inputs broadcast by the instruction); then converted and scaled by d_w d_x into the f32
