@@ -24,6 +24,7 @@
 #include "safetensors.h"
 
 #include "check.h"
+#include <cblas.h>
 
 /* Tolerance for the same math done in a different order (batched sgemm vs gemv). */
 #define TOL 1e-5f
@@ -63,6 +64,29 @@ static void test_model_dir(const char *dir, const char *label) {
         check_tensor(hs, hb, N * d, TOL, "%s: batched == stepwise, hidden", label);
     } else {
         check(0, "%s: batched == stepwise: %s", label, err.msg);
+    }
+
+    /* 1b. a block of 8 rows (attention's direct path, whose heads are split over the BLAS threads from
+     * 2 rows on) gives the same bytes at 1 and 2 threads */
+    {
+        enum { NB = 8 };
+        float *l1 = malloc(NB * V * sizeof *l1);
+        int same = 0, ran = 0;
+        for (int th = 1; th <= 2; th++) {
+            openblas_set_num_threads(th);
+            Session *st = session_new(m, N, NB, &err);
+            if (st && session_forward(st, toks, 4, &L, NULL, &err) == 0 &&
+                session_forward(st, toks + 4, NB, &L, NULL, &err) == 0) {
+                if (th == 1) memcpy(l1, L, NB * V * sizeof *l1);
+                else same = memcmp(l1, L, NB * V * sizeof *l1) == 0;
+                ran++;
+            }
+            session_free(st);
+        }
+        openblas_set_num_threads(1);
+        check(ran == 2 && same, "%s: 8 rows after 4 cached, 1 and 2 threads: the same logits bit for bit (%s)", label,
+              err.msg);
+        free(l1);
     }
 
     /* 2. truncate to k then forward alt tokens == fresh session on toks[0..k) + alt[k..N) */

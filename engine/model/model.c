@@ -17,6 +17,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -836,10 +837,15 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
                              const float *K, const float *V, float *att) {
     const ModelConfig *c = &s->m->cfg;
     int H = c->n_heads, hd = c->head_dim, kvd = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
-    float *sc = s->scores; /* [T] */
     /* head-major: a head's keys and values stay in L1 for every row (row-major streamed the layer's
-     * whole cache from L2 once per row) */
-    for (int h = 0; h < H; h++)
+     * whole cache from L2 once per row). Several rows (a verification block): the heads are split over
+     * the BLAS thread count, each thread with its own row of s->scores ([max_batch >= n, max_ctx]); a
+     * (row, head) pair's arithmetic is the same whichever thread runs it. */
+    int nt = n >= 2 ? openblas_get_num_threads() : 1;
+    if (nt > n) nt = n;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int h = 0; h < H; h++) {
+        float *sc = s->scores + (size_t)omp_get_thread_num() * (size_t)s->max_ctx; /* [T] */
         for (int i = 0; i < n; i++) {
             int pos = p0 + i, lo = window && pos - window + 1 > 0 ? pos - window + 1 : 0;
             int last = s->probe_keys >= 0 ? s->probe_keys - 1 : pos, m = last - lo + 1; /* keys [lo, last] */
@@ -849,6 +855,7 @@ static void attention_direct(Session *s, const float *q, int ldq, int n, int p0,
             softmax_inplace(sc, m);
             attn_mix(sc, Vg + (size_t)lo * kvd, (size_t)kvd, m, hd, NULL, att + (size_t)i * H * hd + (size_t)h * hd);
         }
+    }
 }
 
 /* session_candidates: n queries all at position p0; row i attends to the cache [lo, p0) and then to
