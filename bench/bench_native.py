@@ -142,7 +142,7 @@ def accept_of(j):
 # against 94-103 with its weights in huge pages (read into memory, --mmap 0, with glibc's malloc told
 # to advise its mappings as huge pages): the page walks of a 4 kB-paged stream, not the arithmetic.
 # So the anchor gets huge pages too ("huge-pages", the default); "mmap" is llama.cpp's default loading.
-HUGE_ENV = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+HUGE_TUNABLE = "glibc.malloc.hugetlb=1"
 
 
 def llama_env(memory):
@@ -150,7 +150,7 @@ def llama_env(memory):
         return None
     env = dict(os.environ)
     prev = env.get("GLIBC_TUNABLES")
-    env["GLIBC_TUNABLES"] = HUGE_ENV["GLIBC_TUNABLES"] + (":" + prev if prev else "")
+    env["GLIBC_TUNABLES"] = HUGE_TUNABLE + (":" + prev if prev else "")
     return env
 
 

@@ -731,6 +731,7 @@ void quantize_rows_q8_act(const float *x, int n, int ldx, int in, int8_t *qx, fl
 #define Q8H_OUT (KERNEL_PANEL / 2)
 #define Q8H_SCALES (Q8H_OUT * 2)
 #define Q8H_BLOCK (Q8H_SCALES + Q8_0_BLOCK * Q8H_OUT)
+_Static_assert(2 * Q8H_BLOCK == Q8_PANEL_BLOCK, "a VNNI panel is as long as panel_bytes(DT_Q8_0, ..) says");
 
 void panel_pack_q8_vnni(const void *W_v, int in, int out, void *panels) {
     const BlockQ8_0 *W = W_v;
@@ -828,7 +829,6 @@ void matmul_panels_q8_vnni(const void *panels, int in, int out, const int8_t *qx
     int passes = (n + Q8V_PASS_ROWS - 1) / Q8V_PASS_ROWS; /* balanced */
     /* a pass's share of the next half, per block */
     int pf_lines = n >= Q8_PF_MIN_ROWS ? (Q8H_BLOCK / 64 + passes - 1) / passes : 0;
-    const unsigned char *last = (const unsigned char *)panels + ((size_t)p1 * 2 - 1) * half_size;
     for (int p = p0; p < p1; p++)
         for (int h = 0; h < 2; h++) {
             int nout = out - p * KERNEL_PANEL - h * Q8H_OUT; /* a short last panel's second half may be empty */
@@ -840,7 +840,7 @@ void matmul_panels_q8_vnni(const void *panels, int in, int out, const int8_t *qx
                 const unsigned char *next = half + half_size + (size_t)g * nb * pf_lines * 64; /* never faults */
                 kPq8v[rows](half, in, qx + (size_t)r0 * in, dx + (size_t)r0 * nb, xs + (size_t)r0 * nb,
                             y + (size_t)r0 * ldy + (size_t)p * KERNEL_PANEL + h * Q8H_OUT, ldy, nout, next,
-                            half < last ? pf_lines : 0);
+                            h == 0 || p + 1 < p1 ? pf_lines : 0); /* the last half of the range: nothing next */
                 r0 += rows;
             }
         }
